@@ -1,0 +1,28 @@
+// Kernel classification (communication / memory / computation) and name simplification.
+#pragma once
+
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernalyse/store.h"
+
+namespace kernalyse {
+
+class Classifier {
+ public:
+  // Default communication patterns cover old and new NCCL/RCCL names (ncclKernel_*,
+  // ncclDevKernel_*, ncclSymkDevKernel_*, RCCL Generic) plus user extras (--comm-regex).
+  explicit Classifier(const std::vector<std::string>& extra_comm_regex = {});
+  Category classify(Kind kind, std::string_view name) const;
+  bool is_communication(std::string_view name) const;
+
+ private:
+  std::vector<std::regex> extra_;
+};
+
+// "void at::native::elementwise_kernel<128, 2, ...>(int, ...)" → "at::native::elementwise_kernel".
+std::string simplify_kernel_name(std::string_view name);
+
+}  // namespace kernalyse

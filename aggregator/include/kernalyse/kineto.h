@@ -1,0 +1,43 @@
+// Kineto / PyTorch-profiler Chrome-trace JSON importer (.json and .json.gz), streaming.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernalyse/classify.h"
+#include "kernalyse/store.h"
+
+namespace kernalyse {
+
+struct ImportOptions {
+  std::optional<int32_t> rank;  // overrides distributedInfo.rank / the file name
+  const Classifier* classifier = nullptr;  // nullptr: default NCCL/RCCL patterns
+};
+
+struct ImportStats {
+  int64_t bytes = 0;  // uncompressed JSON bytes read
+  int64_t events = 0;
+  int64_t malformed = 0;
+  std::vector<std::string> warnings;  // e.g. "rank taken from file name"
+};
+
+// Imports one per-rank trace file into a single-rank Store (activities sorted).
+// Throws Error("<file>: <problem>") for a malformed file (truncated gzip, invalid JSON, not a
+// trace, empty, no rank). Malformed individual events are counted, not fatal.
+Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats);
+
+// Same, from an in-memory JSON text (tests); `name` stands in for the file name.
+Store import_kineto_string(std::string_view json, const std::string& name,
+                           const ImportOptions& opt, ImportStats* stats);
+
+// Rank from a file name ("rank-3", "rank3", "rank_3", "worker3"); nullopt if none.
+std::optional<int32_t> rank_from_filename(const std::string& path);
+
+// Exact decimal-text µs → int64 ns ("5.1" → 5100, "1712195495519689.047" → ...689047).
+// Returns false if the text is not a number.
+bool parse_us_to_ns(std::string_view text, int64_t* ns);
+
+}  // namespace kernalyse

@@ -1,0 +1,168 @@
+// The in-memory form of a kernalyse store: columnar tables, int64 ns times, interned strings.
+// The HDF5 layout (docs/store.md) mirrors these structs one dataset per column.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kernalyse {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr int32_t kNoStep = -1;
+inline constexpr int64_t kNoCorrelation = -1;
+
+// What a device activity is (the `kind` column).
+enum class Kind : uint8_t { Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3, Other = 4 };
+// What it does (the `category` column), HTA-compatible buckets.
+enum class Category : uint8_t { Computation = 0, Communication = 1, Memory = 2, Other = 3 };
+// Annotation sources (the `annotations/kind` column).
+enum class AnnotationKind : uint8_t { Step = 0, User = 1, GpuUser = 2, Nvtx = 3 };
+
+const char* to_string(Kind k);
+const char* to_string(Category c);
+const char* to_string(AnnotationKind k);
+
+// Interned strings; id 0 is always the empty string.
+class StringTable {
+ public:
+  StringTable();
+  uint32_t intern(std::string_view s);
+  const std::string& at(uint32_t id) const { return strings_[id]; }
+  size_t size() const { return strings_.size(); }
+  const std::vector<std::string>& all() const { return strings_; }
+  // Replaces the content (reader use); rebuilds the index.
+  void assign(std::vector<std::string> strings);
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept;
+  };
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
+};
+
+// GPU-side activities (kernels, copies, memsets, syncs). Sorted by (rank, device, stream, start).
+struct Activities {
+  std::vector<int32_t> rank;
+  std::vector<int32_t> device;
+  std::vector<int32_t> stream;
+  std::vector<uint8_t> kind;      // Kind
+  std::vector<uint8_t> category;  // Category
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> end_ns;
+  std::vector<uint32_t> name_id;
+  std::vector<int64_t> correlation;  // kNoCorrelation if none
+  std::vector<int32_t> step;         // ProfilerStep number, kNoStep if outside all steps
+
+  size_t size() const { return start_ns.size(); }
+  void reserve(size_t n);
+};
+
+// CPU runtime/driver API calls (launches), joined to activities by (rank, correlation).
+struct LaunchCalls {
+  std::vector<int32_t> rank;
+  std::vector<int64_t> pid;
+  std::vector<int64_t> tid;
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> end_ns;
+  std::vector<uint32_t> name_id;
+  std::vector<int64_t> correlation;
+  std::vector<int32_t> step;
+
+  size_t size() const { return start_ns.size(); }
+};
+
+// ProfilerStep#N, user annotations, GPU user annotations, NVTX ranges.
+struct Annotations {
+  std::vector<int32_t> rank;
+  std::vector<uint8_t> kind;  // AnnotationKind
+  std::vector<int64_t> pid;   // process (CPU) or device (GPU annotations)
+  std::vector<int64_t> tid;   // thread (CPU) or stream (GPU annotations)
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> end_ns;
+  std::vector<uint32_t> name_id;
+  std::vector<int32_t> step;  // N for ProfilerStep#N, else kNoStep
+
+  size_t size() const { return start_ns.size(); }
+};
+
+// NCCL metadata attached to one communication activity (row index into Activities).
+struct NcclInfo {
+  std::vector<uint64_t> activity;
+  std::vector<uint32_t> collective_id;  // "allreduce", "_allgather_base", ...
+  std::vector<int64_t> seq;             // -1 if unknown
+  std::vector<uint32_t> pg_name_id;
+  std::vector<uint32_t> pg_desc_id;
+  std::vector<uint32_t> pg_ranks_id;  // "[0, 1]" as recorded
+  std::vector<int32_t> group_size;    // -1 if unknown
+  std::vector<int64_t> in_nelems;     // -1 if unknown
+  std::vector<int64_t> out_nelems;
+  std::vector<int64_t> msg_bytes;  // -1 if unknown
+  std::vector<uint32_t> dtype_id;
+
+  size_t size() const { return activity.size(); }
+};
+
+// One row per rank: where its data came from and how its clock maps to the run's timeline.
+struct RankInfo {
+  int32_t rank = 0;
+  int32_t world_size = -1;
+  std::string host;
+  std::string devices;      // "0" or "0,1"
+  std::string device_name;  // from deviceProperties, "" if unknown
+  std::string source;       // input file or spool
+  int64_t base_time_ns = 0;          // absolute anchor of this rank's clock (epoch ns), 0 if unknown
+  int64_t clock_offset_ns = 0;       // add to local time to get run time
+  double clock_drift = 0.0;          // dimensionless (ns per ns), applied relative to sync point
+  int64_t clock_uncertainty_ns = 0;  // ± bound on the alignment error, 0 if unknown
+  std::string clock_method;          // "none (per-rank wall clock)", "mpi-pingpong", ...
+  bool emulated = false;             // synthetic / emulated device data
+  int64_t events_total = 0;
+  int64_t events_malformed = 0;
+  int64_t events_ignored = 0;  // well-formed but not kept (cpu_op, python_function, ...)
+  int64_t records_dropped = 0;
+};
+
+// File-level attributes.
+struct StoreAttrs {
+  int schema_version = kSchemaVersion;
+  std::string tool_version;
+  std::string produced_by;  // "kernalyse-merge (kineto import)", "kernalyse-run", ...
+  std::string command_line;
+  std::string created_utc;
+  std::string clock_domain;  // how timestamps across ranks relate
+  bool emulated = false;
+};
+
+struct Store {
+  StoreAttrs attrs;
+  StringTable strings;
+  Activities activities;
+  LaunchCalls launches;
+  Annotations annotations;
+  NcclInfo nccl;
+  std::vector<RankInfo> ranks;  // sorted by rank
+};
+
+// Which columns a reader loads; analyses ask only for what they use (peak RSS budget).
+struct ColumnSelection {
+  bool activities = true;
+  bool activity_correlation = true;
+  bool activity_step = true;
+  bool launches = true;
+  bool annotations = true;
+  bool nccl = true;
+  static ColumnSelection all() { return {}; }
+};
+
+// Joins per-rank stores into one; string ids are remapped. Fails on duplicate ranks.
+Store merge_stores(std::vector<Store> parts);
+
+// Sorts activities by (rank, device, stream, start, end), keeping nccl.activity consistent.
+void sort_activities(Store& s);
+
+}  // namespace kernalyse

@@ -1,0 +1,30 @@
+// Reading and writing the HDF5 store (layout in docs/store.md).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "kernalyse/store.h"
+
+namespace kernalyse {
+
+// Every store/import problem surfaces as this, with a one-line message naming the file.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct WriteOptions {
+  bool force = false;  // replace an existing file; otherwise an existing path is an error
+};
+
+// Writes to "<path>.tmp.<pid>" and renames on success; nothing is left behind on failure.
+void write_store(const Store& store, const std::string& path, const WriteOptions& opt = {});
+
+// Reads the selected columns. Throws Error on a missing, non-HDF5 or wrong-schema file.
+Store read_store(const std::string& path, const ColumnSelection& sel = ColumnSelection::all());
+
+// True if the file starts with the HDF5 signature (used to tell stores from traces).
+bool is_hdf5_file(const std::string& path);
+
+}  // namespace kernalyse

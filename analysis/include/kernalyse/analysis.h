@@ -1,0 +1,66 @@
+// Analyses over a Store. Each fills tables into a Report; none prints.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernalyse/report.h"
+#include "kernalyse/store.h"
+
+namespace kernalyse {
+
+// Common filters: --rank R, --step N.
+struct Filter {
+  std::optional<int32_t> rank;
+  std::optional<int32_t> step;
+};
+
+// Indices of activities passing the filter (all kinds).
+std::vector<uint32_t> select_activities(const Store& s, const Filter& f);
+
+enum class SummarySort { Count, Total, Mean, Pct };
+
+struct SummaryOptions {
+  Filter filter;
+  SummarySort sort = SummarySort::Total;
+  int top = 0;           // 0 = all
+  bool verbose = false;  // full names instead of simplified
+  bool per_rank = true;  // also one table per rank
+};
+void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out);
+
+enum class GapSort { Count, Mean, Max, Std, Total };
+
+struct GapOptions {
+  Filter filter;
+  double hist_min_us = 0.0;
+  double hist_max_us = 1000.0;
+  int bins = 20;
+  GapSort sort = GapSort::Total;
+  int top = 20;
+  bool verbose = false;
+};
+void gap_analysis(const Store& s, const GapOptions& opt, Report* out);
+
+// --- building blocks, exposed for tests ---
+struct Interval {
+  int64_t start;
+  int64_t end;
+};
+struct GapStats {
+  int64_t count = 0;        // gaps > 0
+  int64_t total_ns = 0;     // sum of gaps > 0
+  int64_t overlaps = 0;     // next start < latest end so far
+  int64_t touching = 0;     // gap == 0
+  int64_t busy_ns = 0;      // |union|
+  int64_t span_ns = 0;      // last end - first start
+  std::vector<int64_t> gaps;  // the positive gaps, in order
+};
+// Intervals sorted by start; gap = next start - latest end so far.
+GapStats stream_gaps(const std::vector<Interval>& sorted);
+// Union length of arbitrary intervals (sorted internally).
+int64_t union_length(std::vector<Interval> v);
+
+}  // namespace kernalyse
