@@ -13,7 +13,8 @@
 namespace kernalyse {
 
 struct ImportOptions {
-  std::optional<int32_t> rank;  // overrides distributedInfo.rank / the file name
+  // Rank for a file whose distributedInfo has none (checked before the file name).
+  std::optional<int32_t> rank;
   const Classifier* classifier = nullptr;  // nullptr: default NCCL/RCCL patterns
 };
 

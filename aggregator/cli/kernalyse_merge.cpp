@@ -1,0 +1,280 @@
+// kernalyse-merge: import per-rank traces into one store and/or analyse a store. Thin over the
+// import, store and analysis libraries.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "kernalyse/analysis.h"
+#include "kernalyse/kineto.h"
+#include "kernalyse/store_io.h"
+
+namespace fs = std::filesystem;
+using namespace kernalyse;
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+struct Options {
+  std::vector<std::string> inputs;
+  std::string output;
+  bool force = false;
+  std::optional<int32_t> rank, step;
+  bool summary = false, gaps = false;
+  double hist_min = 0, hist_max = 1000;
+  int bins = 20;
+  std::string gap_sort = "total", sort = "total";
+  int top = 0;
+  bool verbose = false, json = false, quiet = false;
+  std::string csv_dir;
+  std::vector<std::string> comm_regex;
+};
+
+bool is_trace_name(const fs::path& p) {
+  std::string n = p.filename().string();
+  auto ends = [&](std::string_view s) {
+    return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends(".json") || ends(".json.gz");
+}
+
+// Expands directories into their *.json / *.json.gz files (sorted); checks files exist.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& in) {
+  std::vector<std::string> out;
+  for (const auto& p : in) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<std::string> found;
+      for (const auto& e : fs::directory_iterator(p, ec))
+        if (e.is_regular_file() && is_trace_name(e.path())) found.push_back(e.path().string());
+      if (found.empty()) throw Error(p + ": no *.json or *.json.gz trace files in this directory");
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else if (fs::exists(p, ec)) {
+      out.push_back(p);
+    } else {
+      throw Error(p + ": no such file or directory");
+    }
+  }
+  return out;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// Imports trace files on all cores, one file per task.
+Store import_all(const std::vector<std::string>& files, const Options& o, const Classifier& cls,
+                 ImportStats* stats) {
+  std::vector<Store> parts(files.size());
+  std::vector<ImportStats> st(files.size());
+  std::vector<std::string> errors(files.size());
+  std::atomic<size_t> next{0};
+  ImportOptions iopt;
+  iopt.classifier = &cls;
+  // --rank names the rank of a single trace that carries none.
+  if (files.size() == 1) iopt.rank = o.rank;
+  auto worker = [&] {
+    for (size_t i; (i = next++) < files.size();) {
+      try {
+        parts[i] = import_kineto_file(files[i], iopt, &st[i]);
+      } catch (const Error& e) {
+        errors[i] = e.what();
+      } catch (const std::bad_alloc&) {
+        errors[i] = files[i] + ": out of memory while importing";
+      }
+    }
+  };
+  size_t nthreads = std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < nthreads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (!e.empty()) throw Error(e);
+  for (const auto& s : st) {
+    stats->bytes += s.bytes;
+    stats->events += s.events;
+    stats->malformed += s.malformed;
+    stats->warnings.insert(stats->warnings.end(), s.warnings.begin(), s.warnings.end());
+  }
+  return merge_stores(std::move(parts));
+}
+
+SummarySort parse_summary_sort(const std::string& s) {
+  if (s == "count") return SummarySort::Count;
+  if (s == "mean") return SummarySort::Mean;
+  if (s == "pct") return SummarySort::Pct;
+  return SummarySort::Total;
+}
+
+GapSort parse_gap_sort(const std::string& s) {
+  if (s == "count") return GapSort::Count;
+  if (s == "mean") return GapSort::Mean;
+  if (s == "max") return GapSort::Max;
+  if (s == "std") return GapSort::Std;
+  return GapSort::Total;
+}
+
+int run(const Options& o, const std::string& command_line) {
+  if (o.inputs.empty()) throw Error("no input: give trace files, a directory of traces, or a store");
+  if (o.hist_min >= o.hist_max) throw Error("--hist-min must be below --hist-max");
+  if (o.bins < 1) throw Error("--bins must be at least 1");
+  Classifier cls(o.comm_regex);
+
+  std::vector<std::string> files = expand_inputs(o.inputs);
+  bool store_input = files.size() == 1 && is_hdf5_file(files[0]);
+  for (const auto& f : files)
+    if (files.size() > 1 && is_hdf5_file(f))
+      throw Error(f + ": is a store; give either one store or trace files, not both");
+
+  Store store;
+  bool analyse = o.summary || o.gaps || o.output.empty();
+  if (store_input) {
+    if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
+    ColumnSelection sel;
+    sel.launches = false;
+    sel.nccl = false;
+    sel.activity_correlation = false;
+    store = read_store(files[0], sel);
+  } else {
+    // Refuse early, before a long import, if the output exists and --force is not given.
+    if (!o.output.empty() && !o.force && fs::exists(o.output))
+      throw Error(o.output + ": exists (use --force to replace it)");
+    ImportStats stats;
+    auto t0 = std::chrono::steady_clock::now();
+    store = import_all(files, o, cls, &stats);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (const auto& w : stats.warnings) std::cerr << "warning: " << w << "\n";
+    store.attrs.tool_version = KERNALYSE_VERSION;
+    store.attrs.produced_by = "kernalyse-merge (Kineto JSON import)";
+    store.attrs.command_line = command_line;
+    store.attrs.created_utc = utc_now();
+    store.attrs.clock_domain =
+        "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
+    for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
+    if (!o.quiet) {
+      std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size()
+                << " rank(s), " << store.activities.size() << " GPU activities, "
+                << stats.malformed << " malformed events skipped, "
+                << static_cast<int64_t>(stats.bytes / 1e6) << " MB JSON in " << secs << " s\n";
+    }
+    if (!o.output.empty()) {
+      write_store(store, o.output, WriteOptions{o.force});
+      if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
+    }
+  }
+  if (!analyse) return 0;
+
+  Report report;
+  if (store.attrs.emulated)
+    report.headline.push_back("DATA IS SYNTHETIC/EMULATED: no real GPU recorded these events");
+  std::string ranks;
+  for (const auto& r : store.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r.rank);
+  report.headline.push_back("ranks: " + ranks + "; clocks: " + store.attrs.clock_domain);
+  nlohmann::json jr = nlohmann::json::array();
+  for (const auto& r : store.ranks)
+    jr.push_back({{"rank", r.rank},
+                  {"source", r.source},
+                  {"devices", r.devices},
+                  {"device_name", r.device_name},
+                  {"emulated", r.emulated},
+                  {"clock_method", r.clock_method},
+                  {"clock_uncertainty_ns", r.clock_uncertainty_ns},
+                  {"events_malformed", r.events_malformed}});
+  report.json["ranks"] = jr;
+  report.json["emulated"] = store.attrs.emulated;
+
+  Filter filter{o.rank, o.step};
+  if (o.summary || !o.gaps) {
+    SummaryOptions so;
+    so.filter = filter;
+    so.sort = parse_summary_sort(o.sort);
+    so.top = o.top;
+    so.verbose = o.verbose;
+    kernel_summary(store, so, &report);
+  }
+  if (o.gaps) {
+    GapOptions go;
+    go.filter = filter;
+    go.hist_min_us = o.hist_min;
+    go.hist_max_us = o.hist_max;
+    go.bins = o.bins;
+    go.sort = parse_gap_sort(o.gap_sort);
+    if (o.top > 0) go.top = o.top;
+    go.verbose = o.verbose;
+    gap_analysis(store, go, &report);
+  }
+  if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
+  if (o.json)
+    render_json(report, std::cout);
+  else
+    render_text(report, std::cout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kernalyse-merge: merge per-rank GPU traces (Kineto/PyTorch-profiler JSON) into one HDF5 "
+      "store, and analyse a store or traces.\n"
+      "  kernalyse-merge rank0.json.gz rank1.json.gz -o run.h5\n"
+      "  kernalyse-merge run.h5 [--gaps] [--json]\n"
+      "  kernalyse-merge traces/ --gaps --json"};
+  Options o;
+  app.add_option("inputs", o.inputs, "trace files (.json/.json.gz), directories of them, or a store");
+  app.add_option("-o,--output", o.output, "write the merged store to FILE");
+  app.add_flag("--force", o.force, "replace an existing output file");
+  app.add_option("--rank", o.rank,
+                 "analyse only rank R (also names the rank of a single trace that has none)");
+  app.add_option("--step", o.step, "analyse only ProfilerStep#N");
+  app.add_flag("--summary", o.summary, "kernel summary (the default report)");
+  app.add_flag("--gaps", o.gaps, "idle-gap analysis per stream, device and rank");
+  app.add_option("--hist-min", o.hist_min, "gap histogram lower edge, µs")->capture_default_str();
+  app.add_option("--hist-max", o.hist_max, "gap histogram upper edge, µs")->capture_default_str();
+  app.add_option("--bins", o.bins, "gap histogram bins")->capture_default_str();
+  app.add_option("--gap-sort", o.gap_sort, "sort transitions by")
+      ->check(CLI::IsMember({"count", "mean", "max", "std", "total"}))
+      ->capture_default_str();
+  app.add_option("--sort", o.sort, "sort the kernel summary by")
+      ->check(CLI::IsMember({"count", "total", "mean", "pct"}))
+      ->capture_default_str();
+  app.add_option("--top", o.top, "show only the top N rows");
+  app.add_flag("--verbose", o.verbose, "full kernel names instead of simplified ones");
+  app.add_flag("--json", o.json, "print one JSON object instead of text tables");
+  app.add_option("--csv", o.csv_dir, "also write one CSV per table into DIR");
+  app.add_option("--comm-regex", o.comm_regex,
+                 "extra regex for communication kernels (repeatable)");
+  app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");
+  app.set_version_flag("--version", std::string("kernalyse-merge ") + KERNALYSE_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitBadInput;
+  }
+  std::string cmd;
+  for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+  try {
+    return run(o, cmd);
+  } catch (const Error& e) {
+    std::cerr << "kernalyse-merge: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::regex_error& e) {
+    std::cerr << "kernalyse-merge: invalid --comm-regex: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kernalyse-merge: out of memory\n";
+    return 1;
+  }
+}

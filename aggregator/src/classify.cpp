@@ -1,0 +1,89 @@
+#include "kernalyse/classify.h"
+
+namespace kernalyse {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+std::string_view strip_void(std::string_view name) {
+  return starts_with(name, "void ") ? name.substr(5) : name;
+}
+
+}  // namespace
+
+Classifier::Classifier(const std::vector<std::string>& extra_comm_regex) {
+  for (const auto& re : extra_comm_regex) extra_.emplace_back(re, std::regex::optimize);
+}
+
+bool Classifier::is_communication(std::string_view name) const {
+  // HTA's rule (^nccl | ^hip | ^hccl | .*ncclKernel.*) extended to RCCL and the NCCL >= 2.19
+  // names (ncclDevKernel_*, ncclSymkDevKernel_*), which HTA misclassifies.
+  std::string_view n = strip_void(name);
+  if (starts_with(n, "nccl") || starts_with(n, "rccl") || starts_with(n, "hccl") ||
+      starts_with(n, "hip"))
+    return true;
+  if (n.find("ncclKernel") != std::string_view::npos ||
+      n.find("ncclDevKernel") != std::string_view::npos)
+    return true;
+  for (const auto& re : extra_) {
+    if (std::regex_search(name.begin(), name.end(), re)) return true;
+  }
+  return false;
+}
+
+Category Classifier::classify(Kind kind, std::string_view name) const {
+  switch (kind) {
+    case Kind::Memcpy:
+    case Kind::Memset:
+      return Category::Memory;
+    case Kind::Sync:
+    case Kind::Other:
+      return Category::Other;
+    case Kind::Kernel:
+      break;
+  }
+  if (is_communication(name)) return Category::Communication;
+  std::string_view n = strip_void(name);
+  if (starts_with(n, "Memcpy") || starts_with(n, "Memset") || starts_with(n, "hipMemcpy") ||
+      starts_with(n, "hipMemset") || starts_with(n, "dma"))
+    return Category::Memory;
+  return Category::Computation;
+}
+
+std::string simplify_kernel_name(std::string_view name) {
+  std::string_view n = strip_void(name);
+  std::string out;
+  out.reserve(n.size());
+  size_t i = 0;
+  while (i < n.size()) {
+    char c = n[i];
+    if (c == '(') {
+      // "(anonymous namespace)" is part of a qualified name, not a parameter list.
+      static constexpr std::string_view kAnon = "(anonymous namespace)";
+      if (n.substr(i, kAnon.size()) == kAnon) {
+        out += kAnon;
+        i += kAnon.size();
+        continue;
+      }
+      break;  // the parameter list: everything after it is qualifiers
+    }
+    if (c == '<') {
+      // Fold the template argument list, nested brackets and parentheses included.
+      int depth = 0;
+      for (; i < n.size(); ++i) {
+        if (n[i] == '<' || n[i] == '(') ++depth;
+        if (n[i] == '>' || n[i] == ')') --depth;
+        if (depth == 0) break;
+      }
+      ++i;
+      continue;
+    }
+    out += c;
+    ++i;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.empty()) return std::string(name);
+  return out;
+}
+
+}  // namespace kernalyse

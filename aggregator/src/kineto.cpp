@@ -1,0 +1,977 @@
+// Streaming Kineto importer. One pass over a refillable buffer: each top-level member and each
+// trace event is parsed from a mark; when the buffer runs dry mid-unit the parser throws
+// NeedMore, the buffer is refilled keeping bytes from the mark, and the unit is parsed again.
+// Memory therefore grows with the events kept, never with the file size.
+#include "kernalyse/kineto.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <unordered_map>
+
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+namespace {
+
+struct NeedMore {};
+struct SyntaxError {
+  const char* what;
+  const char* at;
+};
+
+// ---------------------------------------------------------------- input bytes (plain or gzip)
+class Input {
+ public:
+  explicit Input(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY);
+    if (fd_ < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+    unsigned char magic[2] = {0, 0};
+    ssize_t n = ::pread(fd_, magic, 2, 0);
+    if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+      int dupfd = ::dup(fd_);
+      gz_ = gzdopen(dupfd, "rb");
+      if (!gz_) throw Error(path + ": cannot open gzip stream");
+      gzbuffer(gz_, 1 << 20);
+    }
+  }
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
+  ~Input() {
+    if (gz_) gzclose(gz_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // Reads up to n bytes; 0 at end. Throws Error on I/O or gzip errors (truncated stream).
+  size_t read(char* dst, size_t n) {
+    if (!gz_) {
+      ssize_t r;
+      do r = ::read(fd_, dst, n);
+      while (r < 0 && errno == EINTR);
+      if (r < 0) throw Error(path_ + ": read error: " + std::strerror(errno));
+      return static_cast<size_t>(r);
+    }
+    int r = gzread(gz_, dst, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)));
+    int err = Z_OK;
+    const char* msg = gzerror(gz_, &err);
+    if (r < 0 || (err != Z_OK && err != Z_STREAM_END)) {
+      throw Error(path_ + ": corrupt or truncated gzip data near compressed byte " +
+                  std::to_string(gzoffset(gz_)) + " (" + (msg ? msg : "zlib error") + ")");
+    }
+    return static_cast<size_t>(r);
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  gzFile gz_ = nullptr;
+};
+
+// ---------------------------------------------------------------- buffer + JSON cursor
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  char* begin = nullptr;
+  char* end = nullptr;
+  bool eof = false;
+  int64_t consumed = 0;  // bytes discarded before `begin` (for error offsets)
+  // Keeps [keep, end) and appends more input; returns the new position of `keep`.
+  virtual char* refill(char* keep) = 0;
+};
+
+class StreamBuffer : public Buffer {
+ public:
+  explicit StreamBuffer(Input* in) : in_(in), store_(4 << 20) {
+    begin = end = store_.data();
+  }
+  char* refill(char* keep) override {
+    size_t kept = static_cast<size_t>(end - keep);
+    consumed += keep - store_.data();
+    std::memmove(store_.data(), keep, kept);
+    if (kept > store_.size() / 2) store_.resize(store_.size() * 2);  // a unit larger than half
+    size_t n = in_->read(store_.data() + kept, store_.size() - kept);
+    begin = store_.data();
+    end = begin + kept + n;
+    if (n == 0) eof = true;
+    total_read += static_cast<int64_t>(n);
+    return begin;
+  }
+  int64_t total_read = 0;
+
+ private:
+  Input* in_;
+  std::vector<char> store_;
+};
+
+class StringBuffer : public Buffer {
+ public:
+  explicit StringBuffer(std::string_view s) : data_(s) {
+    begin = data_.data();
+    end = begin + data_.size();
+    eof = true;
+  }
+  char* refill(char* keep) override { return keep; }
+
+ private:
+  std::string data_;
+};
+
+inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+class Cursor {
+ public:
+  char* p = nullptr;
+  char* e = nullptr;
+
+  void ws() {
+    while (true) {
+      if (p == e) throw NeedMore{};
+      if (!is_ws(*p)) return;
+      ++p;
+    }
+  }
+  char peek() {
+    ws();
+    return *p;
+  }
+  void expect(char c, const char* what) {
+    if (peek() != c) throw SyntaxError{what, p};
+    ++p;
+  }
+  // String at p (must be '"'). Returns a view into the buffer, or into `scratch` if escaped.
+  std::string_view str(std::string& scratch) {
+    if (peek() != '"') throw SyntaxError{"expected a string", p};
+    char* s = ++p;
+    char* q = static_cast<char*>(std::memchr(p, '"', static_cast<size_t>(e - p)));
+    if (!q) throw NeedMore{};
+    if (!std::memchr(s, '\\', static_cast<size_t>(q - s))) {
+      p = q + 1;
+      return {s, static_cast<size_t>(q - s)};
+    }
+    scratch.clear();
+    char* r = s;
+    while (true) {
+      if (r == e) throw NeedMore{};
+      char c = *r++;
+      if (c == '"') break;
+      if (c != '\\') {
+        scratch += c;
+        continue;
+      }
+      if (r == e) throw NeedMore{};
+      char x = *r++;
+      switch (x) {
+        case '"': scratch += '"'; break;
+        case '\\': scratch += '\\'; break;
+        case '/': scratch += '/'; break;
+        case 'b': scratch += '\b'; break;
+        case 'f': scratch += '\f'; break;
+        case 'n': scratch += '\n'; break;
+        case 'r': scratch += '\r'; break;
+        case 't': scratch += '\t'; break;
+        case 'u': {
+          uint32_t cp = hex4(r);
+          r += 4;
+          if (cp >= 0xD800 && cp < 0xDC00) {  // surrogate pair
+            if (e - r < 6) throw NeedMore{};
+            if (r[0] == '\\' && r[1] == 'u') {
+              uint32_t lo = hex4(r + 2);
+              if (lo >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                r += 6;
+              }
+            }
+          }
+          utf8(cp, scratch);
+          break;
+        }
+        default:
+          throw SyntaxError{"invalid escape in string", r - 1};
+      }
+    }
+    p = r;
+    return scratch;
+  }
+  // Raw number token.
+  std::string_view number() {
+    ws();
+    char* s = p;
+    while (true) {
+      if (p == e) throw NeedMore{};
+      char c = *p;
+      if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')
+        ++p;
+      else
+        break;
+    }
+    if (p == s) throw SyntaxError{"expected a value", s};
+    return {s, static_cast<size_t>(p - s)};
+  }
+  void literal() {
+    ws();
+    auto match = [&](std::string_view w) {
+      if (static_cast<size_t>(e - p) < w.size()) throw NeedMore{};
+      if (std::string_view(p, w.size()) != w) throw SyntaxError{"invalid literal", p};
+      p += w.size();
+    };
+    switch (*p) {
+      case 't': match("true"); break;
+      case 'f': match("false"); break;
+      case 'n': match("null"); break;
+      default: throw SyntaxError{"expected a value", p};
+    }
+  }
+  void skip_string() {
+    // p at '"'; find the closing quote that is not escaped.
+    char* q = p + 1;
+    while (true) {
+      q = static_cast<char*>(std::memchr(q, '"', static_cast<size_t>(e - q)));
+      if (!q) throw NeedMore{};
+      char* b = q;
+      while (b[-1] == '\\') --b;
+      if (((q - b) & 1) == 0) break;
+      ++q;
+    }
+    p = q + 1;
+  }
+  void skip_value() {
+    char c = peek();
+    if (c == '"') return skip_string();
+    if (c == '{' || c == '[') {
+      int depth = 0;
+      while (true) {
+        if (p == e) throw NeedMore{};
+        char x = *p;
+        if (x == '"') {
+          skip_string();
+          continue;
+        }
+        if (x == '{' || x == '[') ++depth;
+        if (x == '}' || x == ']') {
+          if (--depth == 0) {
+            ++p;
+            return;
+          }
+        }
+        ++p;
+      }
+    }
+    if (c == 't' || c == 'f' || c == 'n') return literal();
+    number();
+  }
+  // Separator after a member/element: returns false at the closing bracket.
+  bool next(char close) {
+    char c = peek();
+    if (c == ',') {
+      ++p;
+      return true;
+    }
+    if (c == close) {
+      ++p;
+      return false;
+    }
+    throw SyntaxError{close == '}' ? "expected ',' or '}'" : "expected ',' or ']'", p};
+  }
+
+ private:
+  uint32_t hex4(char* r) {
+    if (e - r < 4) throw NeedMore{};
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) {
+      char h = r[i];
+      v <<= 4;
+      if (h >= '0' && h <= '9') v |= static_cast<uint32_t>(h - '0');
+      else if (h >= 'a' && h <= 'f') v |= static_cast<uint32_t>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F') v |= static_cast<uint32_t>(h - 'A' + 10);
+      else throw SyntaxError{"invalid \\u escape", r};
+    }
+    return v;
+  }
+  static void utf8(uint32_t cp, std::string& out) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+};
+
+bool parse_int(std::string_view t, int64_t* v) {
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    auto r = std::from_chars(t.data() + 2, t.data() + t.size(), *v, 16);
+    return r.ec == std::errc() && r.ptr == t.data() + t.size();
+  }
+  auto r = std::from_chars(t.data(), t.data() + t.size(), *v);
+  if (r.ec == std::errc() && r.ptr == t.data() + t.size()) return true;
+  // Integral values written as floats ("7.0") still count.
+  int64_t ns;
+  if (parse_us_to_ns(t, &ns) && ns % 1000 == 0) {
+    *v = ns / 1000;
+    return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------- one trace event
+enum Field : uint8_t { kPh, kCat, kName, kPidStr, kTidStr, kColl, kDtype, kPgName, kPgDesc,
+                       kPgRanks, kNumFields };
+
+struct RawEvent {
+  std::string_view s[kNumFields];
+  int64_t ts = 0, dur = 0, pid = -1, tid = -1;
+  bool has_ts = false, has_dur = false, has_pid = false;
+  bool has_stream = false, has_device = false;
+  int64_t stream = -1, device = -1, correlation = kNoCorrelation;
+  int64_t in_nelems = -1, out_nelems = -1, group_size = -1, seq = -1;
+  int64_t in_bytes = -1, out_bytes = -1;
+  bool has_nccl = false;
+  bool bad = false;  // a field had the wrong type
+};
+
+inline bool key_is(std::string_view k, std::string_view w) { return k == w; }
+
+class EventParser {
+ public:
+  explicit EventParser(Cursor* c) : c_(c) {}
+
+  // Parses one event object at the cursor into ev. Non-object elements set ev.bad.
+  void parse(RawEvent& ev) {
+    ev = RawEvent{};
+    char first = c_->peek();
+    if (first != '{') {
+      c_->skip_value();
+      ev.bad = true;
+      return;
+    }
+    ++c_->p;
+    if (c_->peek() == '}') {
+      ++c_->p;
+      ev.bad = true;
+      return;
+    }
+    do {
+      std::string_view k = c_->str(key_scratch_);
+      c_->expect(':', "expected ':'");
+      member(ev, k);
+    } while (c_->next('}'));
+  }
+
+ private:
+  void string_field(RawEvent& ev, Field f) {
+    if (c_->peek() == '"') {
+      ev.s[f] = c_->str(scratch_[f]);
+    } else {
+      c_->skip_value();
+      ev.bad = true;
+    }
+  }
+  bool int_value(int64_t* v) {
+    char c = c_->peek();
+    if (c == '"') {
+      std::string_view t = c_->str(key_scratch_);
+      return parse_int(t, v);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return parse_int(c_->number(), v);
+    c_->skip_value();
+    return false;
+  }
+  bool time_value(int64_t* ns) {
+    char c = c_->peek();
+    if (c == '-' || (c >= '0' && c <= '9')) return parse_us_to_ns(c_->number(), ns);
+    c_->skip_value();
+    return false;
+  }
+  // Raw text of any value (for "Process Group Ranks" given as a list).
+  void raw_field(RawEvent& ev, Field f) {
+    if (c_->peek() == '"') return string_field(ev, f);
+    char* s = c_->p;
+    c_->skip_value();
+    ev.s[f] = std::string_view(s, static_cast<size_t>(c_->p - s));
+  }
+
+  void member(RawEvent& ev, std::string_view k) {
+    switch (k.size()) {
+      case 2:
+        if (key_is(k, "ph")) return string_field(ev, kPh);
+        if (key_is(k, "ts")) {
+          ev.has_ts = time_value(&ev.ts);
+          if (!ev.has_ts) ev.bad = true;
+          return;
+        }
+        break;
+      case 3:
+        if (key_is(k, "cat")) return string_field(ev, kCat);
+        if (key_is(k, "dur")) {
+          ev.has_dur = time_value(&ev.dur);
+          if (!ev.has_dur) ev.bad = true;
+          return;
+        }
+        if (key_is(k, "pid")) return id_field(ev.pid, ev.s[kPidStr], kPidStr, &ev.has_pid);
+        if (key_is(k, "tid")) return id_field(ev.tid, ev.s[kTidStr], kTidStr, nullptr);
+        break;
+      case 4:
+        if (key_is(k, "name")) return string_field(ev, kName);
+        if (key_is(k, "args")) return args(ev);
+        break;
+      default:
+        break;
+    }
+    c_->skip_value();
+  }
+  // pid/tid are numbers in GPU/CPU events but strings such as "Spans" elsewhere.
+  void id_field(int64_t& v, std::string_view& s, Field f, bool* has) {
+    if (c_->peek() == '"') {
+      s = c_->str(scratch_[f]);
+      if (parse_int(s, &v) && has) *has = true;
+      return;
+    }
+    bool ok = int_value(&v);
+    if (has) *has = ok;
+  }
+
+  void args(RawEvent& ev) {
+    if (c_->peek() != '{') {
+      c_->skip_value();
+      return;
+    }
+    ++c_->p;
+    if (c_->peek() == '}') {
+      ++c_->p;
+      return;
+    }
+    do {
+      std::string_view k = c_->str(key_scratch_);
+      c_->expect(':', "expected ':'");
+      arg(ev, k);
+    } while (c_->next('}'));
+  }
+
+  void arg(RawEvent& ev, std::string_view k) {
+    int64_t v;
+    if (key_is(k, "stream")) {
+      ev.has_stream = int_value(&v);
+      if (ev.has_stream) ev.stream = v;
+    } else if (key_is(k, "device")) {
+      ev.has_device = int_value(&v);
+      if (ev.has_device) ev.device = v;
+    } else if (key_is(k, "correlation")) {
+      if (int_value(&v)) ev.correlation = v;
+    } else if (key_is(k, "Collective name")) {
+      ev.has_nccl = true;
+      string_field(ev, kColl);
+    } else if (key_is(k, "In msg nelems")) {
+      if (int_value(&v)) ev.in_nelems = v;
+    } else if (key_is(k, "Out msg nelems")) {
+      if (int_value(&v)) ev.out_nelems = v;
+    } else if (key_is(k, "In msg size")) {
+      if (int_value(&v)) ev.in_bytes = v;
+    } else if (key_is(k, "Out msg size")) {
+      if (int_value(&v)) ev.out_bytes = v;
+    } else if (key_is(k, "Group size")) {
+      if (int_value(&v)) ev.group_size = v;
+    } else if (key_is(k, "Seq")) {
+      if (int_value(&v)) ev.seq = v;
+    } else if (key_is(k, "dtype")) {
+      string_field(ev, kDtype);
+    } else if (key_is(k, "Process Group Name")) {
+      ev.has_nccl = true;
+      raw_field(ev, kPgName);
+    } else if (key_is(k, "Process Group Description")) {
+      raw_field(ev, kPgDesc);
+    } else if (key_is(k, "Process Group Ranks")) {
+      raw_field(ev, kPgRanks);
+    } else {
+      c_->skip_value();
+    }
+  }
+
+  Cursor* c_;
+  std::string key_scratch_;
+  std::string scratch_[kNumFields];
+};
+
+// ---------------------------------------------------------------- event → tables
+int64_t dtype_bytes(std::string_view d) {
+  static const std::pair<std::string_view, int64_t> kSizes[] = {
+      {"Float", 4},  {"float", 4},    {"Float32", 4}, {"BFloat16", 2}, {"Half", 2},
+      {"Float16", 2}, {"Double", 8},  {"Int", 4},     {"Long", 8},     {"Short", 2},
+      {"Byte", 1},   {"Char", 1},     {"Bool", 1},    {"int8_t", 1},   {"Float8_e4m3fn", 1},
+      {"Float8_e5m2", 1}};
+  for (const auto& [n, sz] : kSizes)
+    if (d == n) return sz;
+  return -1;
+}
+
+struct StepMark {
+  int64_t start, end;
+  int32_t step;
+};
+
+class Importer {
+ public:
+  Importer(const std::string& name, const ImportOptions& opt)
+      : name_(name), opt_(opt), classifier_(opt.classifier ? opt.classifier : &default_cls_) {}
+
+  void run(Buffer& buf, ImportStats* stats);
+  Store take() { return std::move(store_); }
+
+ private:
+  enum class State { Start, TopMember, TopNext, EventsFirst, Event, EventsNext, Done };
+
+  bool top_member(Cursor& c);  // true when it opened the traceEvents list
+  void add_event(const RawEvent& ev);
+  void finish(ImportStats* stats);
+  std::string where(const Buffer& b, const char* at) const {
+    return std::to_string(b.consumed + (at - b.begin));
+  }
+
+  std::string name_;
+  ImportOptions opt_;
+  Classifier default_cls_;
+  const Classifier* classifier_;
+  Store store_;
+  std::vector<int8_t> category_of_;  // per name id; -1 = not classified yet
+  std::vector<StepMark> steps_;
+  bool have_events_key_ = false;
+  bool top_is_array_ = false;
+  std::string distributed_info_, device_properties_;
+  int64_t base_time_ns_ = 0;
+  bool has_base_time_ = false;
+  bool synthetic_ = false;
+  int64_t events_ = 0, malformed_ = 0, ignored_ = 0;
+  std::string key_scratch_;
+};
+
+bool Importer::top_member(Cursor& c) {
+  std::string_view k = c.str(key_scratch_);
+  c.expect(':', "expected ':'");
+  if (k == "traceEvents") {
+    c.expect('[', "traceEvents is not a list");
+    have_events_key_ = true;
+    return true;
+  }
+  char* s = c.p;
+  c.skip_value();
+  std::string_view raw(s, static_cast<size_t>(c.p - s));
+  if (k == "distributedInfo") {
+    distributed_info_.assign(raw);
+  } else if (k == "deviceProperties") {
+    device_properties_.assign(raw);
+  } else if (k == "baseTimeNanoseconds") {
+    std::string_view t = raw;
+    while (!t.empty() && is_ws(t.front())) t.remove_prefix(1);
+    int64_t v;
+    if (parse_int(t, &v)) {
+      base_time_ns_ = v;
+      has_base_time_ = true;
+    }
+  } else if (k == "kernalyseSynthetic") {
+    synthetic_ = raw.find("true") != std::string_view::npos;
+  }
+  return false;
+}
+
+void Importer::run(Buffer& buf, ImportStats* stats) {
+  Cursor c;
+  RawEvent ev;
+  EventParser ep(&c);
+  State st = State::Start;
+  c.p = buf.begin;
+  c.e = buf.end;
+  if (buf.begin == buf.end && !buf.eof) {
+    c.p = buf.refill(buf.begin);
+    c.e = buf.end;
+  }
+  if (buf.begin == buf.end) throw Error(name_ + ": empty file");
+  // Skip a UTF-8 byte-order mark.
+  if (c.e - c.p >= 3 && std::memcmp(c.p, "\xEF\xBB\xBF", 3) == 0) c.p += 3;
+
+  while (st != State::Done) {
+    char* mark = c.p;
+    try {
+      switch (st) {
+        case State::Start: {
+          char ch = c.peek();
+          if (ch == '[') {  // bare JSON-array trace format
+            ++c.p;
+            top_is_array_ = have_events_key_ = true;
+            st = State::EventsFirst;
+          } else if (ch == '{') {
+            ++c.p;
+            st = c.peek() == '}' ? (++c.p, State::Done) : State::TopMember;
+          } else {
+            throw SyntaxError{"not a JSON object or array", c.p};
+          }
+          break;
+        }
+        case State::TopMember:
+          st = top_member(c) ? State::EventsFirst : State::TopNext;
+          break;
+        case State::TopNext:
+          st = c.next('}') ? State::TopMember : State::Done;
+          break;
+        case State::EventsFirst:
+          if (c.peek() == ']') {
+            ++c.p;
+            st = top_is_array_ ? State::Done : State::TopNext;
+          } else {
+            st = State::Event;
+          }
+          break;
+        case State::Event:
+          ep.parse(ev);
+          ++events_;
+          add_event(ev);
+          st = State::EventsNext;
+          break;
+        case State::EventsNext:
+          if (c.next(']')) {
+            st = State::Event;
+          } else {
+            st = top_is_array_ ? State::Done : State::TopNext;
+          }
+          break;
+        case State::Done:
+          break;
+      }
+    } catch (const NeedMore&) {
+      // The unit was incomplete; nothing was committed (add_event runs only after a complete
+      // parse), so it is simply parsed again from the mark after the refill.
+      if (buf.eof) {
+        throw Error(name_ + ": truncated JSON: input ends at byte " + where(buf, buf.end) +
+                    " inside " + (st == State::Event ? "a trace event" : "the top-level object"));
+      }
+      c.p = buf.refill(mark);
+      c.e = buf.end;
+      if (buf.eof && c.p == c.e) {
+        throw Error(name_ + ": truncated JSON: input ends at byte " + where(buf, buf.end));
+      }
+    } catch (const SyntaxError& se) {
+      throw Error(name_ + ": invalid JSON at byte " + where(buf, se.at) + ": " + se.what);
+    }
+  }
+  // Only whitespace may follow the top-level value.
+  while (true) {
+    while (c.p < c.e && is_ws(*c.p)) ++c.p;
+    if (c.p < c.e) {
+      throw Error(name_ + ": invalid JSON at byte " + where(buf, c.p) +
+                  ": unexpected data after the top-level value");
+    }
+    if (buf.eof) break;
+    c.p = buf.refill(c.p);
+    c.e = buf.end;
+  }
+  if (!have_events_key_) throw Error(name_ + ": not a Chrome/Kineto trace (no traceEvents list)");
+  finish(stats);
+}
+
+inline bool starts_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && std::memcmp(s.data(), p.data(), p.size()) == 0;
+}
+
+void Importer::add_event(const RawEvent& ev) {
+  if (ev.bad) {
+    ++malformed_;
+    return;
+  }
+  std::string_view ph = ev.s[kPh], cat = ev.s[kCat];
+  if (ph != "X") {  // metadata, flows, instants, counters: not needed for analysis
+    ++ignored_;
+    return;
+  }
+  if (!ev.has_ts || !ev.has_dur || ev.dur < 0) {
+    ++malformed_;
+    return;
+  }
+  int kind = -1;
+  if (cat == "kernel" || cat == "Kernel") kind = static_cast<int>(Kind::Kernel);
+  else if (cat == "gpu_memcpy" || cat == "Memcpy") kind = static_cast<int>(Kind::Memcpy);
+  else if (cat == "gpu_memset" || cat == "Memset") kind = static_cast<int>(Kind::Memset);
+  else if (cat == "cuda_sync") kind = static_cast<int>(Kind::Sync);
+
+  if (kind >= 0) {
+    int64_t device = ev.has_device ? ev.device : (ev.has_pid ? ev.pid : -1);
+    int64_t stream = ev.has_stream ? ev.stream : -1;
+    if (device < 0 || stream < 0) {  // a GPU event must say where it ran
+      ++malformed_;
+      return;
+    }
+    Activities& a = store_.activities;
+    uint32_t name = store_.strings.intern(ev.s[kName]);
+    if (name >= category_of_.size()) category_of_.resize(name + 1, -1);
+    if (category_of_[name] < 0) {
+      category_of_[name] = static_cast<int8_t>(
+          classifier_->classify(static_cast<Kind>(kind), ev.s[kName]));
+    }
+    if (ev.has_nccl && kind == static_cast<int>(Kind::Kernel)) {
+      NcclInfo& n = store_.nccl;
+      n.activity.push_back(a.size());
+      n.collective_id.push_back(store_.strings.intern(ev.s[kColl]));
+      n.seq.push_back(ev.seq);
+      n.pg_name_id.push_back(store_.strings.intern(ev.s[kPgName]));
+      n.pg_desc_id.push_back(store_.strings.intern(ev.s[kPgDesc]));
+      n.pg_ranks_id.push_back(store_.strings.intern(ev.s[kPgRanks]));
+      n.group_size.push_back(static_cast<int32_t>(ev.group_size));
+      n.in_nelems.push_back(ev.in_nelems);
+      n.out_nelems.push_back(ev.out_nelems);
+      int64_t bytes = std::max(ev.in_bytes, ev.out_bytes);
+      int64_t esize = dtype_bytes(ev.s[kDtype]);
+      if (bytes < 0 && esize > 0 && std::max(ev.in_nelems, ev.out_nelems) >= 0)
+        bytes = std::max(ev.in_nelems, ev.out_nelems) * esize;
+      n.msg_bytes.push_back(bytes);
+      n.dtype_id.push_back(store_.strings.intern(ev.s[kDtype]));
+    }
+    a.rank.push_back(0);
+    a.device.push_back(static_cast<int32_t>(device));
+    a.stream.push_back(static_cast<int32_t>(stream));
+    a.kind.push_back(static_cast<uint8_t>(kind));
+    a.category.push_back(static_cast<uint8_t>(category_of_[name]));
+    a.start_ns.push_back(ev.ts);
+    a.end_ns.push_back(ev.ts + ev.dur);
+    a.name_id.push_back(name);
+    a.correlation.push_back(ev.correlation);
+    a.step.push_back(kNoStep);
+    return;
+  }
+  if (cat == "cuda_runtime" || cat == "cuda_driver") {
+    LaunchCalls& l = store_.launches;
+    l.rank.push_back(0);
+    l.pid.push_back(ev.pid);
+    l.tid.push_back(ev.tid);
+    l.start_ns.push_back(ev.ts);
+    l.end_ns.push_back(ev.ts + ev.dur);
+    l.name_id.push_back(store_.strings.intern(ev.s[kName]));
+    l.correlation.push_back(ev.correlation);
+    l.step.push_back(kNoStep);
+    return;
+  }
+  AnnotationKind ak;
+  int32_t step = kNoStep;
+  if (cat == "user_annotation") {
+    ak = AnnotationKind::User;
+    if (starts_with(ev.s[kName], "ProfilerStep#")) {
+      int64_t n;
+      if (parse_int(ev.s[kName].substr(13), &n)) {
+        ak = AnnotationKind::Step;
+        step = static_cast<int32_t>(n);
+      }
+    }
+  } else if (cat == "gpu_user_annotation") {
+    ak = AnnotationKind::GpuUser;
+  } else {
+    ++ignored_;  // cpu_op, python_function, Trace, ...: well-formed but not kept
+    return;
+  }
+  Annotations& an = store_.annotations;
+  an.rank.push_back(0);
+  an.kind.push_back(static_cast<uint8_t>(ak));
+  bool gpu = ak == AnnotationKind::GpuUser;
+  an.pid.push_back(gpu && ev.has_device ? ev.device : ev.pid);
+  an.tid.push_back(gpu && ev.has_stream ? ev.stream : ev.tid);
+  an.start_ns.push_back(ev.ts);
+  an.end_ns.push_back(ev.ts + ev.dur);
+  an.name_id.push_back(store_.strings.intern(ev.s[kName]));
+  an.step.push_back(step);
+  if (ak == AnnotationKind::Step) steps_.push_back({ev.ts, ev.ts + ev.dur, step});
+}
+
+// Step containing t (CPU time), or kNoStep. steps_ is sorted by start.
+int32_t step_at(const std::vector<StepMark>& steps, int64_t t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t,
+                             [](int64_t v, const StepMark& s) { return v < s.start; });
+  if (it == steps.begin()) return kNoStep;
+  --it;
+  return t < it->end ? it->step : kNoStep;
+}
+
+void Importer::finish(ImportStats* stats) {
+  // Rank: distributedInfo, then --rank, then the file name (with a warning).
+  std::optional<int32_t> rank;
+  int32_t world = -1;
+  if (!distributed_info_.empty()) {
+    auto j = nlohmann::json::parse(distributed_info_, nullptr, false);
+    if (j.is_object()) {
+      if (j.contains("rank") && j["rank"].is_number_integer()) rank = j["rank"].get<int32_t>();
+      if (j.contains("world_size") && j["world_size"].is_number_integer())
+        world = j["world_size"].get<int32_t>();
+    }
+  }
+  if (!rank && opt_.rank) rank = opt_.rank;
+  if (!rank) {
+    rank = rank_from_filename(name_);
+    if (rank && stats) {
+      stats->warnings.push_back(name_ + ": no distributedInfo.rank; rank " +
+                                std::to_string(*rank) + " taken from the file name");
+    }
+  }
+  if (!rank) {
+    throw Error(name_ + ": cannot tell the rank (no distributedInfo.rank, none in the file "
+                        "name); pass --rank N");
+  }
+  if (*rank < 0) throw Error(name_ + ": negative rank " + std::to_string(*rank));
+
+  // Kineto's ts is relative to baseTimeNanoseconds when present, else absolute epoch µs.
+  int64_t base = has_base_time_ ? base_time_ns_ : 0;
+  auto shift = [base](std::vector<int64_t>& v) {
+    if (base != 0)
+      for (auto& x : v) x += base;
+  };
+  Activities& a = store_.activities;
+  LaunchCalls& l = store_.launches;
+  Annotations& an = store_.annotations;
+  shift(a.start_ns), shift(a.end_ns), shift(l.start_ns), shift(l.end_ns), shift(an.start_ns),
+      shift(an.end_ns);
+  for (auto& s : steps_) s.start += base, s.end += base;
+  std::sort(steps_.begin(), steps_.end(),
+            [](const StepMark& x, const StepMark& y) { return x.start < y.start; });
+
+  for (auto* col : {&a.rank, &l.rank, &an.rank}) std::fill(col->begin(), col->end(), *rank);
+
+  // Steps: launches and annotations by CPU time; GPU work through its launch's correlation
+  // (HTA's rule), falling back to its own start when no launch is known.
+  std::unordered_map<int64_t, int32_t> step_of_corr;
+  if (!steps_.empty()) {
+    step_of_corr.reserve(l.size());
+    for (size_t i = 0; i < l.size(); ++i) {
+      l.step[i] = step_at(steps_, l.start_ns[i]);
+      if (l.correlation[i] != kNoCorrelation) step_of_corr[l.correlation[i]] = l.step[i];
+    }
+    for (size_t i = 0; i < an.size(); ++i)
+      if (an.kind[i] != static_cast<uint8_t>(AnnotationKind::Step))
+        an.step[i] = step_at(steps_, an.start_ns[i]);
+    for (size_t i = 0; i < a.size(); ++i) {
+      auto it = a.correlation[i] == kNoCorrelation ? step_of_corr.end()
+                                                  : step_of_corr.find(a.correlation[i]);
+      a.step[i] = it != step_of_corr.end() ? it->second : step_at(steps_, a.start_ns[i]);
+    }
+  }
+
+  RankInfo info;
+  info.rank = *rank;
+  info.world_size = world;
+  info.source = name_;
+  std::vector<int32_t> devs(a.device.begin(), a.device.end());
+  std::sort(devs.begin(), devs.end());
+  devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+  for (size_t i = 0; i < devs.size(); ++i)
+    info.devices += (i ? "," : "") + std::to_string(devs[i]);
+  if (!device_properties_.empty()) {
+    auto j = nlohmann::json::parse(device_properties_, nullptr, false);
+    if (j.is_array() && !j.empty() && j[0].is_object() && j[0].contains("name") &&
+        j[0]["name"].is_string())
+      info.device_name = j[0]["name"].get<std::string>();
+  }
+  info.base_time_ns = base;
+  info.clock_method = "none (recording host wall clock, not aligned across ranks)";
+  info.emulated = synthetic_;
+  info.events_total = events_;
+  info.events_malformed = malformed_;
+  info.events_ignored = ignored_;
+  store_.ranks = {info};
+  store_.attrs.emulated = synthetic_;
+  sort_activities(store_);
+
+  if (stats) {
+    stats->events += events_;
+    stats->malformed += malformed_;
+    if (malformed_ > 0) {
+      stats->warnings.push_back(name_ + ": " + std::to_string(malformed_) + " of " +
+                                std::to_string(events_) + " events malformed and skipped");
+    }
+  }
+}
+
+}  // namespace
+
+bool parse_us_to_ns(std::string_view t, int64_t* ns) {
+  size_t i = 0, n = t.size();
+  bool neg = false;
+  if (i < n && (t[i] == '-' || t[i] == '+')) neg = t[i++] == '-';
+  if (i == n) return false;
+  int64_t ip = 0;
+  size_t digits = 0;
+  for (; i < n && t[i] >= '0' && t[i] <= '9'; ++i, ++digits) {
+    if (ip > (INT64_MAX / 1000 - 9) / 10) return false;  // would overflow in ns
+    ip = ip * 10 + (t[i] - '0');
+  }
+  int64_t frac = 0;
+  int fd = 0;
+  bool round_up = false;
+  if (i < n && t[i] == '.') {
+    ++i;
+    for (; i < n && t[i] >= '0' && t[i] <= '9'; ++i, ++digits) {
+      if (fd < 3) {
+        frac = frac * 10 + (t[i] - '0');
+        ++fd;
+      } else if (fd == 3) {  // sub-ns digits: round half away from zero
+        round_up = t[i] >= '5';
+        ++fd;
+      }
+    }
+  }
+  if (digits == 0) return false;
+  if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+    // Exponent notation is rare in traces; decimal text is the exact path, this the fallback.
+    std::string s(t);
+    char* endp = nullptr;
+    long double v = std::strtold(s.c_str(), &endp);
+    if (endp != s.c_str() + s.size() || !std::isfinite(v)) return false;
+    long double x = v * 1000.0L;
+    if (std::fabs(x) > 9.2e18L) return false;
+    *ns = std::llroundl(x);
+    return true;
+  }
+  if (i != n) return false;
+  for (; fd < 3; ++fd) frac *= 10;
+  int64_t v = ip * 1000 + frac + (round_up ? 1 : 0);
+  *ns = neg ? -v : v;
+  return true;
+}
+
+std::optional<int32_t> rank_from_filename(const std::string& path) {
+  static const std::regex re(R"((?:rank|worker)[-_]?(\d+))", std::regex::icase);
+  std::string base = path.substr(path.find_last_of('/') == std::string::npos
+                                     ? 0
+                                     : path.find_last_of('/') + 1);
+  std::smatch m;
+  if (std::regex_search(base, m, re)) return static_cast<int32_t>(std::stol(m[1].str()));
+  return std::nullopt;
+}
+
+Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {
+  Input in(path);
+  StreamBuffer buf(&in);
+  Importer imp(path, opt);
+  imp.run(buf, stats);
+  if (stats) stats->bytes += buf.total_read;
+  return imp.take();
+}
+
+Store import_kineto_string(std::string_view json, const std::string& name,
+                           const ImportOptions& opt, ImportStats* stats) {
+  StringBuffer buf(json);
+  Importer imp(name, opt);
+  imp.run(buf, stats);
+  if (stats) stats->bytes += static_cast<int64_t>(json.size());
+  return imp.take();
+}
+
+}  // namespace kernalyse

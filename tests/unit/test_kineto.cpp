@@ -1,0 +1,244 @@
+// Importer tests on string literals: parsing, exact µs → ns, rank discovery, classification of
+// event categories, malformed events vs malformed files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kernalyse/kineto.h"
+#include "kernalyse/store_io.h"
+
+using namespace kernalyse;
+
+namespace {
+
+Store import(const std::string& json, ImportStats* st = nullptr, std::optional<int32_t> rank = {},
+             const std::string& name = "t.json") {
+  ImportOptions o;
+  o.rank = rank;
+  return import_kineto_string(json, name, o, st);
+}
+
+std::string wrap(const std::string& events, const std::string& extra = "") {
+  return R"({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 4},)" +
+         extra + R"( "traceEvents": [)" + events + "]}";
+}
+
+const char* kKernel =
+    R"({"ph": "X", "cat": "kernel", "name": "void foo<int>(int)", "pid": 0, "tid": 7,
+        "ts": 5.1, "dur": 2.25, "args": {"device": 0, "stream": 7, "correlation": 42,
+        "grid": [1, 1, 1]}})";
+const char* kLaunch =
+    R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 101,
+        "ts": 4.0, "dur": 1.0, "args": {"cbid": 211, "correlation": 42}})";
+const char* kStep =
+    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#12", "pid": 100, "tid": 101,
+        "ts": 3.0, "dur": 100.0, "args": {}})";
+
+}  // namespace
+
+TEST(UsToNs, ExactDecimalConversion) {
+  int64_t ns = 0;
+  ASSERT_TRUE(parse_us_to_ns("5.1", &ns));
+  EXPECT_EQ(ns, 5100);
+  ASSERT_TRUE(parse_us_to_ns("1712195495519689.047", &ns));
+  EXPECT_EQ(ns, 1712195495519689047LL);  // a double would give ...688960
+  ASSERT_TRUE(parse_us_to_ns("4458676983543.183", &ns));
+  EXPECT_EQ(ns, 4458676983543183LL);
+  ASSERT_TRUE(parse_us_to_ns("1682725898082228", &ns));
+  EXPECT_EQ(ns, 1682725898082228000LL);
+  ASSERT_TRUE(parse_us_to_ns("0.001", &ns));
+  EXPECT_EQ(ns, 1);
+  ASSERT_TRUE(parse_us_to_ns("-2.5", &ns));
+  EXPECT_EQ(ns, -2500);
+  ASSERT_TRUE(parse_us_to_ns("7", &ns));
+  EXPECT_EQ(ns, 7000);
+  ASSERT_TRUE(parse_us_to_ns("1.0005", &ns));  // sub-ns digit rounds half away from zero
+  EXPECT_EQ(ns, 1001);
+  ASSERT_TRUE(parse_us_to_ns("1.0004", &ns));
+  EXPECT_EQ(ns, 1000);
+  ASSERT_TRUE(parse_us_to_ns("1.5e3", &ns));
+  EXPECT_EQ(ns, 1500000);
+  EXPECT_FALSE(parse_us_to_ns("", &ns));
+  EXPECT_FALSE(parse_us_to_ns("abc", &ns));
+  EXPECT_FALSE(parse_us_to_ns("1.2.3", &ns));
+  EXPECT_FALSE(parse_us_to_ns("99999999999999999999", &ns));  // would overflow int64 ns
+}
+
+TEST(Kineto, KernelLaunchAndStep) {
+  ImportStats st;
+  Store s = import(wrap(std::string(kStep) + "," + kLaunch + "," + kKernel), &st);
+  ASSERT_EQ(s.activities.size(), 1u);
+  EXPECT_EQ(s.activities.rank[0], 3);
+  EXPECT_EQ(s.activities.device[0], 0);
+  EXPECT_EQ(s.activities.stream[0], 7);
+  EXPECT_EQ(s.activities.kind[0], static_cast<uint8_t>(Kind::Kernel));
+  EXPECT_EQ(s.activities.category[0], static_cast<uint8_t>(Category::Computation));
+  EXPECT_EQ(s.activities.start_ns[0], 5100);
+  EXPECT_EQ(s.activities.end_ns[0], 7350);
+  EXPECT_EQ(s.strings.at(s.activities.name_id[0]), "void foo<int>(int)");
+  EXPECT_EQ(s.activities.correlation[0], 42);
+  EXPECT_EQ(s.activities.step[0], 12);
+  ASSERT_EQ(s.launches.size(), 1u);
+  EXPECT_EQ(s.launches.correlation[0], 42);
+  EXPECT_EQ(s.launches.tid[0], 101);
+  EXPECT_EQ(s.launches.step[0], 12);
+  ASSERT_EQ(s.annotations.size(), 1u);
+  EXPECT_EQ(s.annotations.kind[0], static_cast<uint8_t>(AnnotationKind::Step));
+  EXPECT_EQ(s.annotations.step[0], 12);
+  ASSERT_EQ(s.ranks.size(), 1u);
+  EXPECT_EQ(s.ranks[0].rank, 3);
+  EXPECT_EQ(s.ranks[0].world_size, 4);
+  EXPECT_EQ(s.ranks[0].devices, "0");
+  EXPECT_EQ(st.events, 3);
+  EXPECT_EQ(st.malformed, 0);
+}
+
+TEST(Kineto, RuntimeCallsAreNeverKernels) {
+  // A launch named like a kernel and a cuda_runtime event with a stream arg stay launches.
+  std::string ev =
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "ncclKernel_AllReduce", "pid": 1, "tid": 1,
+          "ts": 1, "dur": 1, "args": {"stream": 7, "device": 0, "correlation": 5}})";
+  Store s = import(wrap(ev));
+  EXPECT_EQ(s.activities.size(), 0u);
+  EXPECT_EQ(s.launches.size(), 1u);
+}
+
+TEST(Kineto, MemcpyMemsetSyncAndNccl) {
+  std::string ev = R"(
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 1, "tid": 9,
+     "ts": 10, "dur": 1, "args": {"device": 1, "stream": 9, "correlation": 1, "bytes": 64}},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 1, "tid": 9,
+     "ts": 12, "dur": 1, "args": {"device": 1, "stream": 9, "correlation": 2}},
+    {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 1, "tid": 9,
+     "ts": 14, "dur": 1, "args": {"device": 1, "stream": 9}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     "pid": 1, "tid": 20, "ts": 16, "dur": 5, "args": {"device": 1, "stream": 20, "correlation": 3,
+     "Collective name": "_allgather_base", "In msg nelems": 1024, "Out msg nelems": 4096,
+     "Group size": 4, "dtype": "BFloat16", "Process Group Name": "0",
+     "Process Group Description": "default_pg", "Process Group Ranks": "[0, 1, 2, 3]", "Seq": 17}})";
+  Store s = import(wrap(ev));
+  ASSERT_EQ(s.activities.size(), 4u);
+  // Sorted by (device, stream, start): the three stream-9 rows, then stream 20.
+  EXPECT_EQ(s.activities.kind[0], static_cast<uint8_t>(Kind::Memcpy));
+  EXPECT_EQ(s.activities.category[0], static_cast<uint8_t>(Category::Memory));
+  EXPECT_EQ(s.activities.kind[1], static_cast<uint8_t>(Kind::Memset));
+  EXPECT_EQ(s.activities.kind[2], static_cast<uint8_t>(Kind::Sync));
+  EXPECT_EQ(s.activities.category[2], static_cast<uint8_t>(Category::Other));
+  EXPECT_EQ(s.activities.kind[3], static_cast<uint8_t>(Kind::Kernel));
+  EXPECT_EQ(s.activities.category[3], static_cast<uint8_t>(Category::Communication));
+  ASSERT_EQ(s.nccl.size(), 1u);
+  EXPECT_EQ(s.nccl.activity[0], 3u);
+  EXPECT_EQ(s.strings.at(s.nccl.collective_id[0]), "_allgather_base");
+  EXPECT_EQ(s.nccl.seq[0], 17);
+  EXPECT_EQ(s.nccl.group_size[0], 4);
+  EXPECT_EQ(s.nccl.in_nelems[0], 1024);
+  EXPECT_EQ(s.nccl.out_nelems[0], 4096);
+  EXPECT_EQ(s.nccl.msg_bytes[0], 4096 * 2);
+  EXPECT_EQ(s.strings.at(s.nccl.pg_ranks_id[0]), "[0, 1, 2, 3]");
+  EXPECT_EQ(s.strings.at(s.nccl.dtype_id[0]), "BFloat16");
+}
+
+TEST(Kineto, BaseTimeNanosecondsAnywhereInTheFile) {
+  // Kineto writes baseTimeNanoseconds after traceEvents: ts is relative to it.
+  std::string j = R"({"distributedInfo": {"rank": 0}, "traceEvents": [)" + std::string(kKernel) +
+                  R"(], "baseTimeNanoseconds": 1700000000000000000})";
+  Store s = import(j);
+  ASSERT_EQ(s.activities.size(), 1u);
+  EXPECT_EQ(s.activities.start_ns[0], 1700000000000005100LL);
+  EXPECT_EQ(s.ranks[0].base_time_ns, 1700000000000000000LL);
+}
+
+TEST(Kineto, MinifiedAndEscapedAndBareArray) {
+  std::string j =
+      R"({"distributedInfo":{"rank":5},"traceEvents":[{"ph":"X","cat":"kernel","name":"k\"q\u00e9\\","pid":0,"tid":3,"ts":1,"dur":2,"args":{"device":0,"stream":3}}]})";
+  Store s = import(j);
+  ASSERT_EQ(s.activities.size(), 1u);
+  EXPECT_EQ(s.ranks[0].rank, 5);
+  EXPECT_EQ(s.strings.at(s.activities.name_id[0]), "k\"q\xC3\xA9\\");
+  // The JSON-array form of the trace-event format has no distributedInfo: rank from --rank.
+  Store a = import(std::string("[") + kKernel + "]", nullptr, 2);
+  EXPECT_EQ(a.ranks[0].rank, 2);
+  EXPECT_EQ(a.activities.size(), 1u);
+}
+
+TEST(Kineto, MalformedEventsAreCountedNotFatal) {
+  std::string ev = std::string(kKernel) + R"(,
+    42,
+    {"ph": "X", "cat": "kernel", "name": "no_stream", "pid": "x", "tid": 7, "ts": 1, "dur": 1},
+    {"ph": "X", "cat": "kernel", "name": "bad_ts", "ts": "soon", "dur": 1, "args": {"stream": 1, "device": 0}},
+    {"ph": "X", "cat": "kernel", "name": "neg", "ts": 5, "dur": -3, "args": {"stream": 1, "device": 0}},
+    {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 1})";
+  ImportStats st;
+  Store s = import(wrap(ev), &st);
+  EXPECT_EQ(s.activities.size(), 1u);
+  EXPECT_EQ(st.events, 7);
+  EXPECT_EQ(st.malformed, 4);
+  EXPECT_EQ(s.ranks[0].events_malformed, 4);
+  EXPECT_EQ(s.ranks[0].events_ignored, 2);
+  ASSERT_FALSE(st.warnings.empty());
+}
+
+TEST(Kineto, MalformedFilesAreFatalWithOffset) {
+  auto err = [](const std::string& json) {
+    try {
+      import(json, nullptr, 0, "bad.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(err("").find("bad.json: empty file"), std::string::npos);
+  EXPECT_NE(err(wrap(kKernel).substr(0, 120)).find("truncated JSON"), std::string::npos);
+  EXPECT_NE(err(R"({"traceEvents": [ {"ph": "X"} xx ]})").find("invalid JSON at byte 30"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"foo": 1})").find("not a Chrome/Kineto trace"), std::string::npos);
+  EXPECT_NE(err("42").find("not a JSON object or array"), std::string::npos);
+  EXPECT_NE(err(wrap("") + " trailing").find("unexpected data after"), std::string::npos);
+  EXPECT_NE(err(R"({"traceEvents": [)" + std::string(kKernel) + "]}").find("pass --rank"),
+            std::string::npos);
+}
+
+TEST(Kineto, RankFromFileName) {
+  EXPECT_EQ(rank_from_filename("/x/sampled_rank-1.json.gz"), 1);
+  EXPECT_EQ(rank_from_filename("rank3.json"), 3);
+  EXPECT_EQ(rank_from_filename("trace_rank_12.json"), 12);
+  EXPECT_EQ(rank_from_filename("dir_rank9/worker7.pt.trace.json"), 7);
+  EXPECT_EQ(rank_from_filename("RANK-4.json"), 4);
+  EXPECT_FALSE(rank_from_filename("mi250_minitoy.json.gz").has_value());
+  ImportStats st;
+  Store s = import(R"({"traceEvents": [)" + std::string(kKernel) + "]}", &st, {}, "w/worker6.json");
+  EXPECT_EQ(s.ranks[0].rank, 6);
+  ASSERT_EQ(st.warnings.size(), 1u);
+  EXPECT_NE(st.warnings[0].find("taken from the file name"), std::string::npos);
+}
+
+TEST(Kineto, StreamingAcrossBufferRefillsMatchesInMemory) {
+  // A file much larger than the 4 MiB read buffer, written to disk and gzipped-or-not, imports
+  // identically to the in-memory parse (events straddle refill boundaries).
+  std::string events;
+  for (int i = 0; i < 40000; ++i) {
+    if (i) events += ",";
+    events += R"({"ph": "X", "cat": "kernel", "name": "k)" + std::to_string(i % 13) +
+              R"(", "pid": 0, "tid": 7, "ts": )" + std::to_string(i * 10) + "." +
+              std::to_string(i % 1000) + R"(, "dur": 3.5, "args": {"device": 0, "stream": 7, "pad": ")" +
+              std::string(static_cast<size_t>(60 + i % 97), 'x') + R"("}})";
+  }
+  std::string json = wrap(events);
+  auto path = std::filesystem::temp_directory_path() / "kernalyse_stream_test.json";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << json;
+  }
+  ASSERT_GT(json.size(), 6u << 20);
+  ImportStats st;
+  Store a = import_kineto_file(path.string(), {}, &st);
+  Store b = import(json);
+  std::filesystem::remove(path);
+  EXPECT_EQ(st.bytes, static_cast<int64_t>(json.size()));
+  ASSERT_EQ(a.activities.size(), 40000u);
+  EXPECT_EQ(a.activities.start_ns, b.activities.start_ns);
+  EXPECT_EQ(a.activities.end_ns, b.activities.end_ns);
+  EXPECT_EQ(a.strings.size(), b.strings.size());
+}
