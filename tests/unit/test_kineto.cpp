@@ -20,20 +20,20 @@ Store import(const std::string& json, ImportStats* st = nullptr, std::optional<i
 }
 
 std::string wrap(const std::string& events, const std::string& extra = "") {
-  return R"({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 4},)" +
-         extra + R"( "traceEvents": [)" + events + "]}";
+  return R"J({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 4},)J" +
+         extra + R"J( "traceEvents": [)J" + events + "]}";
 }
 
 const char* kKernel =
-    R"({"ph": "X", "cat": "kernel", "name": "void foo<int>(int)", "pid": 0, "tid": 7,
+    R"J({"ph": "X", "cat": "kernel", "name": "void foo<int>(int)", "pid": 0, "tid": 7,
         "ts": 5.1, "dur": 2.25, "args": {"device": 0, "stream": 7, "correlation": 42,
-        "grid": [1, 1, 1]}})";
+        "grid": [1, 1, 1]}})J";
 const char* kLaunch =
-    R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 101,
-        "ts": 4.0, "dur": 1.0, "args": {"cbid": 211, "correlation": 42}})";
+    R"J({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 101,
+        "ts": 4.0, "dur": 1.0, "args": {"cbid": 211, "correlation": 42}})J";
 const char* kStep =
-    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#12", "pid": 100, "tid": 101,
-        "ts": 3.0, "dur": 100.0, "args": {}})";
+    R"J({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#12", "pid": 100, "tid": 101,
+        "ts": 3.0, "dur": 100.0, "args": {}})J";
 
 }  // namespace
 
@@ -97,15 +97,15 @@ TEST(Kineto, KernelLaunchAndStep) {
 TEST(Kineto, RuntimeCallsAreNeverKernels) {
   // A launch named like a kernel and a cuda_runtime event with a stream arg stay launches.
   std::string ev =
-      R"({"ph": "X", "cat": "cuda_runtime", "name": "ncclKernel_AllReduce", "pid": 1, "tid": 1,
-          "ts": 1, "dur": 1, "args": {"stream": 7, "device": 0, "correlation": 5}})";
+      R"J({"ph": "X", "cat": "cuda_runtime", "name": "ncclKernel_AllReduce", "pid": 1, "tid": 1,
+          "ts": 1, "dur": 1, "args": {"stream": 7, "device": 0, "correlation": 5}})J";
   Store s = import(wrap(ev));
   EXPECT_EQ(s.activities.size(), 0u);
   EXPECT_EQ(s.launches.size(), 1u);
 }
 
 TEST(Kineto, MemcpyMemsetSyncAndNccl) {
-  std::string ev = R"(
+  std::string ev = R"J(
     {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 1, "tid": 9,
      "ts": 10, "dur": 1, "args": {"device": 1, "stream": 9, "correlation": 1, "bytes": 64}},
     {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 1, "tid": 9,
@@ -116,7 +116,7 @@ TEST(Kineto, MemcpyMemsetSyncAndNccl) {
      "pid": 1, "tid": 20, "ts": 16, "dur": 5, "args": {"device": 1, "stream": 20, "correlation": 3,
      "Collective name": "_allgather_base", "In msg nelems": 1024, "Out msg nelems": 4096,
      "Group size": 4, "dtype": "BFloat16", "Process Group Name": "0",
-     "Process Group Description": "default_pg", "Process Group Ranks": "[0, 1, 2, 3]", "Seq": 17}})";
+     "Process Group Description": "default_pg", "Process Group Ranks": "[0, 1, 2, 3]", "Seq": 17}})J";
   Store s = import(wrap(ev));
   ASSERT_EQ(s.activities.size(), 4u);
   // Sorted by (device, stream, start): the three stream-9 rows, then stream 20.
@@ -141,8 +141,8 @@ TEST(Kineto, MemcpyMemsetSyncAndNccl) {
 
 TEST(Kineto, BaseTimeNanosecondsAnywhereInTheFile) {
   // Kineto writes baseTimeNanoseconds after traceEvents: ts is relative to it.
-  std::string j = R"({"distributedInfo": {"rank": 0}, "traceEvents": [)" + std::string(kKernel) +
-                  R"(], "baseTimeNanoseconds": 1700000000000000000})";
+  std::string j = R"J({"distributedInfo": {"rank": 0}, "traceEvents": [)J" + std::string(kKernel) +
+                  R"J(], "baseTimeNanoseconds": 1700000000000000000})J";
   Store s = import(j);
   ASSERT_EQ(s.activities.size(), 1u);
   EXPECT_EQ(s.activities.start_ns[0], 1700000000000005100LL);
@@ -151,7 +151,7 @@ TEST(Kineto, BaseTimeNanosecondsAnywhereInTheFile) {
 
 TEST(Kineto, MinifiedAndEscapedAndBareArray) {
   std::string j =
-      R"({"distributedInfo":{"rank":5},"traceEvents":[{"ph":"X","cat":"kernel","name":"k\"q\u00e9\\","pid":0,"tid":3,"ts":1,"dur":2,"args":{"device":0,"stream":3}}]})";
+      R"J({"distributedInfo":{"rank":5},"traceEvents":[{"ph":"X","cat":"kernel","name":"k\"q\u00e9\\","pid":0,"tid":3,"ts":1,"dur":2,"args":{"device":0,"stream":3}}]})J";
   Store s = import(j);
   ASSERT_EQ(s.activities.size(), 1u);
   EXPECT_EQ(s.ranks[0].rank, 5);
@@ -163,13 +163,13 @@ TEST(Kineto, MinifiedAndEscapedAndBareArray) {
 }
 
 TEST(Kineto, MalformedEventsAreCountedNotFatal) {
-  std::string ev = std::string(kKernel) + R"(,
+  std::string ev = std::string(kKernel) + R"J(,
     42,
     {"ph": "X", "cat": "kernel", "name": "no_stream", "pid": "x", "tid": 7, "ts": 1, "dur": 1},
     {"ph": "X", "cat": "kernel", "name": "bad_ts", "ts": "soon", "dur": 1, "args": {"stream": 1, "device": 0}},
     {"ph": "X", "cat": "kernel", "name": "neg", "ts": 5, "dur": -3, "args": {"stream": 1, "device": 0}},
     {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}},
-    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 1})";
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 1})J";
   ImportStats st;
   Store s = import(wrap(ev), &st);
   EXPECT_EQ(s.activities.size(), 1u);
@@ -183,7 +183,7 @@ TEST(Kineto, MalformedEventsAreCountedNotFatal) {
 TEST(Kineto, MalformedFilesAreFatalWithOffset) {
   auto err = [](const std::string& json) {
     try {
-      import(json, nullptr, 0, "bad.json");
+      import(json, nullptr, {}, "bad.json");
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -191,12 +191,12 @@ TEST(Kineto, MalformedFilesAreFatalWithOffset) {
   };
   EXPECT_NE(err("").find("bad.json: empty file"), std::string::npos);
   EXPECT_NE(err(wrap(kKernel).substr(0, 120)).find("truncated JSON"), std::string::npos);
-  EXPECT_NE(err(R"({"traceEvents": [ {"ph": "X"} xx ]})").find("invalid JSON at byte 30"),
+  EXPECT_NE(err(R"J({"traceEvents": [ {"ph": "X"} xx ]})J").find("invalid JSON at byte 30"),
             std::string::npos);
-  EXPECT_NE(err(R"({"foo": 1})").find("not a Chrome/Kineto trace"), std::string::npos);
+  EXPECT_NE(err(R"J({"foo": 1})J").find("not a Chrome/Kineto trace"), std::string::npos);
   EXPECT_NE(err("42").find("not a JSON object or array"), std::string::npos);
   EXPECT_NE(err(wrap("") + " trailing").find("unexpected data after"), std::string::npos);
-  EXPECT_NE(err(R"({"traceEvents": [)" + std::string(kKernel) + "]}").find("pass --rank"),
+  EXPECT_NE(err(R"J({"traceEvents": [)J" + std::string(kKernel) + "]}").find("pass --rank"),
             std::string::npos);
 }
 
@@ -208,7 +208,7 @@ TEST(Kineto, RankFromFileName) {
   EXPECT_EQ(rank_from_filename("RANK-4.json"), 4);
   EXPECT_FALSE(rank_from_filename("mi250_minitoy.json.gz").has_value());
   ImportStats st;
-  Store s = import(R"({"traceEvents": [)" + std::string(kKernel) + "]}", &st, {}, "w/worker6.json");
+  Store s = import(R"J({"traceEvents": [)J" + std::string(kKernel) + "]}", &st, {}, "w/worker6.json");
   EXPECT_EQ(s.ranks[0].rank, 6);
   ASSERT_EQ(st.warnings.size(), 1u);
   EXPECT_NE(st.warnings[0].find("taken from the file name"), std::string::npos);
@@ -220,10 +220,10 @@ TEST(Kineto, StreamingAcrossBufferRefillsMatchesInMemory) {
   std::string events;
   for (int i = 0; i < 40000; ++i) {
     if (i) events += ",";
-    events += R"({"ph": "X", "cat": "kernel", "name": "k)" + std::to_string(i % 13) +
-              R"(", "pid": 0, "tid": 7, "ts": )" + std::to_string(i * 10) + "." +
-              std::to_string(i % 1000) + R"(, "dur": 3.5, "args": {"device": 0, "stream": 7, "pad": ")" +
-              std::string(static_cast<size_t>(60 + i % 97), 'x') + R"("}})";
+    events += R"J({"ph": "X", "cat": "kernel", "name": "k)J" + std::to_string(i % 13) +
+              R"J(", "pid": 0, "tid": 7, "ts": )J" + std::to_string(i * 10) + "." +
+              std::to_string(i % 1000) + R"J(, "dur": 3.5, "args": {"device": 0, "stream": 7, "pad": ")J" +
+              std::string(static_cast<size_t>(60 + i % 97), 'x') + R"J("}})J";
   }
   std::string json = wrap(events);
   auto path = std::filesystem::temp_directory_path() / "kernalyse_stream_test.json";
