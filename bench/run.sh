@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One-command benchmark: generate 8 ranks x 1 M kernels of synthetic Kineto JSON with the
+# project's own generator, then measure import MB/s (one file on one core, and all files),
+# summary + gaps time and peak RSS on the store, and python3 json.load on the same rank file.
+# Usage: bench/run.sh [BUILD_DIR] [RANKS] [KERNELS_PER_RANK]   (data goes to $BENCH_DIR)
+set -euo pipefail
+build=${1:-build}
+ranks=${2:-8}
+kernels=${3:-1000000}
+bin=$(cd "$build/bin" && pwd)
+dir=${BENCH_DIR:-/tmp/kernalyse-bench}
+mkdir -p "$dir"
+out="$dir/results.txt"
+: > "$out"
+log() { echo "$*" | tee -a "$out"; }
+
+# timed LABEL CMD...: wall seconds and peak RSS (MB) of CMD, via GNU time.
+timed() {
+  local label=$1
+  shift
+  /usr/bin/time -f "%e %M" -o "$dir/time.txt" "$@" >"$dir/$label.stdout" 2>"$dir/$label.stderr"
+  read -r wall rss_kb < "$dir/time.txt"
+  rss_mb=$((rss_kb / 1024))
+  log "$label: ${wall} s, peak RSS ${rss_mb} MB"
+}
+[ -x /usr/bin/time ] || { echo "bench needs GNU time: apt-get install time"; exit 1; }
+
+log "kernalyse benchmark $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, $(awk '/MemTotal/ {print int($2/1048576)" GiB"}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+if [ ! -f "$dir/traces/rank-$((ranks - 1)).json" ] || [ "$(cat "$dir/traces/params" 2>/dev/null)" != "$ranks $kernels" ]; then
+  rm -rf "$dir/traces"
+  timed generate "$bin/kernalyse-tracegen" --ranks "$ranks" --kernels "$kernels" --steps 10 --out "$dir/traces"
+  echo "$ranks $kernels" > "$dir/traces/params"
+fi
+one="$dir/traces/rank-0.json"
+one_mb=$(( $(stat -c %s "$one") / 1000000 ))
+all_mb=$(( $(cat "$dir"/traces/rank-*.json | wc -c) / 1000000 ))
+log "input: $ranks files, $all_mb MB JSON ($one_mb MB per rank), $kernels kernels per rank"
+
+# Warm the page cache so both parsers read from memory, not the virtual disk.
+cat "$dir"/traces/rank-*.json > /dev/null
+
+timed import_one_file "$bin/kernalyse-merge" "$one" -o "$dir/one.h5" --force -q
+log "  import rate, one file on one core: $(awk -v mb="$one_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s"
+ours=$wall
+timed python_json_load /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$one"
+log "  python3 json.load on the same file: $(awk -v mb="$one_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s; kernalyse import (parse + store write) is $(awk -v a="$wall" -v b="$ours" 'BEGIN {printf "%.1f", a / b}')x faster"
+
+timed import_all "$bin/kernalyse-merge" "$dir/traces" -o "$dir/run.h5" --force -q
+log "  import rate, $ranks files on $(nproc) cores: $(awk -v mb="$all_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s ($(awk -v mb="$all_mb" -v s="$wall" -v c="$(nproc)" 'BEGIN {printf "%.0f", mb / s / c}') MB/s per core)"
+log "  store size: $(( $(stat -c %s "$dir/run.h5") / 1000000 )) MB"
+
+rows=$(/usr/bin/python3 -c "import h5py,sys; print(h5py.File(sys.argv[1])['activities/start_ns'].shape[0])" "$dir/run.h5")
+# Columns the summary + gaps read: rank, device, stream, step (4 B), kind, category (1 B),
+# start_ns, end_ns (8 B), name_id (4 B) = 42 B per activity.
+col_mb=$(( rows * 42 / 1000000 ))
+log "  store: $rows activities; columns read by summary + gaps: $col_mb MB"
+timed summary_and_gaps "$bin/kernalyse-merge" "$dir/run.h5" --summary --gaps --top 20
+log "  summary + gaps: peak RSS / columns read = $(awk -v r="$rss_mb" -v c="$col_mb" 'BEGIN {printf "%.2f", r / c}')"
+timed summary_only "$bin/kernalyse-merge" "$dir/run.h5" --top 20
+timed gaps_only "$bin/kernalyse-merge" "$dir/run.h5" --gaps --top 20
+log "results in $out"
