@@ -17,8 +17,25 @@ struct Filter {
   std::optional<int32_t> step;
 };
 
-// Indices of activities passing the filter (all kinds).
+// Indices of activities passing the filter (all kinds), in store order. Throws Error when
+// --rank names a rank the store lacks or --step a ProfilerStep#N that no selected rank has.
 std::vector<uint32_t> select_activities(const Store& s, const Filter& f);
+
+// "rank 3, all steps", "ranks 0-7, ProfilerStep#5", ... for headlines and titles.
+std::string describe_filter(const Store& s, const Filter& f);
+
+// Display names for the distinct name ids of the given rows: simplified (merged) unless verbose.
+// Simplification runs once per distinct name id, never per row.
+struct NameGroups {
+  std::vector<int32_t> group_of;   // indexed by name_id; -1 where no given row uses it
+  std::vector<std::string> names;  // indexed by group
+};
+// kernels_only: look only at rows with kind == Kernel.
+NameGroups group_names(const Store& s, const std::vector<uint32_t>& rows, bool verbose,
+                       bool kernels_only);
+
+// "812 ns", "12.345 µs", "3.210 ms", "1.234 s".
+std::string format_duration(int64_t ns);
 
 enum class SummarySort { Count, Total, Mean, Pct };
 
@@ -58,7 +75,8 @@ struct GapStats {
   int64_t span_ns = 0;      // last end - first start
   std::vector<int64_t> gaps;  // the positive gaps, in order
 };
-// Intervals sorted by start; gap = next start - latest end so far.
+// Intervals sorted by start; gap = next start - latest end so far. Unsorted input is sorted
+// by (start, end) first.
 GapStats stream_gaps(const std::vector<Interval>& sorted);
 // Union length of arbitrary intervals (sorted internally).
 int64_t union_length(std::vector<Interval> v);

@@ -19,6 +19,11 @@ struct Table {
   std::vector<std::string> columns;
   std::vector<std::vector<Cell>> rows;
   int precision = 2;  // digits after the point for doubles in text/CSV
+  // Per column; true = left out of text output (e.g. exact *_ns twins of *_us columns).
+  std::vector<bool> text_hidden;
+  size_t max_text_width = 0;  // text: longer string cells are cut with "…" (0 = no limit)
+  bool in_text = true;        // false when a text block renders it instead (histogram bars)
+  bool in_json = true;        // false when Report::json carries it in another shape
 };
 
 struct Report {

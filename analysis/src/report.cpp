@@ -1,0 +1,210 @@
+// Report renderers: aligned text, one JSON object, one CSV file per table.
+#include "kernalyse/report.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+namespace {
+
+bool is_number(const Cell& c) {
+  return std::holds_alternative<int64_t>(c) || std::holds_alternative<double>(c);
+}
+
+std::string format_double(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", precision < 0 ? 0 : precision, v);
+  return buf;
+}
+
+// Text/CSV form of a cell; "" for missing or non-finite values.
+std::string format_cell(const Cell& c, int precision) {
+  if (const auto* i = std::get_if<int64_t>(&c)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&c))
+    return std::isfinite(*d) ? format_double(*d, precision) : std::string();
+  if (const auto* s = std::get_if<std::string>(&c)) return *s;
+  return {};
+}
+
+// Columns on a terminal: count UTF-8 lead bytes (continuation bytes are 10xxxxxx).
+size_t display_width(const std::string& s) {
+  size_t w = 0;
+  for (unsigned char ch : s) w += (ch & 0xC0) != 0x80;
+  return w;
+}
+
+// Keeps the first max-1 code points and appends "…"; never splits a UTF-8 sequence.
+std::string truncate(const std::string& s, size_t max) {
+  if (max == 0 || display_width(s) <= max) return s;
+  size_t cps = 0, i = 0;
+  for (; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (cps == max - 1) break;
+      ++cps;
+    }
+  }
+  return s.substr(0, i) + "…";
+}
+
+// Control characters (a newline in a name) would break the alignment.
+std::string printable(std::string s) {
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ch = ' ';
+  return s;
+}
+
+void pad(std::ostream& out, const std::string& s, size_t width, bool right) {
+  const size_t w = display_width(s);
+  const std::string fill(width > w ? width - w : 0, ' ');
+  if (right)
+    out << fill << s;
+  else
+    out << s << fill;
+}
+
+void render_table_text(const Table& t, std::ostream& out) {
+  std::vector<size_t> cols;
+  for (size_t c = 0; c < t.columns.size(); ++c)
+    if (c >= t.text_hidden.size() || !t.text_hidden[c]) cols.push_back(c);
+
+  std::vector<std::vector<std::string>> cells(t.rows.size());
+  std::vector<size_t> width(cols.size());
+  std::vector<bool> numeric(cols.size(), true);
+  for (size_t k = 0; k < cols.size(); ++k) width[k] = display_width(t.columns[cols[k]]);
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    cells[r].resize(cols.size());
+    for (size_t k = 0; k < cols.size(); ++k) {
+      const size_t c = cols[k];
+      if (c >= t.rows[r].size()) {
+        cells[r][k] = std::string(1, '-');  // not = "-": GCC 12 -O3 false -Wrestrict
+        continue;
+      }
+      const Cell& cell = t.rows[r][c];
+      if (std::holds_alternative<std::string>(cell)) numeric[k] = false;
+      std::string s = format_cell(cell, t.precision);
+      if (!is_number(cell)) s = truncate(printable(std::move(s)), t.max_text_width);
+      cells[r][k] = s.empty() ? "-" : std::move(s);
+      width[k] = std::max(width[k], display_width(cells[r][k]));
+    }
+  }
+
+  out << t.title << '\n';
+  auto line = [&](auto&& text_of) {
+    for (size_t k = 0; k < cols.size(); ++k) {
+      if (k) out << "  ";
+      // The last left-aligned column needs no trailing padding.
+      if (k + 1 == cols.size() && !numeric[k])
+        out << text_of(k);
+      else
+        pad(out, text_of(k), width[k], numeric[k]);
+    }
+    out << '\n';
+  };
+  line([&](size_t k) { return t.columns[cols[k]]; });
+  line([&](size_t k) { return std::string(width[k], '-'); });
+  if (t.rows.empty()) out << "(no rows)\n";
+  for (size_t r = 0; r < t.rows.size(); ++r) line([&](size_t k) { return cells[r][k]; });
+}
+
+using ojson = nlohmann::ordered_json;
+
+ojson cell_json(const Cell& c) {
+  if (const auto* i = std::get_if<int64_t>(&c)) return *i;
+  if (const auto* d = std::get_if<double>(&c)) return std::isfinite(*d) ? ojson(*d) : ojson();
+  if (const auto* s = std::get_if<std::string>(&c)) return *s;
+  return nullptr;
+}
+
+// NaN/inf become null anywhere in the extras, so the output is always valid JSON.
+void scrub(ojson& j) {
+  if (j.is_number_float() && !std::isfinite(j.get<double>())) {
+    j = nullptr;
+  } else if (j.is_structured()) {
+    for (auto& v : j) scrub(v);
+  }
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) {
+    if (ch == '"') q += '"';
+    q += ch;
+  }
+  return q + '"';
+}
+
+}  // namespace
+
+void render_text(const Report& r, std::ostream& out) {
+  for (const std::string& h : r.headline) out << h << '\n';
+  bool first = r.headline.empty();
+  for (const Table& t : r.tables) {
+    if (!t.in_text) continue;
+    if (!first) out << '\n';
+    first = false;
+    render_table_text(t, out);
+  }
+  for (const std::string& b : r.text_blocks) {
+    if (!first) out << '\n';
+    first = false;
+    out << b;
+    if (!b.empty() && b.back() != '\n') out << '\n';
+  }
+}
+
+void render_json(const Report& r, std::ostream& out) {
+  ojson doc = ojson::object();
+  doc["notes"] = r.headline;
+  for (const Table& t : r.tables) {
+    if (!t.in_json) continue;
+    ojson rows = ojson::array();
+    for (const auto& row : t.rows) {
+      ojson o = ojson::object();
+      for (size_t c = 0; c < t.columns.size(); ++c)
+        o[t.columns[c]] = c < row.size() ? cell_json(row[c]) : ojson();
+      rows.push_back(std::move(o));
+    }
+    doc[t.key] = std::move(rows);
+  }
+  for (const auto& [k, v] : r.json.items()) doc[k] = ojson(v);
+  scrub(doc);
+  // Invalid UTF-8 in a kernel name must not abort the output.
+  out << doc.dump(2, ' ', false, ojson::error_handler_t::replace) << '\n';
+}
+
+void render_csv(const Report& r, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw Error("cannot create CSV directory " + dir + ": " +
+                (ec ? ec.message() : std::string("not a directory")));
+  for (const Table& t : r.tables) {
+    const fs::path path = fs::path(dir) / (t.key + ".csv");
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error("cannot write " + path.string() + ": " + std::strerror(errno));
+    for (size_t c = 0; c < t.columns.size(); ++c) f << (c ? "," : "") << csv_field(t.columns[c]);
+    f << '\n';
+    for (const auto& row : t.rows) {
+      for (size_t c = 0; c < t.columns.size(); ++c) {
+        if (c) f << ',';
+        if (c < row.size()) f << csv_field(format_cell(row[c], t.precision));
+      }
+      f << '\n';
+    }
+    f.close();
+    if (!f) throw Error("cannot write " + path.string());
+  }
+}
+
+}  // namespace kernalyse

@@ -1,0 +1,211 @@
+// Kernel summary: per kernel name count/total/mean/std/min/max and shares, all ranks and per rank.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernalyse/analysis.h"
+
+namespace kernalyse {
+namespace {
+
+using u128 = unsigned __int128;
+
+// Dense per-(rank, name group) accumulator; sums of squares in 128 bits keep std exact.
+struct Acc {
+  int64_t count = 0;
+  int64_t total = 0;
+  int64_t min = INT64_MAX;
+  int64_t max = INT64_MIN;
+  u128 sumsq = 0;
+  uint8_t categories = 0;  // bit per Category seen
+};
+
+void merge(Acc& into, const Acc& a) {
+  into.count += a.count;
+  into.total += a.total;
+  into.min = std::min(into.min, a.min);
+  into.max = std::max(into.max, a.max);
+  into.sumsq += a.sumsq;
+  into.categories |= a.categories;
+}
+
+// Population std from exact integer moments: var = (n·Σd² − (Σd)²) / n².
+double population_std(const Acc& a) {
+  if (a.count <= 0) return 0.0;
+  const u128 n = static_cast<u128>(a.count);
+  const u128 sum = static_cast<u128>(a.total);
+  const u128 num = n * a.sumsq - sum * sum;
+  return std::sqrt(static_cast<long double>(num)) / static_cast<long double>(a.count);
+}
+
+std::string category_label(uint8_t mask) {
+  std::string out;
+  for (int c = 0; c < 4; ++c) {
+    if (!(mask & (1u << c))) continue;
+    if (!out.empty()) out += '+';
+    out += to_string(static_cast<Category>(c));
+  }
+  return out.empty() ? "other" : out;
+}
+
+const char* sort_label(SummarySort s) {
+  switch (s) {
+    case SummarySort::Count: return "count";
+    case SummarySort::Total: return "total";
+    case SummarySort::Mean: return "mean";
+    case SummarySort::Pct: return "pct";
+  }
+  return "total";
+}
+
+double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const SummaryOptions& opt,
+                 std::string key, std::string title, size_t* shown, size_t* distinct) {
+  int64_t all_count = 0, all_total = 0;
+  std::vector<int32_t> order;
+  for (size_t g = 0; g < accs.size(); ++g) {
+    if (accs[g].count == 0) continue;
+    all_count += accs[g].count;
+    all_total += accs[g].total;
+    order.push_back(static_cast<int32_t>(g));
+  }
+  // Descending by the chosen metric; name breaks ties so output is deterministic.
+  // Within one table % of GPU time is proportional to total, so pct orders like total.
+  auto metric = [&](int32_t g) -> long double {
+    const Acc& a = accs[g];
+    switch (opt.sort) {
+      case SummarySort::Count: return static_cast<long double>(a.count);
+      case SummarySort::Mean: return static_cast<long double>(a.total) / a.count;
+      case SummarySort::Total:
+      case SummarySort::Pct: return static_cast<long double>(a.total);
+    }
+    return 0;
+  };
+  std::sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+    const long double mx = metric(x), my = metric(y);
+    if (mx != my) return mx > my;
+    return names.names[x] < names.names[y];
+  });
+  *distinct = order.size();
+  if (opt.top > 0 && order.size() > static_cast<size_t>(opt.top)) order.resize(opt.top);
+  *shown = order.size();
+
+  Table t;
+  t.key = std::move(key);
+  t.title = std::move(title);
+  t.columns = {"kernel", "category", "count", "total_us", "mean_us", "std_us", "min_us",
+               "max_us", "pct_launches", "pct_time", "total_ns", "min_ns", "max_ns"};
+  t.text_hidden.assign(t.columns.size(), false);
+  for (size_t c = 10; c < t.columns.size(); ++c) t.text_hidden[c] = true;
+  t.precision = 3;
+  t.max_text_width = opt.verbose ? 0 : 64;  // the numbers need ~100 columns of their own
+  for (int32_t g : order) {
+    const Acc& a = accs[g];
+    const double mean = static_cast<double>(a.total) / static_cast<double>(a.count) / 1e3;
+    t.rows.push_back({names.names[g], category_label(a.categories), a.count, us(a.total), mean,
+                      population_std(a) / 1e3, us(a.min), us(a.max),
+                      100.0 * static_cast<double>(a.count) / static_cast<double>(all_count),
+                      all_total > 0 ? 100.0 * static_cast<double>(a.total) /
+                                          static_cast<double>(all_total)
+                                    : 0.0,
+                      a.total, a.min, a.max});
+  }
+  return t;
+}
+
+}  // namespace
+
+void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
+  const Activities& a = s.activities;
+  const std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  const NameGroups names = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
+  const size_t ngroups = names.names.size();
+
+  // Ranks in the selection, in order of first appearance (store order = rank order).
+  std::vector<int32_t> rank_values;
+  std::unordered_map<int32_t, size_t> rank_index;
+  std::vector<std::vector<Acc>> per_rank;  // [rank index][group]
+  const auto kernel = static_cast<uint8_t>(Kind::Kernel);
+  int32_t last_rank = 0;
+  std::vector<Acc>* cur = nullptr;
+  for (uint32_t i : rows) {
+    if (a.kind[i] != kernel) continue;
+    const int32_t r = a.rank[i];
+    if (!cur || r != last_rank) {
+      // Rows arrive in rank runs; the map is consulted once per run, not per row.
+      auto [it, fresh] = rank_index.emplace(r, per_rank.size());
+      if (fresh) {
+        rank_values.push_back(r);
+        per_rank.emplace_back(ngroups);
+      }
+      cur = &per_rank[it->second];
+      last_rank = r;
+    }
+    Acc& acc = (*cur)[names.group_of[a.name_id[i]]];
+    const int64_t d = std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);  // clamp corrupt rows
+    ++acc.count;
+    acc.total += d;
+    acc.min = std::min(acc.min, d);
+    acc.max = std::max(acc.max, d);
+    acc.sumsq += static_cast<u128>(d) * static_cast<u128>(d);
+    acc.categories |= static_cast<uint8_t>(1u << (a.category[i] & 3));
+  }
+
+  std::vector<Acc> all(ngroups);
+  for (const auto& pr : per_rank)
+    for (size_t g = 0; g < ngroups; ++g) merge(all[g], pr[g]);
+  int64_t total_count = 0, total_ns = 0;
+  for (const Acc& x : all) {
+    total_count += x.count;
+    total_ns += x.total;
+  }
+
+  const std::string scope = describe_filter(s, opt.filter);
+  size_t shown = 0, distinct = 0;
+  out->tables.push_back(make_table(all, names, opt, "kernel_summary",
+                                   "Kernel summary (" + scope + ")", &shown, &distinct));
+  if (total_count == 0) {
+    out->headline.push_back("Kernel summary: no kernel activities match (" + scope + ")");
+  } else {
+    out->headline.push_back("Kernel summary (" + scope + "): " + std::to_string(total_count) +
+                            " kernels, " + std::to_string(distinct) + " distinct " +
+                            (opt.verbose ? "names" : "simplified names") + ", " +
+                            format_duration(total_ns) + " GPU kernel time, " +
+                            std::to_string(rank_values.size()) +
+                            (rank_values.size() == 1 ? " rank" : " ranks"));
+    if (shown < distinct)
+      out->headline.push_back("Showing top " + std::to_string(shown) + " of " +
+                              std::to_string(distinct) + " by " + sort_label(opt.sort));
+  }
+
+  // Per-rank tables only when there is more than one rank; with one they repeat the first table.
+  if (opt.per_rank && rank_values.size() > 1) {
+    std::vector<size_t> by_rank(rank_values.size());
+    std::iota(by_rank.begin(), by_rank.end(), 0);
+    std::sort(by_rank.begin(), by_rank.end(),
+              [&](size_t x, size_t y) { return rank_values[x] < rank_values[y]; });
+    for (size_t k : by_rank) {
+      Filter fr = opt.filter;
+      fr.rank = rank_values[k];
+      size_t sh = 0, di = 0;
+      out->tables.push_back(make_table(per_rank[k], names, opt,
+                                       "kernel_summary_rank" + std::to_string(rank_values[k]),
+                                       "Kernel summary (" + describe_filter(s, fr) + ")", &sh,
+                                       &di));
+    }
+  }
+  out->json["kernel_summary_totals"] = {{"kernels", total_count},
+                                        {"total_ns", total_ns},
+                                        {"total_us", us(total_ns)},
+                                        {"distinct_names", distinct},
+                                        {"ranks", rank_values},
+                                        {"simplified_names", !opt.verbose},
+                                        {"sort", sort_label(opt.sort)},
+                                        {"top", opt.top}};
+}
+
+}  // namespace kernalyse
