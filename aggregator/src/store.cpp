@@ -1,0 +1,689 @@
+// In-memory store operations: enum names, string interning, merging per-rank stores, sorting.
+#include "kernalyse/store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+
+const char* to_string(Kind k) {
+  switch (k) {
+    case Kind::Kernel:
+      return "kernel";
+    case Kind::Memcpy:
+      return "memcpy";
+    case Kind::Memset:
+      return "memset";
+    case Kind::Sync:
+      return "sync";
+    case Kind::Other:
+      return "other";
+  }
+  return "other";  // out-of-range values read from a file
+}
+
+const char* to_string(Category c) {
+  switch (c) {
+    case Category::Computation:
+      return "computation";
+    case Category::Communication:
+      return "communication";
+    case Category::Memory:
+      return "memory";
+    case Category::Other:
+      return "other";
+  }
+  return "other";
+}
+
+const char* to_string(AnnotationKind k) {
+  switch (k) {
+    case AnnotationKind::Step:
+      return "step";
+    case AnnotationKind::User:
+      return "user";
+    case AnnotationKind::GpuUser:
+      return "gpu_user";
+    case AnnotationKind::Nvtx:
+      return "nvtx";
+  }
+  return "user";
+}
+
+// ---------------------------------------------------------------------------------------------
+// StringTable
+
+size_t StringTable::Hash::operator()(std::string_view s) const noexcept {
+  return std::hash<std::string_view>{}(s);
+}
+
+StringTable::StringTable() {
+  strings_.emplace_back();
+  index_.emplace(std::string(), 0u);
+}
+
+uint32_t StringTable::intern(std::string_view s) {
+  // Heterogeneous lookup: no std::string is built for strings already present.
+  if (auto it = index_.find(s); it != index_.end()) return it->second;
+  if (strings_.size() >= std::numeric_limits<uint32_t>::max())
+    throw Error("string table overflow (2^32 strings)");
+  auto id = static_cast<uint32_t>(strings_.size());
+  strings_.emplace_back(s);
+  index_.emplace(strings_.back(), id);
+  return id;
+}
+
+void StringTable::assign(std::vector<std::string> strings) {
+  strings_ = std::move(strings);
+  if (strings_.empty()) strings_.emplace_back();  // keep the "id 0 is empty" invariant
+  index_.clear();
+  index_.reserve(strings_.size());
+  // A file could hold duplicates; the first id wins so intern() stays deterministic.
+  for (size_t i = 0; i < strings_.size(); ++i)
+    index_.emplace(strings_[i], static_cast<uint32_t>(i));
+}
+
+void Activities::reserve(size_t n) {
+  rank.reserve(n);
+  device.reserve(n);
+  stream.reserve(n);
+  kind.reserve(n);
+  category.reserve(n);
+  start_ns.reserve(n);
+  end_ns.reserve(n);
+  name_id.reserve(n);
+  correlation.reserve(n);
+  step.reserve(n);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sorting
+//
+// A stable sort by (group, key, tie) in three steps: a counting sort by group (rank/device/
+// stream, or rank), then, only for groups not already in order, an LSD radix sort by key
+// (start_ns) followed by fixing up the rare runs of equal keys by tie (end_ns). Rows within a
+// stream normally arrive in time order, so the common cases are O(n); even a fully shuffled
+// table sorts in a few linear passes instead of an n log n comparison sort.
+
+namespace {
+
+unsigned worker_count() {
+  unsigned hw = std::thread::hardware_concurrency();
+  return std::clamp(hw, 1u, 8u);
+}
+
+// Runs fn(0..n-1) over a few threads; used for independent per-group and per-column work.
+void parallel_for(size_t n, const std::function<void(size_t)>& fn) {
+  size_t threads = std::min<size_t>(worker_count(), n);
+  if (threads <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr error;  // first failure (e.g. bad_alloc), rethrown on the caller's thread
+  auto work = [&] {
+    try {
+      for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
+    } catch (...) {
+      std::lock_guard lock(mu);
+      if (!error) error = std::current_exception();
+      next = n;
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+struct Triple {
+  int32_t r, d, s;
+  auto operator<=>(const Triple&) const = default;
+};
+
+// Dense ids for distinct triples in first-seen order (open addressing; there are few keys).
+class TripleIds {
+ public:
+  uint32_t id(const Triple& t) {
+    if (2 * (keys_.size() + 1) > slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t h = hash(t) & mask;; h = (h + 1) & mask) {
+      uint32_t s = slots_[h];
+      if (s == 0) {
+        keys_.push_back(t);
+        slots_[h] = static_cast<uint32_t>(keys_.size());
+        return static_cast<uint32_t>(keys_.size() - 1);
+      }
+      if (keys_[s - 1] == t) return s - 1;
+    }
+  }
+  const std::vector<Triple>& keys() const { return keys_; }
+
+ private:
+  static size_t hash(const Triple& t) {
+    uint64_t h = uint64_t(uint32_t(t.r)) * 0x9E3779B97F4A7C15ull ^
+                 uint64_t(uint32_t(t.d)) * 0xC2B2AE3D27D4EB4Full ^
+                 uint64_t(uint32_t(t.s)) * 0x165667B19E3779F9ull;
+    return size_t(h ^ (h >> 29));
+  }
+  void grow() {
+    slots_.assign(std::max<size_t>(64, slots_.size() * 2), 0);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      size_t h = hash(keys_[i]) & mask;
+      while (slots_[h]) h = (h + 1) & mask;
+      slots_[h] = static_cast<uint32_t>(i + 1);
+    }
+  }
+  std::vector<Triple> keys_;
+  std::vector<uint32_t> slots_;  // 1 + index into keys_, 0 = empty
+};
+
+// Group id per row, numbered so that id order is key order.
+struct Grouping {
+  std::vector<Triple> keys;
+  std::vector<uint32_t> of_row;
+};
+
+template <class KeyOf>
+Grouping group_rows(size_t n, KeyOf key_of) {
+  Grouping g;
+  g.of_row.resize(n);
+  TripleIds ids;
+  Triple last{};
+  uint32_t last_id = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Triple t = key_of(i);
+    // Consecutive rows mostly share their group: skip the hash lookup then.
+    if (i == 0 || !(t == last)) {
+      last = t;
+      last_id = ids.id(t);
+    }
+    g.of_row[i] = last_id;
+  }
+  g.keys = ids.keys();
+  std::vector<uint32_t> by_key(g.keys.size());
+  std::iota(by_key.begin(), by_key.end(), 0u);
+  std::sort(by_key.begin(), by_key.end(),
+            [&](uint32_t x, uint32_t y) { return g.keys[x] < g.keys[y]; });
+  std::vector<uint32_t> remap(g.keys.size());
+  std::vector<Triple> sorted(g.keys.size());
+  for (size_t k = 0; k < by_key.size(); ++k) {
+    remap[by_key[k]] = static_cast<uint32_t>(k);
+    sorted[k] = g.keys[by_key[k]];
+  }
+  g.keys.swap(sorted);
+  for (auto& x : g.of_row) x = remap[x];
+  return g;
+}
+
+// Sort key mapped to unsigned so that radix order is signed order; idx is the original row.
+struct Rec {
+  uint64_t key;
+  uint32_t idx;
+  uint32_t pad;
+};
+static_assert(sizeof(Rec) == 16);
+
+inline uint64_t ordered(int64_t v) { return uint64_t(v) ^ (uint64_t(1) << 63); }
+inline int64_t unordered(uint64_t k) { return int64_t(k ^ (uint64_t(1) << 63)); }
+
+// Stable LSD radix sort by key, 11-bit digits, only over the bits that vary.
+void radix_sort(Rec* v, Rec* tmp, size_t n) {
+  uint64_t diff = 0;
+  for (size_t i = 1; i < n; ++i) diff |= v[i].key ^ v[0].key;
+  if (!diff) return;
+  const int bits = 64 - std::countl_zero(diff);
+  constexpr int kDigit = 11;
+  std::vector<size_t> count(size_t{1} << kDigit);
+  Rec* src = v;
+  Rec* dst = tmp;
+  for (int shift = 0; shift < bits; shift += kDigit) {
+    std::fill(count.begin(), count.end(), 0);
+    const uint64_t mask = (uint64_t{1} << kDigit) - 1;
+    for (size_t i = 0; i < n; ++i) ++count[(src[i].key >> shift) & mask];
+    size_t sum = 0;
+    for (auto& c : count) sum += std::exchange(c, sum);
+    for (size_t i = 0; i < n; ++i) dst[count[(src[i].key >> shift) & mask]++] = src[i];
+    std::swap(src, dst);
+  }
+  if (src != v) std::copy(src, src + n, v);
+}
+
+// Rows in stable (group, key, tie) order. `tie` may be null. bounds[g]..bounds[g+1] is group g.
+std::vector<Rec> stable_order(const Grouping& g, const std::vector<int64_t>& key,
+                              const std::vector<int64_t>* tie, std::vector<size_t>* bounds) {
+  const size_t n = key.size();
+  const size_t ng = g.keys.size();
+  bounds->assign(ng + 1, 0);
+  for (uint32_t x : g.of_row) ++(*bounds)[x + 1];
+  for (size_t x = 0; x < ng; ++x) (*bounds)[x + 1] += (*bounds)[x];
+  std::vector<Rec> order(n);
+  {
+    std::vector<size_t> next(bounds->begin(), bounds->end() - 1);
+    for (size_t i = 0; i < n; ++i)
+      order[next[g.of_row[i]]++] = {ordered(key[i]), static_cast<uint32_t>(i), 0};
+  }
+  auto tie_of = [&](const Rec& r) { return tie ? (*tie)[r.idx] : 0; };
+  auto less = [&](const Rec& x, const Rec& y) {
+    if (x.key != y.key) return x.key < y.key;
+    int64_t tx = tie_of(x), ty = tie_of(y);
+    if (tx != ty) return tx < ty;
+    return x.idx < y.idx;
+  };
+  std::vector<Rec> tmp;  // radix scratch, allocated only if some group needs it
+  auto sort_group = [&](size_t x) {
+    Rec* b = order.data() + (*bounds)[x];
+    const size_t len = (*bounds)[x + 1] - (*bounds)[x];
+    if (std::is_sorted(b, b + len, less)) return;
+    if (len < 4096) {
+      std::sort(b, b + len, less);
+      return;
+    }
+    radix_sort(b, tmp.data() + (*bounds)[x], len);
+    if (!tie) return;
+    // Radix order is stable (idx ascending within equal keys); order equal-key runs by tie.
+    for (size_t i = 0; i < len;) {
+      size_t j = i + 1;
+      while (j < len && b[j].key == b[i].key) ++j;
+      if (j - i > 1) std::sort(b + i, b + j, less);
+      i = j;
+    }
+  };
+  std::vector<size_t> todo;
+  for (size_t x = 0; x < ng; ++x)
+    if (!std::is_sorted(order.begin() + (*bounds)[x], order.begin() + (*bounds)[x + 1], less))
+      todo.push_back(x);
+  if (!todo.empty()) {
+    tmp.resize(n);
+    parallel_for(todo.size(), [&](size_t t) { sort_group(todo[t]); });
+  }
+  return order;
+}
+
+template <class T>
+void gather(std::vector<T>& col, const std::vector<Rec>& order) {
+  if (col.empty()) return;  // a column a reader skipped
+  std::vector<T> out(order.size());
+  for (size_t i = 0; i < order.size(); ++i) out[i] = col[order[i].idx];
+  col.swap(out);
+}
+
+void decode_keys(std::vector<int64_t>& col, const std::vector<Rec>& order) {
+  for (size_t i = 0; i < order.size(); ++i) col[i] = unordered(order[i].key);
+}
+
+template <class T>
+void check_len(const std::vector<T>& col, size_t n, const char* what) {
+  if (!col.empty() && col.size() != n)
+    throw Error(std::string("inconsistent store: column ") + what + " has " +
+                std::to_string(col.size()) + " rows, expected " + std::to_string(n));
+}
+
+template <class T>
+void require_len(const std::vector<T>& col, size_t n, const char* what) {
+  if (col.size() != n)
+    throw Error(std::string("inconsistent store: column ") + what + " has " +
+                std::to_string(col.size()) + " rows, expected " + std::to_string(n));
+}
+
+bool activities_sorted(const Activities& a) {
+  const size_t n = a.size();
+  for (size_t i = 1; i < n; ++i) {
+    auto prev = std::tie(a.rank[i - 1], a.device[i - 1], a.stream[i - 1], a.start_ns[i - 1],
+                         a.end_ns[i - 1]);
+    auto cur = std::tie(a.rank[i], a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i]);
+    if (cur < prev) return false;
+  }
+  return true;
+}
+
+void check_activity_columns(const Activities& a) {
+  const size_t n = a.size();
+  // Key columns must be complete; payload columns may be absent (not read).
+  require_len(a.rank, n, "activities.rank");
+  require_len(a.device, n, "activities.device");
+  require_len(a.stream, n, "activities.stream");
+  require_len(a.end_ns, n, "activities.end_ns");
+  check_len(a.kind, n, "activities.kind");
+  check_len(a.category, n, "activities.category");
+  check_len(a.name_id, n, "activities.name_id");
+  check_len(a.correlation, n, "activities.correlation");
+  check_len(a.step, n, "activities.step");
+}
+
+// Stable sort of the nccl rows by activity index (lets analyses binary-search them).
+void sort_nccl_by_activity(NcclInfo& c) {
+  const size_t n = c.size();
+  check_len(c.collective_id, n, "nccl.collective_id");
+  check_len(c.seq, n, "nccl.seq");
+  check_len(c.pg_name_id, n, "nccl.pg_name_id");
+  check_len(c.pg_desc_id, n, "nccl.pg_desc_id");
+  check_len(c.pg_ranks_id, n, "nccl.pg_ranks_id");
+  check_len(c.group_size, n, "nccl.group_size");
+  check_len(c.in_nelems, n, "nccl.in_nelems");
+  check_len(c.out_nelems, n, "nccl.out_nelems");
+  check_len(c.msg_bytes, n, "nccl.msg_bytes");
+  check_len(c.dtype_id, n, "nccl.dtype_id");
+  if (std::is_sorted(c.activity.begin(), c.activity.end())) return;
+  std::vector<Rec> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = {c.activity[i], static_cast<uint32_t>(i), 0};
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Rec& x, const Rec& y) { return x.key < y.key; });
+  gather(c.activity, order);
+  gather(c.collective_id, order);
+  gather(c.seq, order);
+  gather(c.pg_name_id, order);
+  gather(c.pg_desc_id, order);
+  gather(c.pg_ranks_id, order);
+  gather(c.group_size, order);
+  gather(c.in_nelems, order);
+  gather(c.out_nelems, order);
+  gather(c.msg_bytes, order);
+  gather(c.dtype_id, order);
+}
+
+// Stable sort of a table by (rank, start_ns); a no-op when already in order.
+template <class Table>
+void sort_by_rank_start(Table& t, const std::function<void(const std::vector<Rec>&)>& payload) {
+  const size_t n = t.size();
+  bool sorted = true;
+  for (size_t i = 1; i < n && sorted; ++i)
+    sorted = std::tie(t.rank[i - 1], t.start_ns[i - 1]) <= std::tie(t.rank[i], t.start_ns[i]);
+  if (sorted) return;
+  if (n > std::numeric_limits<uint32_t>::max()) throw Error("table too large to sort");
+  Grouping g = group_rows(n, [&](size_t i) { return Triple{t.rank[i], 0, 0}; });
+  std::vector<size_t> bounds;
+  std::vector<Rec> order = stable_order(g, t.start_ns, nullptr, &bounds);
+  for (size_t x = 0; x < g.keys.size(); ++x)
+    std::fill(t.rank.begin() + bounds[x], t.rank.begin() + bounds[x + 1], g.keys[x].r);
+  decode_keys(t.start_ns, order);
+  payload(order);
+}
+
+void sort_launches(LaunchCalls& l) {
+  const size_t n = l.size();
+  require_len(l.rank, n, "launches.rank");
+  check_len(l.pid, n, "launches.pid");
+  check_len(l.tid, n, "launches.tid");
+  check_len(l.end_ns, n, "launches.end_ns");
+  check_len(l.name_id, n, "launches.name_id");
+  check_len(l.correlation, n, "launches.correlation");
+  check_len(l.step, n, "launches.step");
+  sort_by_rank_start(l, [&](const std::vector<Rec>& o) {
+    gather(l.pid, o);
+    gather(l.tid, o);
+    gather(l.end_ns, o);
+    gather(l.name_id, o);
+    gather(l.correlation, o);
+    gather(l.step, o);
+  });
+}
+
+void sort_annotations(Annotations& a) {
+  const size_t n = a.size();
+  require_len(a.rank, n, "annotations.rank");
+  check_len(a.kind, n, "annotations.kind");
+  check_len(a.pid, n, "annotations.pid");
+  check_len(a.tid, n, "annotations.tid");
+  check_len(a.end_ns, n, "annotations.end_ns");
+  check_len(a.name_id, n, "annotations.name_id");
+  check_len(a.step, n, "annotations.step");
+  sort_by_rank_start(a, [&](const std::vector<Rec>& o) {
+    gather(a.kind, o);
+    gather(a.pid, o);
+    gather(a.tid, o);
+    gather(a.end_ns, o);
+    gather(a.name_id, o);
+    gather(a.step, o);
+  });
+}
+
+}  // namespace
+
+void sort_activities(Store& s) {
+  Activities& a = s.activities;
+  check_activity_columns(a);
+  const size_t n = a.size();
+  if (n > std::numeric_limits<uint32_t>::max())
+    throw Error("too many activities to sort (" + std::to_string(n) + ")");
+  // Merged per-rank stores are usually already in order: an O(n) check skips all the work.
+  if (!activities_sorted(a)) {
+    for (uint64_t x : s.nccl.activity)
+      if (x >= n)
+        throw Error("inconsistent store: nccl.activity " + std::to_string(x) +
+                    " >= " + std::to_string(n) + " activities");
+    Grouping g = group_rows(n, [&](size_t i) {
+      return Triple{a.rank[i], a.device[i], a.stream[i]};
+    });
+    std::vector<size_t> bounds;
+    std::vector<Rec> order = stable_order(g, a.start_ns, &a.end_ns, &bounds);
+    std::vector<uint32_t>().swap(g.of_row);
+
+    // Keys come back from the group table and the records (sequential writes); the other
+    // columns need a random-access gather. Columns are independent: one task each.
+    std::vector<std::function<void()>> tasks = {
+        [&] {
+          for (size_t x = 0; x < g.keys.size(); ++x) {
+            auto b = bounds[x], e = bounds[x + 1];
+            std::fill(a.rank.begin() + b, a.rank.begin() + e, g.keys[x].r);
+            std::fill(a.device.begin() + b, a.device.begin() + e, g.keys[x].d);
+            std::fill(a.stream.begin() + b, a.stream.begin() + e, g.keys[x].s);
+          }
+        },
+        [&] { decode_keys(a.start_ns, order); },
+        [&] { gather(a.end_ns, order); },
+        [&] { gather(a.kind, order); },
+        [&] { gather(a.category, order); },
+        [&] { gather(a.name_id, order); },
+        [&] { gather(a.correlation, order); },
+        [&] { gather(a.step, order); },
+        [&] {
+          if (s.nccl.size() == 0) return;
+          std::vector<uint32_t> new_pos(n);
+          for (size_t i = 0; i < n; ++i) new_pos[order[i].idx] = static_cast<uint32_t>(i);
+          for (auto& x : s.nccl.activity) x = new_pos[x];
+        },
+    };
+    parallel_for(tasks.size(), [&](size_t i) { tasks[i](); });
+  }
+  sort_nccl_by_activity(s.nccl);
+}
+
+// ---------------------------------------------------------------------------------------------
+// merge_stores
+
+namespace {
+
+template <class... Cols>
+void reserve_all(size_t n, Cols&... cols) {
+  (cols.reserve(n), ...);
+}
+
+template <class T>
+void append(std::vector<T>& dst, std::vector<T>& src) {
+  dst.insert(dst.end(), src.begin(), src.end());
+  std::vector<T>().swap(src);  // release the part's memory as we go
+}
+
+struct Remapper {
+  std::vector<uint32_t> map;
+  const std::string* where;
+  void operator()(std::vector<uint32_t>& dst, std::vector<uint32_t>& src) {
+    size_t base = dst.size();
+    dst.resize(base + src.size());
+    for (size_t i = 0; i < src.size(); ++i) {
+      uint32_t id = src[i];
+      if (id >= map.size())
+        throw Error(*where + ": string id " + std::to_string(id) + " out of range (" +
+                    std::to_string(map.size()) + " strings)");
+      dst[base + i] = map[id];
+    }
+    std::vector<uint32_t>().swap(src);
+  }
+};
+
+std::string part_name(const Store& p, size_t i) {
+  for (const RankInfo& r : p.ranks)
+    if (!r.source.empty()) return r.source;
+  return "part " + std::to_string(i);
+}
+
+}  // namespace
+
+Store merge_stores(std::vector<Store> parts) {
+  // Duplicate ranks are a user error (the same trace given twice, or two runs mixed).
+  std::map<int32_t, std::string> owner;
+  for (size_t i = 0; i < parts.size(); ++i)
+    for (const RankInfo& r : parts[i].ranks) {
+      std::string src = r.source.empty() ? part_name(parts[i], i) : r.source;
+      auto [it, fresh] = owner.try_emplace(r.rank, src);
+      if (!fresh)
+        throw Error("duplicate rank " + std::to_string(r.rank) + ": " + it->second + " and " + src);
+    }
+
+  // Concatenate in rank order so that per-rank-sorted parts give an already sorted result.
+  auto first_rank = [](const Store& p) {
+    int64_t m = std::numeric_limits<int64_t>::max();
+    for (const RankInfo& r : p.ranks) m = std::min<int64_t>(m, r.rank);
+    if (m == std::numeric_limits<int64_t>::max() && !p.activities.rank.empty())
+      m = *std::min_element(p.activities.rank.begin(), p.activities.rank.end());
+    return m;
+  };
+  std::vector<size_t> order(parts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<int64_t> keys(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) keys[i] = first_rank(parts[i]);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return keys[x] < keys[y]; });
+
+  Store out;
+  size_t na = 0, nl = 0, nn = 0, nc = 0;
+  for (const Store& p : parts) {
+    na += p.activities.size();
+    nl += p.launches.size();
+    nn += p.annotations.size();
+    nc += p.nccl.size();
+  }
+  out.activities.reserve(na);
+  LaunchCalls& ol = out.launches;
+  reserve_all(nl, ol.rank, ol.pid, ol.tid, ol.start_ns, ol.end_ns, ol.name_id, ol.correlation,
+              ol.step);
+  Annotations& oa = out.annotations;
+  reserve_all(nn, oa.rank, oa.kind, oa.pid, oa.tid, oa.start_ns, oa.end_ns, oa.name_id, oa.step);
+  NcclInfo& oc = out.nccl;
+  reserve_all(nc, oc.activity, oc.collective_id, oc.seq, oc.pg_name_id, oc.pg_desc_id,
+              oc.pg_ranks_id, oc.group_size, oc.in_nelems, oc.out_nelems, oc.msg_bytes,
+              oc.dtype_id);
+  bool first = true;
+  for (size_t pi : order) {
+    Store& p = parts[pi];
+    const std::string where = part_name(p, pi);
+    if (first) {
+      out.attrs = p.attrs;
+      out.attrs.schema_version = kSchemaVersion;
+      first = false;
+    }
+    // The run counts as emulated if any part of it is.
+    out.attrs.emulated = out.attrs.emulated || p.attrs.emulated;
+    for (const RankInfo& r : p.ranks) out.attrs.emulated = out.attrs.emulated || r.emulated;
+
+    Remapper remap{{}, &where};
+    remap.map.resize(p.strings.size());
+    for (size_t i = 0; i < p.strings.size(); ++i)
+      remap.map[i] = out.strings.intern(p.strings.at(i));
+
+    Activities& a = p.activities;
+    try {
+      check_activity_columns(a);
+    } catch (const Error& e) {
+      throw Error(where + ": " + e.what());
+    }
+    const uint64_t act_base = out.activities.size();
+    const size_t act_n = a.size();
+    auto fill_missing = [](auto& col, size_t rows, auto value) {
+      if (col.empty() && rows) col.assign(rows, value);  // a part read without this column
+    };
+    fill_missing(a.kind, act_n, uint8_t(Kind::Other));
+    fill_missing(a.category, act_n, uint8_t(Category::Other));
+    fill_missing(a.name_id, act_n, 0u);
+    fill_missing(a.correlation, act_n, kNoCorrelation);
+    fill_missing(a.step, act_n, kNoStep);
+    append(out.activities.rank, a.rank);
+    append(out.activities.device, a.device);
+    append(out.activities.stream, a.stream);
+    append(out.activities.kind, a.kind);
+    append(out.activities.category, a.category);
+    append(out.activities.start_ns, a.start_ns);
+    append(out.activities.end_ns, a.end_ns);
+    remap(out.activities.name_id, a.name_id);
+    append(out.activities.correlation, a.correlation);
+    append(out.activities.step, a.step);
+
+    LaunchCalls& l = p.launches;
+    append(out.launches.rank, l.rank);
+    append(out.launches.pid, l.pid);
+    append(out.launches.tid, l.tid);
+    append(out.launches.start_ns, l.start_ns);
+    append(out.launches.end_ns, l.end_ns);
+    remap(out.launches.name_id, l.name_id);
+    append(out.launches.correlation, l.correlation);
+    append(out.launches.step, l.step);
+
+    Annotations& an = p.annotations;
+    append(out.annotations.rank, an.rank);
+    append(out.annotations.kind, an.kind);
+    append(out.annotations.pid, an.pid);
+    append(out.annotations.tid, an.tid);
+    append(out.annotations.start_ns, an.start_ns);
+    append(out.annotations.end_ns, an.end_ns);
+    remap(out.annotations.name_id, an.name_id);
+    append(out.annotations.step, an.step);
+
+    NcclInfo& c = p.nccl;
+    for (uint64_t x : c.activity) {
+      if (x >= act_n)
+        throw Error(where + ": nccl.activity " + std::to_string(x) + " out of range (" +
+                    std::to_string(act_n) + " activities)");
+      out.nccl.activity.push_back(act_base + x);
+    }
+    std::vector<uint64_t>().swap(c.activity);
+    remap(out.nccl.collective_id, c.collective_id);
+    append(out.nccl.seq, c.seq);
+    remap(out.nccl.pg_name_id, c.pg_name_id);
+    remap(out.nccl.pg_desc_id, c.pg_desc_id);
+    remap(out.nccl.pg_ranks_id, c.pg_ranks_id);
+    append(out.nccl.group_size, c.group_size);
+    append(out.nccl.in_nelems, c.in_nelems);
+    append(out.nccl.out_nelems, c.out_nelems);
+    append(out.nccl.msg_bytes, c.msg_bytes);
+    remap(out.nccl.dtype_id, c.dtype_id);
+
+    for (RankInfo& r : p.ranks) out.ranks.push_back(std::move(r));
+    p = Store();  // drop the part's string table too
+  }
+  std::stable_sort(out.ranks.begin(), out.ranks.end(),
+                   [](const RankInfo& x, const RankInfo& y) { return x.rank < y.rank; });
+
+  sort_activities(out);
+  sort_launches(out.launches);
+  sort_annotations(out.annotations);
+  return out;
+}
+
+}  // namespace kernalyse

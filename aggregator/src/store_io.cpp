@@ -1,0 +1,700 @@
+// HDF5 store writer/reader (serial sec2 driver). The layout is documented in docs/store.md:
+// one group per table, one chunked 1-D dataset per struct member, interned strings in /strings.
+#include "kernalyse/store_io.h"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <utility>
+
+#ifndef KERNALYSE_VERSION
+#define KERNALYSE_VERSION "unknown"
+#endif
+
+namespace kernalyse {
+namespace {
+
+// Rows per chunk: big enough that whole-column reads are a few large I/Os, small enough to leave
+// room for later compression or appends. Chunks larger than HDF5's 1 MiB chunk cache bypass it,
+// so reads go straight into the caller's buffer.
+constexpr size_t kChunkRows = size_t{1} << 20;
+constexpr size_t kStringChunkRows = size_t{1} << 16;
+
+// Internal failure carrying only the reason; the public entry points prefix the path.
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The most specific message on HDF5's error stack. Must run right after the failing call:
+// the next API call clears the stack.
+std::string h5_reason() {
+  std::string out;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
+        auto* s = static_cast<std::string*>(data);
+        if (s->empty() && e->desc && *e->desc) *s = e->desc;
+        return 0;
+      },
+      &out);
+  std::replace(out.begin(), out.end(), '\n', ' ');  // errors are one line
+  return out.empty() ? std::string("HDF5 error") : out;
+}
+
+[[noreturn]] void fail(const std::string& what) { throw Failure(what + ": " + h5_reason()); }
+
+hid_t h5(hid_t id, const std::string& what) {
+  if (id < 0) fail(what);
+  return id;
+}
+
+void ok(herr_t rc, const std::string& what) {
+  if (rc < 0) fail(what);
+}
+
+// Owns one HDF5 identifier.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle(hid_t id, Closer close) : id_(id), close_(close) {}
+  Handle(Handle&& o) noexcept : id_(std::exchange(o.id_, -1)), close_(o.close_) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle& operator=(Handle&&) = delete;
+  ~Handle() { close(); }
+  operator hid_t() const { return id_; }
+  herr_t close() {
+    herr_t rc = id_ >= 0 ? close_(id_) : 0;
+    id_ = -1;
+    return rc;
+  }
+
+ private:
+  hid_t id_;
+  Closer close_;
+};
+
+// HDF5 prints its error stack to stderr by default; we turn failures into one-line Errors
+// instead. Restored afterwards so other HDF5 users in the process keep their settings.
+class QuietErrors {
+ public:
+  QuietErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// Memory (native) and file (explicit little-endian) types per column element type.
+template <class T>
+struct H5Traits;
+template <>
+struct H5Traits<uint8_t> {
+  static hid_t mem() { return H5T_NATIVE_UINT8; }
+  static hid_t file() { return H5T_STD_U8LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<int32_t> {
+  static hid_t mem() { return H5T_NATIVE_INT32; }
+  static hid_t file() { return H5T_STD_I32LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<uint32_t> {
+  static hid_t mem() { return H5T_NATIVE_UINT32; }
+  static hid_t file() { return H5T_STD_U32LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<int64_t> {
+  static hid_t mem() { return H5T_NATIVE_INT64; }
+  static hid_t file() { return H5T_STD_I64LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<uint64_t> {
+  static hid_t mem() { return H5T_NATIVE_UINT64; }
+  static hid_t file() { return H5T_STD_U64LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<double> {
+  static hid_t mem() { return H5T_NATIVE_DOUBLE; }
+  static hid_t file() { return H5T_IEEE_F64LE; }
+  static constexpr H5T_class_t cls = H5T_FLOAT;
+};
+
+// Variable-length UTF-8 string type (h5py reads it as str via .asstr()).
+Handle vlen_string_type(H5T_cset_t cset = H5T_CSET_UTF8) {
+  Handle t(h5(H5Tcopy(H5T_C_S1), "cannot create string type"), H5Tclose);
+  ok(H5Tset_size(t, H5T_VARIABLE), "cannot create string type");
+  ok(H5Tset_cset(t, cset), "cannot create string type");
+  return t;
+}
+
+Handle file_access() {
+  Handle fapl(h5(H5Pcreate(H5P_FILE_ACCESS), "cannot create property list"), H5Pclose);
+  // Serial driver, also in the parallel HDF5 build: no MPI_Init needed.
+  ok(H5Pset_fapl_sec2(fapl), "cannot select the sec2 driver");
+  // Lock where the file system supports it, carry on where it does not (e.g. some Lustre mounts).
+  ok(H5Pset_file_locking(fapl, true, true), "cannot set file locking");
+  return fapl;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+Handle create_group(hid_t loc, const char* name) {
+  Handle gcpl(h5(H5Pcreate(H5P_GROUP_CREATE), "cannot create property list"), H5Pclose);
+  // Track creation order so tools that honour it list columns in struct order.
+  ok(H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+     "cannot set link creation order");
+  return Handle(h5(H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT),
+                   std::string("cannot create group /") + name),
+                H5Gclose);
+}
+
+// Chunked, extendible (max size unlimited) so that empty tables are plain zero-length datasets.
+Handle create_dataset(hid_t loc, const std::string& what, const char* name, hid_t ftype,
+                      size_t rows, size_t chunk_cap) {
+  hsize_t dims[1] = {rows};
+  hsize_t maxdims[1] = {H5S_UNLIMITED};
+  hsize_t chunk[1] = {std::clamp<hsize_t>(rows, 1, chunk_cap)};
+  Handle space(h5(H5Screate_simple(1, dims, maxdims), "cannot create dataspace for " + what),
+               H5Sclose);
+  Handle dcpl(h5(H5Pcreate(H5P_DATASET_CREATE), "cannot create property list"), H5Pclose);
+  ok(H5Pset_chunk(dcpl, 1, chunk), "cannot set chunking for " + what);
+  // Every element is written; pre-filling chunks would only cost time. (HDF5 refuses
+  // FILL_TIME_NEVER for variable-length types, whose fill value is a null pointer anyway.)
+  if (H5Tis_variable_str(ftype) <= 0)
+    ok(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "cannot set fill time for " + what);
+  return Handle(h5(H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                   "cannot create dataset " + what),
+                H5Dclose);
+}
+
+template <class T>
+void write_column(hid_t group, const std::string& table, const char* name, const std::vector<T>& v,
+                  size_t rows) {
+  const std::string what = "/" + table + "/" + name;
+  if (v.size() != rows)
+    throw Failure("column " + what + " has " + std::to_string(v.size()) + " rows, expected " +
+                  std::to_string(rows));
+  Handle ds = create_dataset(group, what, name, H5Traits<T>::file(), rows, kChunkRows);
+  if (rows)
+    ok(H5Dwrite(ds, H5Traits<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+       "cannot write " + what);
+}
+
+void write_strings(hid_t loc, const std::string& what, const char* name,
+                   const std::vector<const char*>& ptrs) {
+  Handle type = vlen_string_type();
+  Handle ds = create_dataset(loc, what, name, type, ptrs.size(), kStringChunkRows);
+  if (!ptrs.empty())
+    ok(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + what);
+}
+
+void write_attr_int(hid_t loc, const char* name, int32_t value) {
+  Handle space(h5(H5Screate(H5S_SCALAR), "cannot create dataspace"), H5Sclose);
+  Handle attr(h5(H5Acreate2(loc, name, H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT),
+                 std::string("cannot create attribute ") + name),
+              H5Aclose);
+  ok(H5Awrite(attr, H5T_NATIVE_INT32, &value), std::string("cannot write attribute ") + name);
+}
+
+void write_attr_str(hid_t loc, const char* name, const std::string& value) {
+  Handle type = vlen_string_type();
+  Handle space(h5(H5Screate(H5S_SCALAR), "cannot create dataspace"), H5Sclose);
+  Handle attr(h5(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT),
+                 std::string("cannot create attribute ") + name),
+              H5Aclose);
+  const char* p = value.c_str();
+  ok(H5Awrite(attr, type, &p), std::string("cannot write attribute ") + name);
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void write_file(const Store& s, const std::string& tmp) {
+  Handle fapl = file_access();
+  Handle file(h5(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "cannot create file"),
+              H5Fclose);
+
+  const StoreAttrs& at = s.attrs;
+  write_attr_int(file, "schema_version", kSchemaVersion);
+  write_attr_str(file, "tool_version",
+                 at.tool_version.empty() ? KERNALYSE_VERSION : at.tool_version);
+  write_attr_str(file, "produced_by", at.produced_by);
+  write_attr_str(file, "command_line", at.command_line);
+  write_attr_str(file, "created_utc", at.created_utc.empty() ? utc_now() : at.created_utc);
+  write_attr_str(file, "clock_domain", at.clock_domain);
+  write_attr_int(file, "emulated", at.emulated ? 1 : 0);
+
+  {
+    std::vector<const char*> ptrs;
+    ptrs.reserve(s.strings.size());
+    for (const std::string& str : s.strings.all()) ptrs.push_back(str.c_str());
+    write_strings(file, "/strings", "strings", ptrs);
+  }
+  {
+    const Activities& a = s.activities;
+    const size_t n = a.size();
+    Handle g = create_group(file, "activities");
+    write_column(g, "activities", "rank", a.rank, n);
+    write_column(g, "activities", "device", a.device, n);
+    write_column(g, "activities", "stream", a.stream, n);
+    write_column(g, "activities", "kind", a.kind, n);
+    write_column(g, "activities", "category", a.category, n);
+    write_column(g, "activities", "start_ns", a.start_ns, n);
+    write_column(g, "activities", "end_ns", a.end_ns, n);
+    write_column(g, "activities", "name_id", a.name_id, n);
+    write_column(g, "activities", "correlation", a.correlation, n);
+    write_column(g, "activities", "step", a.step, n);
+  }
+  {
+    const LaunchCalls& l = s.launches;
+    const size_t n = l.size();
+    Handle g = create_group(file, "launches");
+    write_column(g, "launches", "rank", l.rank, n);
+    write_column(g, "launches", "pid", l.pid, n);
+    write_column(g, "launches", "tid", l.tid, n);
+    write_column(g, "launches", "start_ns", l.start_ns, n);
+    write_column(g, "launches", "end_ns", l.end_ns, n);
+    write_column(g, "launches", "name_id", l.name_id, n);
+    write_column(g, "launches", "correlation", l.correlation, n);
+    write_column(g, "launches", "step", l.step, n);
+  }
+  {
+    const Annotations& a = s.annotations;
+    const size_t n = a.size();
+    Handle g = create_group(file, "annotations");
+    write_column(g, "annotations", "rank", a.rank, n);
+    write_column(g, "annotations", "kind", a.kind, n);
+    write_column(g, "annotations", "pid", a.pid, n);
+    write_column(g, "annotations", "tid", a.tid, n);
+    write_column(g, "annotations", "start_ns", a.start_ns, n);
+    write_column(g, "annotations", "end_ns", a.end_ns, n);
+    write_column(g, "annotations", "name_id", a.name_id, n);
+    write_column(g, "annotations", "step", a.step, n);
+  }
+  {
+    const NcclInfo& c = s.nccl;
+    const size_t n = c.size();
+    Handle g = create_group(file, "nccl");
+    write_column(g, "nccl", "activity", c.activity, n);
+    write_column(g, "nccl", "collective_id", c.collective_id, n);
+    write_column(g, "nccl", "seq", c.seq, n);
+    write_column(g, "nccl", "pg_name_id", c.pg_name_id, n);
+    write_column(g, "nccl", "pg_desc_id", c.pg_desc_id, n);
+    write_column(g, "nccl", "pg_ranks_id", c.pg_ranks_id, n);
+    write_column(g, "nccl", "group_size", c.group_size, n);
+    write_column(g, "nccl", "in_nelems", c.in_nelems, n);
+    write_column(g, "nccl", "out_nelems", c.out_nelems, n);
+    write_column(g, "nccl", "msg_bytes", c.msg_bytes, n);
+    write_column(g, "nccl", "dtype_id", c.dtype_id, n);
+  }
+  {
+    // RankInfo is an array of structs in memory; transpose it into one column per field.
+    const auto& r = s.ranks;
+    const size_t n = r.size();
+    Handle g = create_group(file, "ranks");
+    auto ints = [&](const char* name, auto field) {
+      using T = std::decay_t<decltype(r[0].*field)>;
+      std::vector<T> col;
+      col.reserve(n);
+      for (const RankInfo& x : r) col.push_back(x.*field);
+      write_column(g, "ranks", name, col, n);
+    };
+    auto strs = [&](const char* name, std::string RankInfo::*field) {
+      std::vector<const char*> col;
+      col.reserve(n);
+      for (const RankInfo& x : r) col.push_back((x.*field).c_str());
+      write_strings(g, std::string("/ranks/") + name, name, col);
+    };
+    ints("rank", &RankInfo::rank);
+    ints("world_size", &RankInfo::world_size);
+    strs("host", &RankInfo::host);
+    strs("devices", &RankInfo::devices);
+    strs("device_name", &RankInfo::device_name);
+    strs("source", &RankInfo::source);
+    ints("base_time_ns", &RankInfo::base_time_ns);
+    ints("clock_offset_ns", &RankInfo::clock_offset_ns);
+    ints("clock_drift", &RankInfo::clock_drift);
+    ints("clock_uncertainty_ns", &RankInfo::clock_uncertainty_ns);
+    strs("clock_method", &RankInfo::clock_method);
+    {
+      std::vector<uint8_t> col;
+      col.reserve(n);
+      for (const RankInfo& x : r) col.push_back(x.emulated ? 1 : 0);
+      write_column(g, "ranks", "emulated", col, n);
+    }
+    ints("events_total", &RankInfo::events_total);
+    ints("events_malformed", &RankInfo::events_malformed);
+    ints("events_ignored", &RankInfo::events_ignored);
+    ints("records_dropped", &RankInfo::records_dropped);
+  }
+  // Closing flushes metadata: a failure here (disk full) must fail the write.
+  ok(file.close(), "cannot finish writing the file");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+Handle open_group(hid_t loc, const char* name) {
+  if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
+    throw Failure(std::string("not a complete kernalyse store (no /") + name + ")");
+  return Handle(h5(H5Gopen2(loc, name, H5P_DEFAULT), std::string("cannot open /") + name),
+                H5Gclose);
+}
+
+// Opens a 1-D dataset and returns its length.
+Handle open_column(hid_t group, const std::string& what, const char* name, H5T_class_t cls,
+                   size_t* rows) {
+  if (H5Lexists(group, name, H5P_DEFAULT) <= 0) throw Failure("missing dataset " + what);
+  Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
+  Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
+  if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
+  hsize_t dims[1] = {0};
+  ok(H5Sget_simple_extent_dims(space, dims, nullptr), "cannot read " + what);
+  Handle type(h5(H5Dget_type(ds), "cannot read " + what), H5Tclose);
+  if (H5Tget_class(type) != cls) throw Failure(what + " has an unexpected type");
+  *rows = dims[0];
+  return ds;
+}
+
+// Reads straight into the vector's storage: no staging copy, so peak memory is the column.
+template <class T>
+void read_column(hid_t group, const std::string& table, const char* name, std::vector<T>& out) {
+  const std::string what = "/" + table + "/" + name;
+  size_t rows = 0;
+  Handle ds = open_column(group, what, name, H5Traits<T>::cls, &rows);
+  std::vector<T>().swap(out);
+  out.resize(rows);
+  if (rows)
+    ok(H5Dread(ds, H5Traits<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
+       "cannot read " + what);
+}
+
+std::vector<std::string> read_strings(hid_t loc, const std::string& what, const char* name) {
+  size_t rows = 0;
+  Handle ds = open_column(loc, what, name, H5T_STRING, &rows);
+  Handle ftype(h5(H5Dget_type(ds), "cannot read " + what), H5Tclose);
+  if (H5Tis_variable_str(ftype) <= 0)
+    throw Failure(what + " is not a variable-length string dataset");
+  Handle mtype = vlen_string_type(H5Tget_cset(ftype));
+  std::vector<std::string> out;
+  if (!rows) return out;
+  Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
+  std::vector<char*> buf(rows, nullptr);
+  ok(H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), "cannot read " + what);
+  struct Reclaim {
+    hid_t t, s;
+    std::vector<char*>& b;
+    ~Reclaim() { H5Dvlen_reclaim(t, s, H5P_DEFAULT, b.data()); }
+  } reclaim{mtype, space, buf};
+  out.reserve(rows);
+  for (char* p : buf) out.emplace_back(p ? p : "");
+  return out;
+}
+
+std::string read_attr_str(hid_t loc, const char* name) {
+  if (H5Aexists(loc, name) <= 0) return {};  // optional metadata
+  const std::string what = std::string("attribute ") + name;
+  Handle attr(h5(H5Aopen(loc, name, H5P_DEFAULT), "cannot open " + what), H5Aclose);
+  Handle ftype(h5(H5Aget_type(attr), "cannot read " + what), H5Tclose);
+  if (H5Tget_class(ftype) != H5T_STRING) throw Failure(what + " is not a string");
+  Handle space(h5(H5Aget_space(attr), "cannot read " + what), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space) != 1) throw Failure(what + " is not a scalar");
+  if (H5Tis_variable_str(ftype) > 0) {
+    Handle mtype = vlen_string_type(H5Tget_cset(ftype));
+    char* p = nullptr;
+    ok(H5Aread(attr, mtype, &p), "cannot read " + what);
+    std::string out = p ? p : "";
+    H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, &p);
+    return out;
+  }
+  // Fixed-length (e.g. written by hand with h5py's numpy bytes): read with the file's own type.
+  size_t size = H5Tget_size(ftype);
+  std::string out(size, '\0');
+  ok(H5Aread(attr, ftype, out.data()), "cannot read " + what);
+  out.resize(std::strlen(out.c_str()));
+  return out;
+}
+
+int32_t read_attr_int(hid_t loc, const char* name) {
+  const std::string what = std::string("attribute ") + name;
+  Handle attr(h5(H5Aopen(loc, name, H5P_DEFAULT), "cannot open " + what), H5Aclose);
+  Handle ftype(h5(H5Aget_type(attr), "cannot read " + what), H5Tclose);
+  if (H5Tget_class(ftype) != H5T_INTEGER) throw Failure(what + " is not an integer");
+  int32_t v = 0;
+  ok(H5Aread(attr, H5T_NATIVE_INT32, &v), "cannot read " + what);
+  return v;
+}
+
+void require_rows(const std::string& table, size_t rows, std::initializer_list<size_t> sizes) {
+  for (size_t n : sizes)
+    if (n != rows)
+      throw Failure("corrupt /" + table + ": columns have different lengths (" + std::to_string(n) +
+                    " vs " + std::to_string(rows) + ")");
+}
+
+void require_ids(const std::string& what, const std::vector<uint32_t>& ids, size_t strings) {
+  uint32_t mx = 0;
+  for (uint32_t id : ids) mx = std::max(mx, id);
+  if (!ids.empty() && mx >= strings)
+    throw Failure("corrupt " + what + ": string id " + std::to_string(mx) + " but only " +
+                  std::to_string(strings) + " strings");
+}
+
+Store read_file(const std::string& path, const ColumnSelection& sel) {
+  Handle fapl = file_access();
+  Handle file(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
+  Store s;
+  if (H5Aexists(file, "schema_version") <= 0)
+    throw Failure("not a kernalyse store (no schema_version)");
+  int32_t version = read_attr_int(file, "schema_version");
+  if (version > kSchemaVersion)
+    throw Failure("schema version " + std::to_string(version) + " is newer than this tool (" +
+                  std::to_string(kSchemaVersion) + ")");
+  if (version < 1) throw Failure("invalid schema version " + std::to_string(version));
+  s.attrs.schema_version = version;
+  s.attrs.tool_version = read_attr_str(file, "tool_version");
+  s.attrs.produced_by = read_attr_str(file, "produced_by");
+  s.attrs.command_line = read_attr_str(file, "command_line");
+  s.attrs.created_utc = read_attr_str(file, "created_utc");
+  s.attrs.clock_domain = read_attr_str(file, "clock_domain");
+  s.attrs.emulated = H5Aexists(file, "emulated") > 0 && read_attr_int(file, "emulated") != 0;
+
+  {
+    std::vector<std::string> strings = read_strings(file, "/strings", "strings");
+    if (!strings.empty() && !strings[0].empty())
+      throw Failure("corrupt /strings: id 0 is not the empty string");
+    s.strings.assign(std::move(strings));
+  }
+  const size_t nstr = s.strings.size();
+
+  {
+    Handle g = open_group(file, "ranks");
+    std::vector<int32_t> rank, world_size;
+    std::vector<int64_t> base, offset, uncertainty, total, malformed, ignored, dropped;
+    std::vector<double> drift;
+    std::vector<uint8_t> emulated;
+    read_column(g, "ranks", "rank", rank);
+    read_column(g, "ranks", "world_size", world_size);
+    auto host = read_strings(g, "/ranks/host", "host");
+    auto devices = read_strings(g, "/ranks/devices", "devices");
+    auto device_name = read_strings(g, "/ranks/device_name", "device_name");
+    auto source = read_strings(g, "/ranks/source", "source");
+    read_column(g, "ranks", "base_time_ns", base);
+    read_column(g, "ranks", "clock_offset_ns", offset);
+    read_column(g, "ranks", "clock_drift", drift);
+    read_column(g, "ranks", "clock_uncertainty_ns", uncertainty);
+    auto method = read_strings(g, "/ranks/clock_method", "clock_method");
+    read_column(g, "ranks", "emulated", emulated);
+    read_column(g, "ranks", "events_total", total);
+    read_column(g, "ranks", "events_malformed", malformed);
+    read_column(g, "ranks", "events_ignored", ignored);
+    read_column(g, "ranks", "records_dropped", dropped);
+    const size_t n = rank.size();
+    require_rows("ranks", n,
+                 {world_size.size(), host.size(), devices.size(), device_name.size(), source.size(),
+                  base.size(), offset.size(), drift.size(), uncertainty.size(), method.size(),
+                  emulated.size(), total.size(), malformed.size(), ignored.size(), dropped.size()});
+    s.ranks.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      RankInfo& r = s.ranks[i];
+      r.rank = rank[i];
+      r.world_size = world_size[i];
+      r.host = std::move(host[i]);
+      r.devices = std::move(devices[i]);
+      r.device_name = std::move(device_name[i]);
+      r.source = std::move(source[i]);
+      r.base_time_ns = base[i];
+      r.clock_offset_ns = offset[i];
+      r.clock_drift = drift[i];
+      r.clock_uncertainty_ns = uncertainty[i];
+      r.clock_method = std::move(method[i]);
+      r.emulated = emulated[i] != 0;
+      r.events_total = total[i];
+      r.events_malformed = malformed[i];
+      r.events_ignored = ignored[i];
+      r.records_dropped = dropped[i];
+    }
+  }
+
+  if (sel.activities) {
+    Activities& a = s.activities;
+    Handle g = open_group(file, "activities");
+    read_column(g, "activities", "rank", a.rank);
+    read_column(g, "activities", "device", a.device);
+    read_column(g, "activities", "stream", a.stream);
+    read_column(g, "activities", "kind", a.kind);
+    read_column(g, "activities", "category", a.category);
+    read_column(g, "activities", "start_ns", a.start_ns);
+    read_column(g, "activities", "end_ns", a.end_ns);
+    read_column(g, "activities", "name_id", a.name_id);
+    if (sel.activity_correlation) read_column(g, "activities", "correlation", a.correlation);
+    if (sel.activity_step) read_column(g, "activities", "step", a.step);
+    const size_t n = a.size();
+    require_rows(
+        "activities", n,
+        {a.rank.size(), a.device.size(), a.stream.size(), a.kind.size(), a.category.size(),
+         a.end_ns.size(), a.name_id.size(), sel.activity_correlation ? a.correlation.size() : n,
+         sel.activity_step ? a.step.size() : n});
+    require_ids("/activities/name_id", a.name_id, nstr);
+  }
+  if (sel.launches) {
+    LaunchCalls& l = s.launches;
+    Handle g = open_group(file, "launches");
+    read_column(g, "launches", "rank", l.rank);
+    read_column(g, "launches", "pid", l.pid);
+    read_column(g, "launches", "tid", l.tid);
+    read_column(g, "launches", "start_ns", l.start_ns);
+    read_column(g, "launches", "end_ns", l.end_ns);
+    read_column(g, "launches", "name_id", l.name_id);
+    read_column(g, "launches", "correlation", l.correlation);
+    read_column(g, "launches", "step", l.step);
+    require_rows("launches", l.size(),
+                 {l.rank.size(), l.pid.size(), l.tid.size(), l.end_ns.size(), l.name_id.size(),
+                  l.correlation.size(), l.step.size()});
+    require_ids("/launches/name_id", l.name_id, nstr);
+  }
+  if (sel.annotations) {
+    Annotations& a = s.annotations;
+    Handle g = open_group(file, "annotations");
+    read_column(g, "annotations", "rank", a.rank);
+    read_column(g, "annotations", "kind", a.kind);
+    read_column(g, "annotations", "pid", a.pid);
+    read_column(g, "annotations", "tid", a.tid);
+    read_column(g, "annotations", "start_ns", a.start_ns);
+    read_column(g, "annotations", "end_ns", a.end_ns);
+    read_column(g, "annotations", "name_id", a.name_id);
+    read_column(g, "annotations", "step", a.step);
+    require_rows("annotations", a.size(),
+                 {a.rank.size(), a.kind.size(), a.pid.size(), a.tid.size(), a.end_ns.size(),
+                  a.name_id.size(), a.step.size()});
+    require_ids("/annotations/name_id", a.name_id, nstr);
+  }
+  if (sel.nccl) {
+    NcclInfo& c = s.nccl;
+    Handle g = open_group(file, "nccl");
+    read_column(g, "nccl", "activity", c.activity);
+    read_column(g, "nccl", "collective_id", c.collective_id);
+    read_column(g, "nccl", "seq", c.seq);
+    read_column(g, "nccl", "pg_name_id", c.pg_name_id);
+    read_column(g, "nccl", "pg_desc_id", c.pg_desc_id);
+    read_column(g, "nccl", "pg_ranks_id", c.pg_ranks_id);
+    read_column(g, "nccl", "group_size", c.group_size);
+    read_column(g, "nccl", "in_nelems", c.in_nelems);
+    read_column(g, "nccl", "out_nelems", c.out_nelems);
+    read_column(g, "nccl", "msg_bytes", c.msg_bytes);
+    read_column(g, "nccl", "dtype_id", c.dtype_id);
+    require_rows("nccl", c.size(),
+                 {c.collective_id.size(), c.seq.size(), c.pg_name_id.size(), c.pg_desc_id.size(),
+                  c.pg_ranks_id.size(), c.group_size.size(), c.in_nelems.size(),
+                  c.out_nelems.size(), c.msg_bytes.size(), c.dtype_id.size()});
+    for (const auto* ids :
+         {&c.collective_id, &c.pg_name_id, &c.pg_desc_id, &c.pg_ranks_id, &c.dtype_id})
+      require_ids("/nccl", *ids, nstr);
+    if (sel.activities) {
+      for (uint64_t x : c.activity)
+        if (x >= s.activities.size())
+          throw Failure("corrupt /nccl/activity: row " + std::to_string(x) + " but only " +
+                        std::to_string(s.activities.size()) + " activities");
+    }
+  }
+  return s;
+}
+
+constexpr unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+}  // namespace
+
+bool is_hdf5_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char buf[8];
+  ssize_t got = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  return got == static_cast<ssize_t>(sizeof buf) && std::memcmp(buf, kSignature, sizeof buf) == 0;
+}
+
+void write_store(const Store& store, const std::string& path, const WriteOptions& opt) {
+  QuietErrors quiet;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
+    if (!opt.force) throw Error(path + ": exists (use --force to replace it)");
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Probe with open(2) first: its errno names the real problem (missing or read-only
+  // directory, permissions) where HDF5 would report a generic "unable to open file".
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
+  ::close(fd);
+  try {
+    write_file(store, tmp);
+    // Without --force, refuse to clobber a file that appeared while we were writing.
+    int rc = opt.force
+                 ? std::rename(tmp.c_str(), path.c_str())
+                 : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
+    if (rc != 0 && !opt.force && errno == EINVAL)  // file system without RENAME_NOREPLACE
+      rc = std::rename(tmp.c_str(), path.c_str());
+    if (rc != 0) {
+      if (errno == EEXIST) throw Failure("exists (use --force to replace it)");
+      throw Failure(std::string("cannot rename ") + tmp + ": " + std::strerror(errno));
+    }
+  } catch (const Failure& e) {
+    ::unlink(tmp.c_str());
+    throw Error(path + ": " + e.what());
+  } catch (const Error& e) {
+    ::unlink(tmp.c_str());
+    throw Error(path + ": " + e.what());
+  } catch (...) {  // bad_alloc and the like: still leave nothing behind
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+Store read_store(const std::string& path, const ColumnSelection& sel) {
+  QuietErrors quiet;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw Error(path + ": no such file");
+    throw Error(path + ": " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
+  {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(path + ": " + std::strerror(errno));
+    ::close(fd);
+  }
+  if (!is_hdf5_file(path)) throw Error(path + ": not an HDF5 file");
+  try {
+    return read_file(path, sel);
+  } catch (const Failure& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace kernalyse
