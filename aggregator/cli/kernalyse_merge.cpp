@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/crossrank.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/store_io.h"
 
@@ -27,7 +28,10 @@ struct Options {
   std::string output;
   bool force = false;
   std::optional<int32_t> rank, step;
-  bool summary = false, gaps = false;
+  bool summary = false, gaps = false, overlap = false, breakdown = false, idle = false,
+       stragglers = false, all = false;
+  std::string compat = "native";
+  double kernel_wait_us = 30;
   double hist_min = 0, hist_max = 1000;
   int bins = 20;
   std::string gap_sort = "total", sort = "total";
@@ -139,13 +143,16 @@ int run(const Options& o, const std::string& command_line) {
       throw Error(f + ": is a store; give either one store or trace files, not both");
 
   Store store;
-  bool analyse = o.summary || o.gaps || o.output.empty();
+  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers;
+  bool analyse = o.summary || o.gaps || cross || o.output.empty();
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
+    // Read only what the chosen analyses use (peak RSS stays near the columns read).
+    bool need_launches = o.idle || o.stragglers || o.compat == "hta";
     ColumnSelection sel;
-    sel.launches = false;
-    sel.nccl = false;
-    sel.activity_correlation = false;
+    sel.launches = need_launches;
+    sel.nccl = o.stragglers;
+    sel.activity_correlation = need_launches;
     store = read_store(files[0], sel);
   } else {
     // Refuse early, before a long import, if the output exists and --force is not given.
@@ -195,8 +202,14 @@ int run(const Options& o, const std::string& command_line) {
   report.json["ranks"] = jr;
   report.json["emulated"] = store.attrs.emulated;
 
+  if (o.compat == "hta") {
+    store = hta_view(store);
+    report.headline.push_back(
+        "--compat hta: integer µs (start rounded up, end down), last ProfilerStep excluded when "
+        "there are >= 2, HTA's name-based classification");
+  }
   Filter filter{o.rank, o.step};
-  if (o.summary || !o.gaps) {
+  if (o.summary || (!o.gaps && !cross)) {
     SummaryOptions so;
     so.filter = filter;
     so.sort = parse_summary_sort(o.sort);
@@ -215,6 +228,16 @@ int run(const Options& o, const std::string& command_line) {
     go.verbose = o.verbose;
     gap_analysis(store, go, &report);
   }
+  CrossRankOptions xo;
+  xo.filter = filter;
+  xo.compat = o.compat == "hta" ? Compat::Hta : Compat::Native;
+  xo.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
+  xo.top = o.top > 0 ? o.top : 20;
+  xo.verbose = o.verbose;
+  if (o.overlap) overlap_analysis(store, xo, &report);
+  if (o.breakdown) breakdown_analysis(store, xo, &report);
+  if (o.idle) idle_analysis(store, xo, &report);
+  if (o.stragglers) straggler_analysis(store, xo, &report);
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
   if (o.json)
     render_json(report, std::cout);
@@ -241,6 +264,18 @@ int main(int argc, char** argv) {
   app.add_option("--step", o.step, "analyse only ProfilerStep#N");
   app.add_flag("--summary", o.summary, "kernel summary (the default report)");
   app.add_flag("--gaps", o.gaps, "idle-gap analysis per stream, device and rank");
+  app.add_flag("--overlap", o.overlap, "communication/computation overlap and exposed communication");
+  app.add_flag("--breakdown", o.breakdown, "temporal breakdown: idle, compute, comm, memory, other");
+  app.add_flag("--idle", o.idle, "idle breakdown per stream: host wait, kernel wait, other");
+  app.add_flag("--stragglers", o.stragglers,
+               "collective matching across ranks, straggler ledger and root cause");
+  app.add_flag("--all", o.all, "every analysis");
+  app.add_option("--compat", o.compat, "reproduce another tool's numbers")
+      ->check(CLI::IsMember({"native", "hta"}))
+      ->capture_default_str();
+  app.add_option("--kernel-wait-us", o.kernel_wait_us,
+                 "idle gaps below this are kernel wait (idle breakdown)")
+      ->capture_default_str();
   app.add_option("--hist-min", o.hist_min, "gap histogram lower edge, µs")->capture_default_str();
   app.add_option("--hist-max", o.hist_max, "gap histogram upper edge, µs")->capture_default_str();
   app.add_option("--bins", o.bins, "gap histogram bins")->capture_default_str();
@@ -263,6 +298,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
+  if (o.all) o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = true;
   std::string cmd;
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
   try {

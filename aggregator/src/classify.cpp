@@ -39,6 +39,8 @@ Category Classifier::classify(Kind kind, std::string_view name) const {
     case Kind::Sync:
     case Kind::Other:
       return Category::Other;
+    case Kind::HostOnStream:
+      break;  // classified by name, as HTA does
     case Kind::Kernel:
       break;
   }

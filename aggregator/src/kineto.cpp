@@ -707,10 +707,15 @@ void Importer::add_event(const RawEvent& ev) {
   else if (cat == "gpu_memset" || cat == "Memset") kind = static_cast<int>(Kind::Memset);
   else if (cat == "cuda_sync") kind = static_cast<int>(Kind::Sync);
 
+  // HTA counts any complete event with an integer stream arg as GPU work; keep such host
+  // events as HostOnStream (ignored by the native analyses) so --compat hta can reproduce it.
+  bool host_on_stream = kind < 0 && ev.has_stream && ev.stream >= 0 && cat != "cuda_runtime" &&
+                        cat != "cuda_driver";
+  if (host_on_stream) kind = static_cast<int>(Kind::HostOnStream);
   if (kind >= 0) {
-    int64_t device = ev.has_device ? ev.device : (ev.has_pid ? ev.pid : -1);
+    int64_t device = ev.has_device ? ev.device : (ev.has_pid && !host_on_stream ? ev.pid : -1);
     int64_t stream = ev.has_stream ? ev.stream : -1;
-    if (device < 0 || stream < 0) {  // a GPU event must say where it ran
+    if ((device < 0 && !host_on_stream) || stream < 0) {  // a GPU event must say where it ran
       ++malformed_;
       return;
     }

@@ -30,6 +30,8 @@ const char* to_string(Kind k) {
       return "sync";
     case Kind::Other:
       return "other";
+    case Kind::HostOnStream:
+      return "host_on_stream";
   }
   return "other";  // out-of-range values read from a file
 }

@@ -314,6 +314,8 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
 
   const Activities& a = s.activities;
   std::vector<uint32_t> sel = select_activities(s, opt.filter);
+  // Only GPU work fills a stream: syncs are CPU waits drawn on it, host-on-stream rows are CPU.
+  std::erase_if(sel, [&](uint32_t i) { return !is_gpu_work(static_cast<Kind>(a.kind[i])); });
 
   // The store is sorted by (rank, device, stream, start, end); re-sort the selection if not.
   const auto before = [&](uint32_t i, uint32_t j) {

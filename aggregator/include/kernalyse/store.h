@@ -14,14 +14,17 @@ inline constexpr int kSchemaVersion = 1;
 inline constexpr int32_t kNoStep = -1;
 inline constexpr int64_t kNoCorrelation = -1;
 
-// What a device activity is (the `kind` column).
-enum class Kind : uint8_t { Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3, Other = 4 };
+// What a device activity is (the `kind` column). HostOnStream: a CPU event that names a stream
+// (e.g. a Triton launch record); not GPU work, kept only because HTA counts it (--compat hta).
+enum class Kind : uint8_t { Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3, Other = 4, HostOnStream = 5 };
 // What it does (the `category` column), HTA-compatible buckets.
 enum class Category : uint8_t { Computation = 0, Communication = 1, Memory = 2, Other = 3 };
 // Annotation sources (the `annotations/kind` column).
 enum class AnnotationKind : uint8_t { Step = 0, User = 1, GpuUser = 2, Nvtx = 3 };
 
 const char* to_string(Kind k);
+// Kernels, copies and memsets: what the native analyses count as GPU activity.
+inline bool is_gpu_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
 const char* to_string(Category c);
 const char* to_string(AnnotationKind k);
 

@@ -1,0 +1,387 @@
+// Overlap, temporal breakdown and idle breakdown, per rank and per step; HTA-compatible view.
+#include "kernalyse/crossrank.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <regex>
+
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+namespace {
+
+using Iv = std::pair<int64_t, int64_t>;
+
+double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+Cell pct(int64_t part, int64_t whole) {
+  if (whole <= 0) return std::monostate{};  // never NaN: "not applicable" is null
+  return 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// Length of a union given intervals sorted by start. A group whose end lies before its start
+// (only HTA's rounded sub-µs events) contributes negatively, as in HTA's merge.
+int64_t length(const std::vector<Iv>& m) {
+  int64_t t = 0;
+  for (const auto& [s, e] : m) t += e - s;
+  return t;
+}
+
+// Merges intervals sorted by start; touching intervals join (HTA: new group when ts > max end).
+void push_merge(std::vector<Iv>& m, int64_t s, int64_t e) {
+  if (!m.empty() && s <= m.back().second) {
+    m.back().second = std::max(m.back().second, e);
+  } else {
+    m.emplace_back(s, e);
+  }
+}
+
+int64_t intersect_len(const std::vector<Iv>& a, const std::vector<Iv>& b) {
+  int64_t t = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    int64_t s = std::max(a[i].first, b[j].first), e = std::min(a[i].second, b[j].second);
+    if (e > s) t += e - s;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
+  }
+  return t;
+}
+
+std::vector<Iv> union_of(const std::vector<Iv>& a, const std::vector<Iv>& b) {
+  std::vector<Iv> out;
+  out.reserve(a.size() + b.size());
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    const Iv& x = (j == b.size() || (i < a.size() && a[i].first <= b[j].first)) ? a[i++] : b[j++];
+    push_merge(out, x.first, x.second);
+  }
+  return out;
+}
+
+// Kinds that are GPU work. Native mode leaves out syncs (CPU waits drawn on a stream) and host
+// events that merely name a stream; the HTA view keeps them, as HTA does.
+bool counts_as_gpu(const Store& s, size_t i, Compat c) {
+  return c == Compat::Hta || is_gpu_work(static_cast<Kind>(s.activities.kind[i]));
+}
+
+// Rows of the selection grouped per rank (store order keeps ranks contiguous).
+std::map<int32_t, std::vector<uint32_t>> by_rank(const Store& s, const std::vector<uint32_t>& rows) {
+  std::map<int32_t, std::vector<uint32_t>> m;
+  for (uint32_t i : rows) m[s.activities.rank[i]].push_back(i);
+  return m;
+}
+
+UnionStats stats_of(const Store& s, const std::vector<uint32_t>& rows, Compat c) {
+  std::vector<CatInterval> v;
+  v.reserve(rows.size());
+  const auto& a = s.activities;
+  for (uint32_t i : rows)
+    if (counts_as_gpu(s, i, c))
+      v.push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
+  return union_stats(std::move(v));
+}
+
+void add_rank_rows(const Store& s, const std::vector<uint32_t>& rows, const CrossRankOptions& opt,
+                   bool per_step,
+                   const std::function<void(int32_t rank, int32_t step, const UnionStats&)>& emit) {
+  for (auto& [rank, idx] : by_rank(s, rows)) {
+    if (!per_step) {
+      emit(rank, kNoStep, stats_of(s, idx, opt.compat));
+      continue;
+    }
+    std::map<int32_t, std::vector<uint32_t>> steps;
+    for (uint32_t i : idx)
+      if (s.activities.step[i] != kNoStep) steps[s.activities.step[i]].push_back(i);
+    for (auto& [step, sidx] : steps) emit(rank, step, stats_of(s, sidx, opt.compat));
+  }
+}
+
+bool has_steps(const Store& s, const std::vector<uint32_t>& rows) {
+  for (uint32_t i : rows)
+    if (s.activities.step[i] != kNoStep) return true;
+  return false;
+}
+
+// Per-rank table of (correlation → launch start), sorted by correlation for binary search.
+struct LaunchIndex {
+  std::map<int32_t, std::vector<Iv>> by_rank;
+  explicit LaunchIndex(const Store& s) {
+    const auto& l = s.launches;
+    for (size_t i = 0; i < l.size(); ++i)
+      if (l.correlation[i] != kNoCorrelation)
+        by_rank[l.rank[i]].emplace_back(l.correlation[i], l.start_ns[i]);
+    for (auto& [r, v] : by_rank)
+      if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
+  }
+  // Launch start for (rank, correlation), or INT64_MIN if unknown.
+  int64_t find(int32_t rank, int64_t corr) const {
+    auto it = by_rank.find(rank);
+    if (it == by_rank.end() || corr == kNoCorrelation) return INT64_MIN;
+    const auto& v = it->second;
+    auto p = std::lower_bound(v.begin(), v.end(), Iv{corr, INT64_MIN});
+    return (p != v.end() && p->first == corr) ? p->second : INT64_MIN;
+  }
+};
+
+}  // namespace
+
+UnionStats union_stats(std::vector<CatInterval> v) {
+  UnionStats u;
+  u.count = static_cast<int64_t>(v.size());
+  if (v.empty()) return u;
+  std::sort(v.begin(), v.end(), [](const CatInterval& x, const CatInterval& y) {
+    return x.start < y.start || (x.start == y.start && x.end < y.end);
+  });
+  std::vector<Iv> all, comp, comm, mem;
+  int64_t lo = v.front().start, hi = v.front().end;
+  for (const auto& x : v) {
+    hi = std::max(hi, x.end);
+    push_merge(all, x.start, x.end);
+    switch (x.cat) {
+      case Category::Computation: push_merge(comp, x.start, x.end); break;
+      case Category::Communication: push_merge(comm, x.start, x.end); break;
+      case Category::Memory: push_merge(mem, x.start, x.end); break;
+      case Category::Other: break;
+    }
+  }
+  u.span_ns = hi - lo;
+  u.busy_ns = length(all);
+  u.compute_ns = length(comp);
+  u.comm_ns = length(comm);
+  u.overlap_ns = intersect_len(comm, comp);
+  u.comm_excl_ns = u.comm_ns - u.overlap_ns;
+  std::vector<Iv> cc = union_of(comp, comm);
+  u.memory_excl_ns = length(mem) - intersect_len(mem, cc);
+  u.other_excl_ns = u.busy_ns - u.compute_ns - u.comm_excl_ns - u.memory_excl_ns;
+  return u;
+}
+
+Category hta_category(std::string_view name) {
+  // hta/common/types.py, first match wins, re.match anchors at the start.
+  static const std::regex comm(R"((nccl.*)|(hip.*)|(hccl.*)|(.*ncclKernel.*))");
+  static const std::regex mem(R"(((hip)?Memcpy.*)|((hip)?Memset.*)|(dma.*))");
+  static const std::regex not_comp(
+      R"((nccl.*)|(.*Memcpy.*)|(.*Memset.*)|(.*dma.*)|(.*Sync.*)|(Stream Wait Event.*)|(cuda.*LaunchKernel.*)|(runFunction.*)|(hip.*))");
+  std::string n(name);
+  if (std::regex_match(n, comm)) return Category::Communication;
+  if (std::regex_match(n, mem)) return Category::Memory;
+  if (!std::regex_match(n, not_comp)) return Category::Computation;
+  return Category::Other;
+}
+
+Store hta_view(const Store& in) {
+  Store s;
+  s.attrs = in.attrs;
+  s.strings = in.strings;
+  s.ranks = in.ranks;
+  s.annotations = in.annotations;
+  std::map<int32_t, int64_t> base, last_step;
+  for (const auto& r : in.ranks) base[r.rank] = r.base_time_ns;
+  // HTA rounds the raw JSON value, which is relative to baseTimeNanoseconds when present.
+  auto up = [&](int32_t r, int64_t t) {
+    int64_t b = base[r], x = t - b;
+    int64_t q = x / 1000 + ((x % 1000) > 0 ? 1 : 0);
+    return b + q * 1000;
+  };
+  auto down = [&](int32_t r, int64_t t) {
+    int64_t b = base[r], x = t - b;
+    int64_t q = x / 1000 - ((x % 1000) < 0 ? 1 : 0);
+    return b + q * 1000;
+  };
+  // Last ProfilerStep start per rank, only where a rank has at least two steps. HTA finds steps
+  // by name, so GPU-side "ProfilerStep#N" annotations (which run later) count as well.
+  std::map<int32_t, std::vector<int64_t>> steps;
+  const auto& an = in.annotations;
+  for (size_t i = 0; i < an.size(); ++i) {
+    auto k = static_cast<AnnotationKind>(an.kind[i]);
+    if (k == AnnotationKind::Step ||
+        (k == AnnotationKind::GpuUser && in.strings.at(an.name_id[i]).rfind("ProfilerStep#", 0) == 0))
+      steps[an.rank[i]].push_back(up(an.rank[i], an.start_ns[i]));
+  }
+  for (auto& [r, v] : steps)
+    if (v.size() >= 2) last_step[r] = *std::max_element(v.begin(), v.end());
+
+  // CPU launches kept: those starting before the last step; GPU work kept through them.
+  std::map<int32_t, std::vector<int64_t>> kept_corr;
+  const auto& l = in.launches;
+  for (size_t i = 0; i < l.size(); ++i) {
+    int64_t st = up(l.rank[i], l.start_ns[i]);
+    auto ls = last_step.find(l.rank[i]);
+    if (ls != last_step.end() && st >= ls->second) continue;
+    s.launches.rank.push_back(l.rank[i]);
+    s.launches.pid.push_back(l.pid[i]);
+    s.launches.tid.push_back(l.tid[i]);
+    s.launches.start_ns.push_back(st);
+    s.launches.end_ns.push_back(down(l.rank[i], l.end_ns[i]));
+    s.launches.name_id.push_back(l.name_id[i]);
+    s.launches.correlation.push_back(l.correlation[i]);
+    s.launches.step.push_back(l.step[i]);
+    if (ls != last_step.end()) kept_corr[l.rank[i]].push_back(l.correlation[i]);
+  }
+  for (auto& [r, v] : kept_corr) std::sort(v.begin(), v.end());
+
+  std::vector<int8_t> cat_of(in.strings.size(), -1);
+  const auto& a = in.activities;
+  auto& o = s.activities;
+  for (size_t i = 0; i < a.size(); ++i) {
+    int32_t r = a.rank[i];
+    if (last_step.count(r) && a.correlation[i] != kNoCorrelation) {
+      const auto& v = kept_corr[r];
+      if (!std::binary_search(v.begin(), v.end(), a.correlation[i])) continue;
+    }
+    uint32_t n = a.name_id[i];
+    if (cat_of[n] < 0) cat_of[n] = static_cast<int8_t>(hta_category(in.strings.at(n)));
+    o.rank.push_back(r);
+    o.device.push_back(a.device[i]);
+    o.stream.push_back(a.stream[i]);
+    o.kind.push_back(a.kind[i]);
+    o.category.push_back(static_cast<uint8_t>(cat_of[n]));
+    o.start_ns.push_back(up(r, a.start_ns[i]));
+    o.end_ns.push_back(down(r, a.end_ns[i]));
+    o.name_id.push_back(n);
+    o.correlation.push_back(a.correlation[i]);
+    o.step.push_back(a.step[i]);
+  }
+  sort_activities(s);
+  return s;
+}
+
+void overlap_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  auto make = [](const std::string& key, const std::string& title, bool step) {
+    Table t;
+    t.key = key;
+    t.title = title;
+    t.columns = {"rank"};
+    if (step) t.columns.push_back("step");
+    for (const char* c : {"comm_us", "overlap_us", "overlap_pct", "exposed_comm_us",
+                          "exposed_comm_pct", "span_us", "note"})
+      t.columns.push_back(c);
+    return t;
+  };
+  auto fill = [](Table& t, int32_t rank, int32_t step, const UnionStats& u) {
+    std::vector<Cell> row{int64_t{rank}};
+    if (step != kNoStep) row.push_back(int64_t{step});
+    row.push_back(us(u.comm_ns));
+    row.push_back(us(u.overlap_ns));
+    row.push_back(pct(u.overlap_ns, u.comm_ns));
+    row.push_back(us(u.comm_excl_ns));
+    row.push_back(pct(u.comm_excl_ns, u.span_ns));
+    row.push_back(us(u.span_ns));
+    row.push_back(std::string(u.comm_ns > 0 ? "" : "no communication kernels"));
+    t.rows.push_back(std::move(row));
+  };
+  Table whole = make("overlap", "Communication/computation overlap per rank", false);
+  add_rank_rows(s, rows, opt, false,
+                [&](int32_t r, int32_t st, const UnionStats& u) { fill(whole, r, st, u); });
+  out->tables.push_back(std::move(whole));
+  if (opt.compat == Compat::Native && has_steps(s, rows)) {
+    Table steps = make("overlap_steps", "Overlap per rank and step", true);
+    add_rank_rows(s, rows, opt, true,
+                  [&](int32_t r, int32_t st, const UnionStats& u) { fill(steps, r, st, u); });
+    out->tables.push_back(std::move(steps));
+  }
+}
+
+void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  auto make = [](const std::string& key, const std::string& title, bool step) {
+    Table t;
+    t.key = key;
+    t.title = title;
+    t.columns = {"rank"};
+    if (step) t.columns.push_back("step");
+    for (const char* c : {"span_us", "idle_us", "compute_us", "non_compute_us", "comm_us",
+                          "memory_us", "other_us", "idle_pct", "compute_pct", "non_compute_pct"})
+      t.columns.push_back(c);
+    return t;
+  };
+  auto fill = [](Table& t, int32_t rank, int32_t step, const UnionStats& u) {
+    int64_t idle = u.span_ns - u.busy_ns;
+    int64_t non_compute = u.span_ns - u.compute_ns - idle;
+    std::vector<Cell> row{int64_t{rank}};
+    if (step != kNoStep) row.push_back(int64_t{step});
+    for (int64_t v : {u.span_ns, idle, u.compute_ns, non_compute, u.comm_excl_ns,
+                      u.memory_excl_ns, u.other_excl_ns})
+      row.push_back(us(v));
+    row.push_back(pct(idle, u.span_ns));
+    row.push_back(pct(u.compute_ns, u.span_ns));
+    row.push_back(pct(non_compute, u.span_ns));
+    t.rows.push_back(std::move(row));
+  };
+  Table whole = make("breakdown", "Temporal breakdown per rank (non-compute = comm + memory + other)", false);
+  add_rank_rows(s, rows, opt, false,
+                [&](int32_t r, int32_t st, const UnionStats& u) { fill(whole, r, st, u); });
+  out->tables.push_back(std::move(whole));
+  if (opt.compat == Compat::Native && has_steps(s, rows)) {
+    Table steps = make("breakdown_steps", "Temporal breakdown per rank and step", true);
+    add_rank_rows(s, rows, opt, true,
+                  [&](int32_t r, int32_t st, const UnionStats& u) { fill(steps, r, st, u); });
+    out->tables.push_back(std::move(steps));
+  }
+}
+
+void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  LaunchIndex launches(s);
+  const auto& a = s.activities;
+  bool hta = opt.compat == Compat::Hta;
+  Table t;
+  t.key = "idle";
+  t.title = "Idle breakdown per stream (host wait: the launch came after the stream drained; "
+            "kernel wait: gap < " + format_duration(opt.kernel_wait_ns) + ")";
+  t.columns = {"rank", "stream", "device", "host_wait_us", "kernel_wait_us", "other_us",
+               "idle_us", "host_wait_ratio", "kernel_wait_ratio", "other_ratio", "gaps",
+               "mean_gap_us", "max_gap_us", "overlaps"};
+  size_t i = 0;
+  while (i < rows.size()) {
+    // One (rank, device, stream) run of rows, in start order.
+    size_t j = i;
+    uint32_t r0 = rows[i];
+    std::vector<uint32_t> run;
+    while (j < rows.size() && a.rank[rows[j]] == a.rank[r0] && a.device[rows[j]] == a.device[r0] &&
+           a.stream[rows[j]] == a.stream[r0]) {
+      if (is_gpu_work(static_cast<Kind>(a.kind[rows[j]]))) run.push_back(rows[j]);
+      ++j;
+    }
+    i = j;
+    if (run.empty()) continue;
+    int64_t host = 0, kern = 0, other = 0, gaps = 0, overlaps = 0, max_gap = 0;
+    int64_t prev_end = a.end_ns[run[0]];
+    for (size_t q = 1; q < run.size(); ++q) {
+      uint32_t x = run[q];
+      int64_t gap = a.start_ns[x] - prev_end;
+      // HTA: previous row's end and every gap, negative ones included. Native: latest end so
+      // far, and only real gaps (overlaps are counted apart, never as idle).
+      if (!hta && gap <= 0) {
+        overlaps += gap < 0;
+        prev_end = std::max(prev_end, a.end_ns[x]);
+        continue;
+      }
+      int64_t launch = launches.find(a.rank[x], a.correlation[x]);
+      if (launch != INT64_MIN && launch > prev_end)
+        host += gap;
+      else if (gap < opt.kernel_wait_ns)
+        kern += gap;
+      else
+        other += gap;
+      ++gaps;
+      max_gap = std::max(max_gap, gap);
+      prev_end = hta ? a.end_ns[x] : std::max(prev_end, a.end_ns[x]);
+    }
+    int64_t idle = host + kern + other;
+    t.rows.push_back({int64_t{a.rank[r0]}, int64_t{a.stream[r0]}, int64_t{a.device[r0]}, us(host),
+                      us(kern), us(other), us(idle), idle ? Cell(static_cast<double>(host) / idle) : Cell{},
+                      idle ? Cell(static_cast<double>(kern) / idle) : Cell{},
+                      idle ? Cell(static_cast<double>(other) / idle) : Cell{}, gaps,
+                      gaps ? Cell(us(idle) / static_cast<double>(gaps)) : Cell{}, us(max_gap),
+                      overlaps});
+  }
+  out->tables.push_back(std::move(t));
+}
+
+}  // namespace kernalyse

@@ -1,0 +1,560 @@
+// Collective matching across ranks, the straggler ledger (Scalasca's "wait at N×N" mapped to
+// NCCL kernels) and the root cause of each last arrival. Formulas in docs/analyses.md.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <unordered_map>
+
+#include "kernalyse/crossrank.h"
+
+namespace kernalyse {
+namespace {
+
+double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+int64_t median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+  int64_t hi = v[m];
+  if (v.size() % 2) return hi;
+  int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m));
+  return lo + (hi - lo) / 2;
+}
+
+std::string op_from_kernel(const std::string& simplified) {
+  static const std::regex re(R"(nccl(?:Dev|SymkDev)?Kernel_([A-Za-z]+))");
+  std::smatch m;
+  if (std::regex_search(simplified, m, re)) return m[1].str();
+  return simplified;
+}
+
+// nccl-tests' bus-bandwidth factor for an op over n ranks.
+double busbw_factor(const std::string& op, int n) {
+  std::string o;
+  for (char c : op)
+    if (std::isalpha(static_cast<unsigned char>(c))) o += static_cast<char>(std::tolower(c));
+  if (n < 2) return 1.0;
+  if (o.find("allreduce") != std::string::npos) return 2.0 * (n - 1) / n;
+  if (o.find("allgather") != std::string::npos || o.find("reducescatter") != std::string::npos)
+    return static_cast<double>(n - 1) / n;
+  return 1.0;
+}
+
+// "[0, 1, 2]" → {0, 1, 2}; empty when it does not parse.
+std::vector<int32_t> parse_ranks(const std::string& s) {
+  std::vector<int32_t> out;
+  std::string cur;
+  for (char c : s) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      cur += c;
+    } else if (!cur.empty()) {
+      out.push_back(std::stoi(cur));
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) out.push_back(std::stoi(cur));
+  return out;
+}
+
+struct Arrival {
+  int32_t rank;
+  uint32_t row;
+};
+
+struct Instance {
+  std::string key, op;
+  std::vector<Arrival> arrivals;  // one per rank, sorted by rank
+  std::vector<int32_t> expected;  // ranks that should take part
+  int64_t msg_bytes = -1;
+  int32_t step = kNoStep;
+};
+
+// Per rank: compute kernels and device idle gaps in time order, for interval queries.
+struct RankTimeline {
+  struct K {
+    int64_t start, end;
+    int32_t group;
+  };
+  struct Gap {
+    int64_t start, end;
+    bool host;
+  };
+  std::vector<K> kernels;  // sorted by start
+  int64_t max_kernel = 0;
+  std::vector<Gap> gaps;  // device idle, sorted
+
+  void kernel_time(int64_t a, int64_t b, std::unordered_map<int32_t, int64_t>* out) const {
+    auto it = std::lower_bound(kernels.begin(), kernels.end(), a - max_kernel,
+                               [](const K& k, int64_t t) { return k.start < t; });
+    for (; it != kernels.end() && it->start < b; ++it) {
+      int64_t s = std::max(a, it->start), e = std::min(b, it->end);
+      if (e > s) (*out)[it->group] += e - s;
+    }
+  }
+  void idle_time(int64_t a, int64_t b, int64_t* host, int64_t* other) const {
+    auto it = std::lower_bound(gaps.begin(), gaps.end(), a,
+                               [](const Gap& g, int64_t t) { return g.end <= t; });
+    for (; it != gaps.end() && it->start < b; ++it) {
+      int64_t s = std::max(a, it->start), e = std::min(b, it->end);
+      if (e > s) (it->host ? *host : *other) += e - s;
+    }
+  }
+};
+
+struct Causes {
+  int64_t kernels = 0, host = 0, other = 0, inherited = 0, unexplained = 0;
+};
+
+}  // namespace
+
+void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  const auto& a = s.activities;
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  NameGroups groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
+
+  std::vector<int32_t> nccl_of;
+  if (s.nccl.size()) {
+    nccl_of.assign(a.size(), -1);
+    for (size_t i = 0; i < s.nccl.size(); ++i)
+      if (s.nccl.activity[i] < a.size()) nccl_of[s.nccl.activity[i]] = static_cast<int32_t>(i);
+  }
+  auto nccl_row = [&](uint32_t r) { return nccl_of.empty() ? -1 : nccl_of[r]; };
+
+  // Communication kernels per rank in time order; every rank's GPU work for the timelines.
+  std::map<int32_t, std::vector<uint32_t>> comm;
+  std::map<int32_t, std::vector<uint32_t>> work;
+  for (uint32_t i : rows) {
+    auto k = static_cast<Kind>(a.kind[i]);
+    if (!is_gpu_work(k)) continue;
+    work[a.rank[i]].push_back(i);
+    if (k == Kind::Kernel && a.category[i] == static_cast<uint8_t>(Category::Communication))
+      comm[a.rank[i]].push_back(i);
+  }
+  auto by_start = [&](uint32_t x, uint32_t y) {
+    return a.start_ns[x] < a.start_ns[y] || (a.start_ns[x] == a.start_ns[y] && x < y);
+  };
+  for (auto* m : {&comm, &work})
+    for (auto& [r, v] : *m) std::sort(v.begin(), v.end(), by_start);
+  std::vector<int32_t> all_ranks;
+  for (auto& [r, v] : work) all_ranks.push_back(r);
+
+  // Matching method: the best identity every communication kernel has.
+  bool all_seq = true, all_meta = true;
+  size_t ncomm = 0;
+  for (auto& [r, v] : comm)
+    for (uint32_t i : v) {
+      ++ncomm;
+      int32_t n = nccl_row(i);
+      all_meta = all_meta && n >= 0;
+      all_seq = all_seq && n >= 0 && s.nccl.seq[n] >= 0;
+    }
+  std::string method = ncomm == 0     ? "none"
+                       : all_seq      ? "nccl (process group, collective, Seq)"
+                       : all_meta     ? "nccl (process group, collective, occurrence)"
+                                      : "kernel (name, stream, occurrence)";
+
+  auto group_name = [&](uint32_t i) {
+    int32_t g = groups.group_of[a.name_id[i]];
+    return g >= 0 ? groups.names[g] : s.strings.at(a.name_id[i]);
+  };
+  auto build = [&](bool with_stream) {
+    std::unordered_map<std::string, Instance> inst;
+    std::vector<std::string> order;
+    for (auto& [r, v] : comm) {
+      std::unordered_map<std::string, int64_t> occurrence;
+      for (uint32_t i : v) {
+        int32_t n = nccl_row(i);
+        std::string base, op;
+        if (all_meta) {
+          op = s.strings.at(s.nccl.collective_id[n]);
+          base = s.strings.at(s.nccl.pg_name_id[n]) + "\x1f" + op;
+        } else {
+          op = op_from_kernel(group_name(i));
+          base = group_name(i) + (with_stream ? "\x1f" + std::to_string(a.stream[i]) : "");
+        }
+        std::string key = base + "\x1f" +
+                          std::to_string(all_seq ? s.nccl.seq[n] : occurrence[base]++);
+        auto [it, fresh] = inst.try_emplace(key);
+        Instance& in = it->second;
+        if (fresh) {
+          in.key = key;
+          in.op = op;
+          order.push_back(key);
+          if (all_meta) in.expected = parse_ranks(s.strings.at(s.nccl.pg_ranks_id[n]));
+        }
+        if (std::none_of(in.arrivals.begin(), in.arrivals.end(),
+                         [&](const Arrival& x) { return x.rank == r; }))
+          in.arrivals.push_back({r, i});
+        if (n >= 0) in.msg_bytes = std::max(in.msg_bytes, s.nccl.msg_bytes[n]);
+      }
+    }
+    return std::make_pair(std::move(inst), std::move(order));
+  };
+  auto [inst, order] = build(true);
+  auto count_matched = [&](std::unordered_map<std::string, Instance>& m) {
+    size_t c = 0;
+    for (auto& [k, in] : m) {
+      std::vector<int32_t> exp;
+      for (int32_t r : in.expected)
+        if (std::binary_search(all_ranks.begin(), all_ranks.end(), r)) exp.push_back(r);
+      if (exp.empty()) exp = all_ranks;  // no process-group ranks recorded: every rank
+      in.expected = exp;
+      c += in.arrivals.size() == exp.size() && exp.size() >= 2;
+    }
+    return c;
+  };
+  size_t matched_n = count_matched(inst);
+  if (!all_meta && matched_n * 2 < inst.size()) {
+    // Streams are numbered per process; ranks may use different ones for NCCL. Retry without.
+    auto alt = build(false);
+    size_t alt_n = count_matched(alt.first);
+    if (alt_n > matched_n) {
+      inst = std::move(alt.first);
+      order = std::move(alt.second);
+      matched_n = alt_n;
+      method = "kernel (name, occurrence)";
+    }
+  }
+
+  std::vector<Instance*> matched;
+  nlohmann::json unmatched = nlohmann::json::array();
+  size_t unmatched_n = 0;
+  for (const auto& k : order) {
+    Instance& in = inst[k];
+    std::sort(in.arrivals.begin(), in.arrivals.end(),
+              [](const Arrival& x, const Arrival& y) { return x.rank < y.rank; });
+    if (in.arrivals.size() == in.expected.size() && in.expected.size() >= 2) {
+      matched.push_back(&in);
+    } else {
+      ++unmatched_n;
+      if (unmatched.size() < 50) {
+        nlohmann::json rk = nlohmann::json::array();
+        for (auto& x : in.arrivals) rk.push_back(x.rank);
+        unmatched.push_back({{"op", in.op}, {"ranks_present", rk}, {"ranks_expected", in.expected.size()}});
+      }
+    }
+  }
+  std::sort(matched.begin(), matched.end(), [&](const Instance* x, const Instance* y) {
+    int64_t sx = INT64_MAX, sy = INT64_MAX;
+    for (auto& v : x->arrivals) sx = std::min(sx, a.start_ns[v.row]);
+    for (auto& v : y->arrivals) sy = std::min(sy, a.start_ns[v.row]);
+    return sx < sy;
+  });
+
+  // Per-rank timelines for root cause: compute kernels, device idle gaps (host vs other).
+  std::map<int32_t, int64_t> uncertainty;
+  for (const auto& r : s.ranks) uncertainty[r.rank] = r.clock_uncertainty_ns;
+  std::unordered_map<int64_t, int64_t> launch_of;  // (rank, correlation) → launch start
+  auto lkey = [](int32_t r, int64_t c) { return (static_cast<int64_t>(r) << 44) ^ c; };
+  if (!matched.empty()) {
+    launch_of.reserve(s.launches.size());
+    for (size_t i = 0; i < s.launches.size(); ++i)
+      if (s.launches.correlation[i] != kNoCorrelation)
+        launch_of.emplace(lkey(s.launches.rank[i], s.launches.correlation[i]), s.launches.start_ns[i]);
+  }
+  std::map<int32_t, RankTimeline> tl;
+  if (!matched.empty()) {
+    for (auto& [r, v] : work) {
+      RankTimeline& t = tl[r];
+      int64_t busy_end = INT64_MIN;
+      for (uint32_t i : v) {
+        if (busy_end != INT64_MIN && a.start_ns[i] > busy_end) {
+          auto it = a.correlation[i] == kNoCorrelation ? launch_of.end()
+                                                      : launch_of.find(lkey(r, a.correlation[i]));
+          bool host = it != launch_of.end() && it->second > busy_end;
+          t.gaps.push_back({busy_end, a.start_ns[i], host});
+        }
+        busy_end = std::max(busy_end, a.end_ns[i]);
+        if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+            a.category[i] == static_cast<uint8_t>(Category::Computation)) {
+          t.kernels.push_back({a.start_ns[i], a.end_ns[i], groups.group_of[a.name_id[i]]});
+          t.max_kernel = std::max(t.max_kernel, a.end_ns[i] - a.start_ns[i]);
+        }
+      }
+    }
+  }
+
+  struct RankAgg {
+    int64_t times_last = 0, inflicted = 0, suffered = 0, lateness = 0, noise = 0;
+    Causes causes;
+    std::map<int32_t, int64_t> steps;
+  };
+  std::map<int32_t, RankAgg> agg;
+  for (int32_t r : all_ranks) agg[r];
+  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> delay;  // (rank, group)
+  std::map<int32_t, const Instance*> prev_of;  // last matched instance seen per rank
+
+  Table ct;
+  ct.key = "stragglers_collectives";
+  ct.title = "Straggler ledger: matched collectives (top by wait inflicted)";
+  ct.columns = {"id", "op", "ranks", "last_rank", "skew_us", "inflicted_us", "completion_skew_us",
+                "transfer_us", "busbw_gbps", "noise", "step"};
+  ct.in_json = false;
+  nlohmann::json jcoll = nlohmann::json::array();
+  std::vector<std::pair<int64_t, std::vector<Cell>>> crow;
+
+  int64_t id = 0;
+  for (const Instance* in : matched) {
+    const auto& av = in->arrivals;
+    int64_t smin = INT64_MAX, smax = INT64_MIN, emin = INT64_MAX, emax = INT64_MIN;
+    int32_t last = av[0].rank;
+    int64_t u_last = 0, u_first = 0;
+    for (const auto& x : av) {
+      int64_t st = a.start_ns[x.row], en = a.end_ns[x.row];
+      if (st > smax) smax = st, last = x.rank;
+      smin = std::min(smin, st);
+      emin = std::min(emin, en);
+      emax = std::max(emax, en);
+    }
+    int32_t first = av[0].rank;
+    for (const auto& x : av)
+      if (a.start_ns[x.row] == smin) first = x.rank;
+    u_last = uncertainty[last], u_first = uncertainty[first];
+    int64_t skew = smax - smin;
+    bool noise = skew <= u_last + u_first && (u_last + u_first) > 0;
+    int64_t inflicted = 0, transfer = INT64_MAX;
+    nlohmann::json waits = nlohmann::json::object();
+    std::vector<int64_t> starts_others, ends_prev_others;
+    for (const auto& x : av) {
+      int64_t st = a.start_ns[x.row], en = a.end_ns[x.row];
+      int64_t w = std::clamp(smax - st, int64_t{0}, en - st);
+      inflicted += w;
+      agg[x.rank].suffered += w;
+      waits[std::to_string(x.rank)] = us(w);
+      transfer = std::min(transfer, en - smax);
+      if (x.rank != last) starts_others.push_back(st);
+      if (a.step[x.row] != kNoStep) agg[x.rank].steps[a.step[x.row]] = 1;
+    }
+    transfer = std::max<int64_t>(transfer, 0);
+    int n = static_cast<int>(av.size());
+    Cell busbw;
+    if (in->msg_bytes > 0 && transfer > 0)
+      busbw = static_cast<double>(in->msg_bytes) * busbw_factor(in->op, n) / static_cast<double>(transfer);
+    int32_t step = a.step[av[0].row];
+
+    // Root cause of the last arrival, against the peers' median over the same interval.
+    Causes c;
+    int64_t lateness = smax - median(starts_others);
+    if (!noise && skew > 0) {
+      const Instance* prev = prev_of.count(last) ? prev_of[last] : nullptr;
+      auto start_of = [&](int32_t r) {
+        for (const auto& x : av)
+          if (x.rank == r) return a.start_ns[x.row];
+        return int64_t{0};
+      };
+      auto prev_end = [&](int32_t r) -> int64_t {
+        const Instance* p = prev_of.count(r) ? prev_of[r] : nullptr;
+        if (p)
+          for (const auto& x : p->arrivals)
+            if (x.rank == r) return a.end_ns[x.row];
+        return tl[r].kernels.empty() ? start_of(r) : std::min(start_of(r), tl[r].kernels.front().start);
+      };
+      if (prev) {
+        std::vector<int64_t> pe;
+        for (const auto& x : av)
+          if (x.rank != last) pe.push_back(prev_end(x.rank));
+        c.inherited = std::clamp(prev_end(last) - median(pe), int64_t{0}, lateness);
+      }
+      std::map<int32_t, std::unordered_map<int32_t, int64_t>> kt;
+      std::map<int32_t, std::pair<int64_t, int64_t>> idle;
+      for (const auto& x : av) {
+        int64_t lo = prev_end(x.rank), hi = start_of(x.rank);
+        tl[x.rank].kernel_time(lo, hi, &kt[x.rank]);
+        tl[x.rank].idle_time(lo, hi, &idle[x.rank].first, &idle[x.rank].second);
+      }
+      std::vector<std::pair<int32_t, int64_t>> kex;  // (group, excess)
+      int64_t kern = 0;
+      for (auto& [g, t] : kt[last]) {
+        std::vector<int64_t> peers;
+        for (const auto& x : av)
+          if (x.rank != last) peers.push_back(kt[x.rank].count(g) ? kt[x.rank][g] : 0);
+        int64_t ex = t - median(peers);
+        if (ex > 0) kex.emplace_back(g, ex), kern += ex;
+      }
+      std::vector<int64_t> ph, po;
+      for (const auto& x : av)
+        if (x.rank != last) ph.push_back(idle[x.rank].first), po.push_back(idle[x.rank].second);
+      int64_t host = std::max<int64_t>(0, idle[last].first - median(ph));
+      int64_t oth = std::max<int64_t>(0, idle[last].second - median(po));
+      int64_t rest = lateness - c.inherited, total = kern + host + oth;
+      double scale = total > rest && total > 0 ? static_cast<double>(rest) / total : 1.0;
+      c.kernels = std::llround(kern * scale);
+      c.host = std::llround(host * scale);
+      c.other = std::llround(oth * scale);
+      c.unexplained = std::max<int64_t>(0, rest - c.kernels - c.host - c.other);
+      for (auto& [g, ex] : kex) {
+        auto& d = delay[{last, g}];
+        d.first += std::llround(ex * scale);
+        d.second += 1;
+      }
+      RankAgg& ra = agg[last];
+      ra.times_last += 1;
+      ra.inflicted += inflicted;
+      ra.lateness += lateness;
+      ra.causes.kernels += c.kernels;
+      ra.causes.host += c.host;
+      ra.causes.other += c.other;
+      ra.causes.inherited += c.inherited;
+      ra.causes.unexplained += c.unexplained;
+    } else if (noise) {
+      agg[last].noise += 1;
+    }
+    for (const auto& x : av) prev_of[x.rank] = in;
+
+    jcoll.push_back({{"id", id},
+                     {"op", in->op},
+                     {"match", method},
+                     {"ranks", n},
+                     {"last_rank", skew > 0 ? nlohmann::json(last) : nlohmann::json(nullptr)},
+                     {"skew_us", us(skew)},
+                     {"wait_us", waits},
+                     {"inflicted_us", us(inflicted)},
+                     {"completion_skew_us", us(emax - emin)},
+                     {"transfer_us", us(transfer)},
+                     {"busbw_gbps", std::holds_alternative<double>(busbw)
+                                        ? nlohmann::json(std::get<double>(busbw))
+                                        : nlohmann::json(nullptr)},
+                     {"msg_bytes", in->msg_bytes >= 0 ? nlohmann::json(in->msg_bytes) : nlohmann::json(nullptr)},
+                     {"noise", noise},
+                     {"step", step == kNoStep ? nlohmann::json(nullptr) : nlohmann::json(step)},
+                     {"lateness_us", us(skew > 0 ? lateness : 0)},
+                     {"causes", {{"kernels_us", us(c.kernels)}, {"host_delay_us", us(c.host)},
+                                 {"other_idle_us", us(c.other)}, {"inherited_us", us(c.inherited)},
+                                 {"unexplained_us", us(c.unexplained)}}}});
+    crow.push_back({inflicted,
+                    {id, in->op, int64_t{n}, skew > 0 ? Cell(int64_t{last}) : Cell{}, us(skew),
+                     us(inflicted), us(emax - emin), us(transfer), busbw,
+                     std::string(noise ? "noise" : ""),
+                     step == kNoStep ? Cell{} : Cell(int64_t{step})}});
+    ++id;
+  }
+  std::stable_sort(crow.begin(), crow.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (size_t i = 0; i < crow.size() && (opt.top <= 0 || static_cast<int>(i) < opt.top); ++i)
+    ct.rows.push_back(std::move(crow[i].second));
+
+  Table rt;
+  rt.key = "stragglers_ranks";
+  rt.title = "Straggler ledger per rank (causes: share of lateness when it arrived last)";
+  rt.columns = {"rank", "times_last", "inflicted_us", "suffered_us", "mean_lateness_us",
+                "kernels_us", "host_delay_us", "other_idle_us", "inherited_us", "unexplained_us",
+                "noise_skipped"};
+  rt.in_json = false;
+  nlohmann::json jranks = nlohmann::json::array();
+  for (auto& [r, g] : agg) {
+    Cell ml = g.times_last ? Cell(us(g.lateness) / static_cast<double>(g.times_last)) : Cell{};
+    rt.rows.push_back({int64_t{r}, g.times_last, us(g.inflicted), us(g.suffered), ml,
+                       us(g.causes.kernels), us(g.causes.host), us(g.causes.other),
+                       us(g.causes.inherited), us(g.causes.unexplained), g.noise});
+    jranks.push_back({{"rank", r},
+                      {"times_last", g.times_last},
+                      {"inflicted_us", us(g.inflicted)},
+                      {"suffered_us", us(g.suffered)},
+                      {"mean_lateness_us", g.times_last ? nlohmann::json(std::get<double>(ml)) : nlohmann::json(nullptr)},
+                      {"noise_skipped", g.noise},
+                      {"causes", {{"kernels_us", us(g.causes.kernels)},
+                                  {"host_delay_us", us(g.causes.host)},
+                                  {"other_idle_us", us(g.causes.other)},
+                                  {"inherited_us", us(g.causes.inherited)},
+                                  {"unexplained_us", us(g.causes.unexplained)}}}});
+  }
+
+  Table dt;
+  dt.key = "delay_by_kernel";
+  dt.title = "Delay caused per (rank, kernel): extra kernel time before collectives it arrived last at";
+  dt.columns = {"rank", "kernel", "delay_us", "instances"};
+  dt.max_text_width = opt.verbose ? 0 : 80;
+  std::vector<std::tuple<int64_t, int32_t, int32_t, int64_t>> dv;
+  for (auto& [k, v] : delay) dv.emplace_back(v.first, k.first, k.second, v.second);
+  std::sort(dv.begin(), dv.end(), [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
+  for (size_t i = 0; i < dv.size() && (opt.top <= 0 || static_cast<int>(i) < opt.top); ++i) {
+    auto [d, r, g, n] = dv[i];
+    dt.rows.push_back({int64_t{r}, g >= 0 ? groups.names[g] : std::string("?"), us(d), n});
+  }
+
+  // The sentence a user can act on.
+  std::string headline;
+  int32_t worst = -1;
+  for (auto& [r, g] : agg)
+    if (g.times_last > 0 && (worst < 0 || g.inflicted > agg[worst].inflicted)) worst = r;
+  std::ostringstream h;
+  h.setf(std::ios::fixed);
+  if (all_ranks.size() < 2) {
+    h << "only " << all_ranks.size() << " rank: no cross-rank straggler analysis";
+  } else if (matched.empty()) {
+    h << "no collective matched across ranks (" << ncomm << " communication kernels, method "
+      << method << ")";
+  } else if (worst < 0) {
+    h << "no straggler: all " << matched.size() << " matched collectives started together"
+      << " (within clock uncertainty)";
+  } else {
+    const RankAgg& g = agg[worst];
+    std::map<std::string, int64_t> ops;
+    for (const Instance* in : matched) ops[in->op]++;
+    std::string opname = ops.size() == 1 ? ops.begin()->first : "collective";
+    size_t nsteps = g.steps.size();
+    h.precision(1);
+    h << "rank " << worst << " arrived last at " << g.times_last << " of " << matched.size() << " "
+      << opname << (matched.size() == 1 ? "" : "s") << ", " << us(g.lateness) / 1000.0 / g.times_last
+      << " ms late on average, inflicting ";
+    if (nsteps > 0)
+      h << us(g.inflicted) / 1000.0 / nsteps << " ms of waiting per step";
+    else
+      h << us(g.inflicted) / 1000.0 << " ms of waiting in total";
+    int64_t tot = g.causes.kernels + g.causes.host + g.causes.other + g.causes.inherited +
+                  g.causes.unexplained;
+    if (tot > 0) {
+      std::pair<int64_t, std::string> best{g.causes.kernels, "kernels"};
+      for (auto p : {std::pair<int64_t, std::string>{g.causes.host, "host"},
+                     {g.causes.other, "other"}, {g.causes.inherited, "inherited"},
+                     {g.causes.unexplained, "unexplained"}})
+        if (p.first > best.first) best = p;
+      h.precision(0);
+      h << "; " << 100.0 * best.first / tot << " % of its lateness is ";
+      if (best.second == "kernels") {
+        std::string top;
+        for (auto& [d, r, gid, n] : dv)
+          if (r == worst) {
+            top = gid >= 0 ? groups.names[gid] : "";
+            break;
+          }
+        if (top.size() > 40) top = top.substr(0, 40) + "…";
+        h << "longer `" << top << "` kernels";
+      } else if (best.second == "host") {
+        h << "host launch delay (its GPU waited for the CPU)";
+      } else if (best.second == "other") {
+        h << "other idle time on its GPU";
+      } else if (best.second == "inherited") {
+        h << "lateness inherited from the previous collective";
+      } else {
+        h << "not explained by kernels or idle time";
+      }
+    }
+  }
+  headline = h.str();
+  out->headline.insert(out->headline.begin(), headline);
+
+  nlohmann::json js = {{"match", method},
+                       {"matched", matched.size()},
+                       {"unmatched_count", unmatched_n},
+                       {"unmatched", unmatched},
+                       {"headline", headline},
+                       {"collectives", jcoll},
+                       {"ranks", jranks}};
+  nlohmann::json jd = nlohmann::json::array();
+  for (auto& [d, r, g, n] : dv)
+    jd.push_back({{"rank", r}, {"kernel", g >= 0 ? groups.names[g] : ""}, {"delay_us", us(d)}, {"instances", n}});
+  js["delay_by_kernel"] = jd;
+  out->json["stragglers"] = js;
+  out->headline.push_back("collective matching: " + method + "; " + std::to_string(matched.size()) +
+                          " instances matched on all their ranks, " + std::to_string(unmatched_n) +
+                          " unmatched");
+  out->tables.push_back(std::move(ct));
+  out->tables.push_back(std::move(rt));
+  out->tables.push_back(std::move(dt));
+}
+
+}  // namespace kernalyse
