@@ -7,6 +7,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -174,7 +175,10 @@ int run(const Options& o, const std::string& command_line) {
       std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size()
                 << " rank(s), " << store.activities.size() << " GPU activities, "
                 << stats.malformed << " malformed events skipped, "
-                << static_cast<int64_t>(stats.bytes / 1e6) << " MB JSON in " << secs << " s\n";
+                << static_cast<int64_t>(stats.bytes / 1e6) << " MB JSON in "
+                << std::fixed << std::setprecision(2) << secs << " s ("
+                << std::setprecision(0) << stats.bytes / 1e6 / std::max(secs, 1e-9) << " MB/s)\n"
+                << std::defaultfloat;
     }
     if (!o.output.empty()) {
       write_store(store, o.output, WriteOptions{o.force});
@@ -237,7 +241,16 @@ int run(const Options& o, const std::string& command_line) {
   if (o.overlap) overlap_analysis(store, xo, &report);
   if (o.breakdown) breakdown_analysis(store, xo, &report);
   if (o.idle) idle_analysis(store, xo, &report);
-  if (o.stragglers) straggler_analysis(store, xo, &report);
+  if (o.stragglers) {
+    straggler_analysis(store, xo, &report);
+    bool aligned = std::all_of(store.ranks.begin(), store.ranks.end(), [](const RankInfo& r) {
+      return r.clock_method.rfind("none", 0) != 0;
+    });
+    if (!aligned && store.ranks.size() > 1)
+      report.headline.push_back(
+          "caution: these ranks' clocks were not aligned (per-host wall clocks); arrival skews "
+          "include their offsets, typically 1 ms or more under NTP");
+  }
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
   if (o.json)
     render_json(report, std::cout);
