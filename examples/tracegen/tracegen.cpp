@@ -2,14 +2,20 @@
 // file per rank, for the demo, the tests and the benchmark. Every file carries the top-level marker
 // "kernalyseSynthetic": true and names its device "kernalyse synthetic GPU (emulated)".
 //
-// Model. Every rank runs the same op program (same kernels, collectives and sizes, drawn from the
-// seed alone) with its own timing (drawn from seed and rank). One CPU thread launches the ops;
-// compute kernels, memcpys and memsets run on stream 7, NCCL kernels on stream 23. An NCCL kernel
-// starts when its launch, the comm stream and the compute work before it are done, and ends only
-// once every rank has reached it, so a late rank makes the others wait. Pass 1 simulates all ranks
-// in lockstep to find when each collective can start everywhere; pass 2 replays each rank (one
-// thread per rank) and writes it. Times are int64 ns; ts/dur are written as µs with exactly three
-// decimals, relative to baseTimeNanoseconds.
+// Model. Every rank runs the same op program (same kernels, collectives, sizes and GPU gap pattern,
+// drawn from the seed alone) with its own timing (kernel durations ±3 %, gaps ±2 %, CPU side: drawn
+// from seed and rank). One CPU thread launches the ops; compute kernels, memcpys and memsets run on
+// stream 7, NCCL kernels on stream 23. An NCCL kernel starts when its launch, the comm stream and its
+// gate kernel (the compute kernel two before it) are done; the kernel between them runs alongside
+// (compute/comm overlap); it ends only once every rank has reached it, so a late rank makes the others
+// wait, and the next compute kernel uses its result, so the ranks realign after every collective. The
+// knobs: --slow-rank makes one rank's compute kernels longer, --launch-delay-rank makes one rank's host
+// sync and stall before each gate kernel's launch; either makes that rank the last to arrive at every
+// collective, for that reason alone. Pass 1 simulates all ranks in lockstep to find when each
+// collective can start everywhere; pass 2 replays each rank (one thread per rank) and writes it; with
+// --truth it keeps every GPU op to compute the truth file exactly. Times are int64 ns; ts/dur are
+// written as µs with exactly three decimals, relative to baseTimeNanoseconds (--clock-skew-us adds a
+// per-rank offset to every ts written; the truth keeps true times).
 #include <zlib.h>
 
 #include <algorithm>
@@ -46,6 +52,13 @@ struct Options {
   int delay_rank = -1;
   i64 delay_ns = 0, jitter_ns = 0;
   int threads = 0;
+  std::vector<std::pair<int, i64>> clock_skew;  // --clock-skew-us: (rank, ns) added to all its timestamps
+  i64 skew_of(int rank) const {
+    i64 k = 0;
+    for (const auto& [r, ns] : clock_skew)
+      if (r == rank) k = ns;
+    return k;
+  }
 };
 
 // splitmix64: portable and deterministic (std:: distributions are not).
@@ -63,7 +76,8 @@ struct Rng {
   bool chance(double p) { return uni() < p; }
 };
 
-struct Us { i64 ns; };    // written as µs with 3 decimals, exact
+struct Us { i64 ns; };    // a duration, written as µs with 3 decimals, exact
+struct Ts { i64 ns; };    // a timestamp (true time): written like Us, shifted by the rank's clock skew
 struct Num { double v; };  // written in shortest round-trip form
 
 // Buffered writer to a plain or gzip file. Every string put leaves room for one number after it,
@@ -99,6 +113,7 @@ class Out {
     p[0] = '.', p[1] = char('0' + f / 100), p[2] = char('0' + f / 10 % 10), p[3] = char('0' + f % 10);
     n_ += 4;
   }
+  void put(Ts t) { put(Us{t.ns + skew}); }
   void put(Num x) { n_ = size_t(std::to_chars(buf_.data() + n_, buf_.data() + buf_.size(), x.v).ptr - buf_.data()); }
   void flush() { write(buf_.data(), n_), n_ = 0; }
   void close() {
@@ -108,6 +123,7 @@ class Out {
     f_ = nullptr, gz_ = nullptr;
   }
   i64 bytes = 0, events = 0;
+  i64 skew = 0;  // ns added to every timestamp written (--clock-skew-us)
 
  private:
   void write(const char* p, size_t n) {
@@ -315,10 +331,24 @@ struct StreamStats {
   }
 };
 
+// One GPU op, kept for the cross-rank truth (only with --truth): true times (no clock skew), the ts of the
+// runtime call that launched it, the ProfilerStep (1-based) whose CPU window holds that launch, and for
+// NCCL kernels the collective kind and Seq.
+struct GpuOp {
+  i64 start, end, launch, seq;
+  int stream;  // 0 compute stream, 1 comm stream
+  int kind;    // 0 compute kernel, 1 NCCL kernel, 2 memcpy/memset
+  int step, coll;
+};
+
 struct Truth {
   i64 kernels = 0, memcpy = 0, memset = 0, nccl = 0, steps = 0, kernel_ns = 0, bytes = 0, events = 0;
   i64 count[kNames] = {}, total_ns[kNames] = {};
   StreamStats all[2], kern[2];
+  std::vector<GpuOp> ops;                         // in simulation order
+  std::vector<std::pair<i64, i64>> step_windows;  // ProfilerStep CPU [start, end), true times
+  i64 slow_extra_ns = 0;                          // kernel time added by --slow-factor
+  i64 delays = 0, delay_ns = 0;                   // --launch-delay injections
 };
 
 struct Stream {
@@ -334,12 +364,13 @@ class RankSim {
   RankSim(const Ctx& cx, int rank, Out* out)
       : cx_(cx), o_(cx.o), rank_(rank), out_(out), srng_(o_.seed * 0x9e3779b97f4a7c15ULL + 0x5eed),
         trng_((o_.seed + 1) * 0xbf58476d1ce4e5b9ULL ^ uint64_t(rank + 1) * 0x94d049bb133111ebULL),
-        pid_(40000 + 113 * rank), tid_bwd_(pid_ + 9), dev_(rank % 8) {
+        pid_(40000 + 113 * rank), tid_bwd_(pid_ + 9), dev_(rank % 8), keep_(out && !o_.truth.empty()) {
+    if (out_) out_->skew = o_.skew_of(rank);
     cpu_ = kT0 + trng_.range(0, 50000);
     t0_ = cpu_;
     if (out_) {
       fill(*out_, cx_.head, dev_, rank_, o_.ranks, o_.ranks, cx_.ranks_json);
-      emit(*out_, cx_.meta1, "process_name", Us{t0_}, pid_, 0, "name", "\"python3\"");
+      emit(*out_, cx_.meta1, "process_name", Ts{t0_}, pid_, 0, "name", "\"python3\"");
     }
   }
 
@@ -350,15 +381,14 @@ class RankSim {
         i64 not_before = 0;
         int spec;
         bool bwd = false;
+        if (is_coll(idx_)) return launch_collective(idx_ < n_fwd_ ? AG : ++bwd_colls_ % 4 == 0 ? RS : AR);
         if (idx_ < n_fwd_) {
           const i64 j = idx_;
-          if (j % 48 == 24) return launch_collective(AG);
           spec = j == 0 ? EMBED : kFwd[(j - 1) % i64(std::size(kFwd))];
         } else if (idx_ < n_fwd_ + n_bwd_) {
           const i64 j = idx_ - n_fwd_;
           bwd = true;
           if (j == 0) mem_op(2, "Memset (Device)", srng_.range(1 << 16, 64 << 20), 1200, tid_bwd_);
-          if (j % bucket_ == bucket_ - 1) return launch_collective(++bwd_colls_ % 4 == 0 ? RS : AR);
           spec = kBwd[j % i64(std::size(kBwd))];
         } else {
           const i64 j = idx_ - n_fwd_ - n_bwd_;
@@ -366,11 +396,14 @@ class RankSim {
           spec = kOpt[j % i64(std::size(kOpt))];
         }
         if (idx_ >= wait_at_) not_before = std::max(not_before, wait_t_), wait_at_ = kNever;
-        if (srng_.chance(0.01)) {
+        const bool gate = is_coll(idx_ + 2), rides = is_coll(idx_ + 1);
+        if (!rides && srng_.chance(0.01)) {
           if (srng_.chance(0.5)) mem_op(2, "Memset (Device)", srng_.range(1 << 12, 16 << 20), 1200, tid(bwd));
           else mem_op(1, "Memcpy DtoD (Device -> Device)", srng_.range(1 << 12, 16 << 20), 1000, tid(bwd));
         }
-        compute(spec, bwd, not_before);
+        if (gate && rank_ == o_.delay_rank && o_.delay_ns > 0) inject_delay(tid(bwd));
+        compute(spec, bwd, not_before, gate || rides);
+        if (gate) gate_end_ = st_[0].prev_end;
       }
       end_step();
     }
@@ -385,13 +418,14 @@ class RankSim {
     st_[1].free = std::max(st_[1].free, end);
     st_[1].prev_start = p.start, st_[1].prev_end = end;
     record(N_COMPUTE + p.c, 1, p.start, end);
+    keep(p.start, end, p.launch, 1, 1, p.c, p.seq);
     ++t.nccl;
-    if (c.kind == 1) wait_at_ = idx_ + 3, wait_t_ = end;  // prefetched all-gather, used 3 kernels later
+    wait_at_ = idx_ + 1, wait_t_ = end;  // the next compute op uses its result
     if (out_) {
       Out& o = *out_;
-      emit(o, cx_.nccl, c.name, dev_, kStream[1], Us{p.start}, Us{dur}, p.ext, dev_, kStream[1], p.corr,
+      emit(o, cx_.nccl, c.name, dev_, kStream[1], Ts{p.start}, Us{dur}, p.ext, dev_, kStream[1], p.corr,
            cx_.tails[N_COMPUTE + p.c], c.coll, p.in, p.out, o_.ranks, cx_.pg_ranks, p.seq);
-      emit(o, cx_.flow_f, p.corr, dev_, kStream[1], Us{p.start});
+      emit(o, cx_.flow_f, p.corr, dev_, kStream[1], Ts{p.start});
     }
     ++idx_;
   }
@@ -404,16 +438,37 @@ class RankSim {
 
   struct Pending {
     int c;
-    i64 in, out, xfer, start, ext, corr, seq;
+    i64 in, out, xfer, start, ext, corr, seq, launch;
   };
 
   i64 tid(bool bwd) const { return bwd ? tid_bwd_ : pid_; }
+
+  // Whether op index i of the current step is an NCCL collective (the same on every rank).
+  bool is_coll(i64 i) const {
+    if (i < n_fwd_) return i % 48 == 24;
+    if (i < n_fwd_ + n_bwd_) return (i - n_fwd_) % bucket_ == bucket_ - 1;
+    return false;
+  }
+
+  void keep(i64 start, i64 end, i64 launch, int stream, int kind, int coll = -1, i64 seq = 0) {
+    if (keep_) t.ops.push_back(GpuOp{start, end, launch, seq, stream, kind, step_ + 1, coll});
+  }
+
+  // --launch-delay: the host syncs on the compute stream, then is busy for D before it launches the
+  // collective's gate kernel, so the compute stream idles (host wait) and the collective starts late.
+  void inject_delay(i64 th) {
+    host_sync(th);
+    const i64 ts = cpu_, ext = ++ext_;
+    cpu_ += o_.delay_ns;
+    ++t.delays, t.delay_ns += o_.delay_ns;
+    if (out_) emit(*out_, cx_.cpu_op, "kernalyse::injected_launch_delay", pid_, th, Ts{ts}, Us{o_.delay_ns}, ext, ext, ext);
+  }
 
   void begin_step() {
     ks_ = o_.kernels / o_.steps + (step_ < o_.kernels % o_.steps ? 1 : 0);
     const i64 n_opt = std::min<i64>(ks_, 3), rest = ks_ - n_opt;
     n_fwd_ = rest * 2 / 5, n_bwd_ = rest - n_fwd_;
-    bucket_ = srng_.range(20, 40), bwd_colls_ = 0, idx_ = 0, wait_at_ = kNever;
+    bucket_ = srng_.range(20, 40), bwd_colls_ = 0, idx_ = 0, wait_at_ = kNever, gate_end_ = -1;
     step_start_ = cpu_, step_ext_ = ++ext_;
     if (ks_ > 0) mem_op(1, "Memcpy HtoD (Pinned -> Device)", srng_.range(1 << 20, 64 << 20), 20, pid_);
     in_step_ = true;
@@ -424,10 +479,11 @@ class RankSim {
       mem_op(1, "Memcpy DtoH (Device -> Pageable)", 4, 20, pid_);
       host_sync(pid_);
     }
-    cpu_ += trng_.range(20000, 200000);
+    cpu_ += jitter(srng_.range(20000, 200000));
     ++t.steps;
+    t.step_windows.emplace_back(step_start_, cpu_);
     if (out_)
-      emit(*out_, cx_.step, step_ + 1, pid_, pid_, Us{step_start_}, Us{cpu_ - step_start_}, step_ext_, step_ext_);
+      emit(*out_, cx_.step, step_ + 1, pid_, pid_, Ts{step_start_}, Us{cpu_ - step_start_}, step_ext_, step_ext_);
     ++step_, in_step_ = false;
   }
 
@@ -436,34 +492,38 @@ class RankSim {
     if (!out_) return;
     Out& o = *out_;
     const i64 dev = dev_;
-    emit(o, cx_.meta, "process_labels", Us{t0_}, pid_, 0, "labels", "\"CPU\"");
-    emit(o, cx_.meta, "process_name", Us{t0_}, dev, 0, "name", "\"python3\"");
-    emit(o, cx_.meta, "process_labels", Us{t0_}, dev, 0, "labels", "\"GPU " + std::to_string(dev) + "\"");
-    emit(o, cx_.meta, "process_sort_index", Us{t0_}, dev, 0, "sort_index", 16777216 + dev);
-    emit(o, cx_.meta, "thread_name", Us{t0_}, pid_, pid_, "name", "\"thread " + std::to_string(pid_) + " (python)\"");
-    emit(o, cx_.meta, "thread_name", Us{t0_}, pid_, tid_bwd_, "name",
+    emit(o, cx_.meta, "process_labels", Ts{t0_}, pid_, 0, "labels", "\"CPU\"");
+    emit(o, cx_.meta, "process_name", Ts{t0_}, dev, 0, "name", "\"python3\"");
+    emit(o, cx_.meta, "process_labels", Ts{t0_}, dev, 0, "labels", "\"GPU " + std::to_string(dev) + "\"");
+    emit(o, cx_.meta, "process_sort_index", Ts{t0_}, dev, 0, "sort_index", 16777216 + dev);
+    emit(o, cx_.meta, "thread_name", Ts{t0_}, pid_, pid_, "name", "\"thread " + std::to_string(pid_) + " (python)\"");
+    emit(o, cx_.meta, "thread_name", Ts{t0_}, pid_, tid_bwd_, "name",
          "\"thread " + std::to_string(tid_bwd_) + " (pt_autograd_0)\"");
     for (i64 s : kStream) {
-      emit(o, cx_.meta, "thread_name", Us{t0_}, dev, s, "name", "\"stream " + std::to_string(s) + " \"");
-      emit(o, cx_.meta, "thread_sort_index", Us{t0_}, dev, s, "sort_index", s);
+      emit(o, cx_.meta, "thread_name", Ts{t0_}, dev, s, "name", "\"stream " + std::to_string(s) + " \"");
+      emit(o, cx_.meta, "thread_sort_index", Ts{t0_}, dev, s, "sort_index", s);
     }
-    emit(o, cx_.span, Us{t0_}, Us{cpu_ - t0_});
+    emit(o, cx_.span, Ts{t0_}, Us{cpu_ - t0_});
     fill(o, cx_.foot, rank_, kBase);
   }
 
   // The GPU start on the compute stream: the drawn gap after the latest end, not before ready.
-  i64 place(i64 ready) {
+  // The gap pattern belongs to the program (structure rng, the same on every rank); each rank stretches
+  // it by up to ±2 % (timing rng), so ranks differ by little more than what the knobs plant. tight: a
+  // short gap only (a collective's gate kernel and the kernel riding along: nothing hides a late launch).
+  i64 place(i64 ready, bool tight = false) {
     Stream& s = st_[0];
-    const double u = trng_.uni();
+    const double u = tight ? 0.5 : srng_.uni();
     i64 start;
-    if (u < 0.01 && s.prev_start >= 0) start = s.prev_start + std::max<i64>(1, i64(double(s.prev_end - s.prev_start) * (0.2 + 0.6 * trng_.uni())));
+    if (u < 0.01 && s.prev_start >= 0) start = s.prev_start + std::max<i64>(1, i64(double(s.prev_end - s.prev_start) * (0.2 + 0.6 * srng_.uni())));
     else if (u < 0.03) start = s.free;
-    else if (u < 0.58) start = s.free + trng_.range(500, 3000);
-    else if (u < 0.86) start = s.free + trng_.range(3000, 30000);
-    else if (u < 0.97) start = s.free + trng_.range(30000, 300000);
-    else start = s.free + trng_.range(300000, 3000000);
+    else if (u < 0.58) start = s.free + jitter(srng_.range(500, 3000));
+    else if (u < 0.86) start = s.free + jitter(srng_.range(3000, 30000));
+    else if (u < 0.97) start = s.free + jitter(srng_.range(30000, 300000));
+    else start = s.free + jitter(srng_.range(300000, 3000000));
     return std::max({start, ready, s.prev_start + 1});
   }
+  i64 jitter(i64 v) { return std::llround(double(v) * (0.98 + 0.04 * trng_.uni())); }
 
   // CPU side of one launch: optional enclosing cpu_op, the runtime call, launch-queue back-pressure.
   struct Launch {
@@ -482,9 +542,9 @@ class RankSim {
   }
   void emit_launch(const Launch& l, const char* op, const char* name, i64 cbid, i64 tid) {
     Out& o = *out_;
-    if (l.op_dur) emit(o, cx_.cpu_op, op, pid_, tid, Us{l.op_ts}, Us{l.op_dur}, l.ext, l.ext, l.ext);
-    emit(o, cx_.runtime, name, pid_, tid, Us{l.ts}, Us{l.dur}, l.ext, cbid, l.corr);
-    emit(o, cx_.flow_s, l.corr, pid_, tid, Us{l.ts});
+    if (l.op_dur) emit(o, cx_.cpu_op, op, pid_, tid, Ts{l.op_ts}, Us{l.op_dur}, l.ext, l.ext, l.ext);
+    emit(o, cx_.runtime, name, pid_, tid, Ts{l.ts}, Us{l.dur}, l.ext, cbid, l.corr);
+    emit(o, cx_.flow_s, l.corr, pid_, tid, Ts{l.ts});
   }
 
   void record(int name, int stream, i64 s, i64 e) {
@@ -500,19 +560,25 @@ class RankSim {
     ring_[qi_++ & 1023] = end;
   }
 
-  void compute(int spec, bool bwd, i64 not_before) {
+  void compute(int spec, bool bwd, i64 not_before, bool tight) {
     const KSpec& k = kCompute[spec];
-    i64 dur = noisy(srng_.range(k.lo_us * 1000, k.hi_us * 1000));
-    if (rank_ == o_.slow_rank) dur = std::llround(double(dur) * o_.slow_factor);
+    last_base_ = srng_.range(k.lo_us * 1000, k.hi_us * 1000);
+    i64 dur = noisy(last_base_);
+    if (rank_ == o_.slow_rank) {
+      const i64 d0 = dur;
+      dur = std::llround(double(d0) * o_.slow_factor);
+      t.slow_extra_ns += dur - d0;
+    }
     if (o_.jitter_ns > 0) dur += trng_.range(0, o_.jitter_ns);
     const Launch l = cpu_launch(false, 3000, 9000);
-    const i64 start = std::max(place(l.ts + l.dur), not_before), end = start + dur;
+    const i64 start = std::max(place(l.ts + l.dur, tight), not_before), end = start + dur;
     finish_on_compute(start, end);
     record(spec, 0, start, end);
+    keep(start, end, l.ts, 0, 0);
     if (out_) {
       emit_launch(l, k.op, "cudaLaunchKernel", 211, tid(bwd));
-      emit(*out_, cx_.kernel, k.name, dev_, kStream[0], Us{start}, Us{dur}, l.ext, dev_, kStream[0], l.corr, cx_.tails[spec]);
-      emit(*out_, cx_.flow_f, l.corr, dev_, kStream[0], Us{start});
+      emit(*out_, cx_.kernel, k.name, dev_, kStream[0], Ts{start}, Us{dur}, l.ext, dev_, kStream[0], l.corr, cx_.tails[spec]);
+      emit(*out_, cx_.flow_f, l.corr, dev_, kStream[0], Ts{start});
     }
   }
 
@@ -523,13 +589,14 @@ class RankSim {
     const i64 start = place(l.ts + l.dur), end = start + dur;
     finish_on_compute(start, end);
     t.all[0].add(start, end);
+    keep(start, end, l.ts, 0, 2);
     ++(kind == 1 ? t.memcpy : t.memset);
     if (out_) {
       emit_launch(l, kind == 1 ? "aten::copy_" : "aten::zero_", kind == 1 ? "cudaMemcpyAsync" : "cudaMemsetAsync",
                   kind == 1 ? 41 : 51, tid);
-      emit(*out_, cx_.mem, kind == 1 ? "gpu_memcpy" : "gpu_memset", name, dev_, kStream[0], Us{start}, Us{dur}, l.ext,
+      emit(*out_, cx_.mem, kind == 1 ? "gpu_memcpy" : "gpu_memset", name, dev_, kStream[0], Ts{start}, Us{dur}, l.ext,
            dev_, kStream[0], l.corr, bytes, Num{double(bytes) / double(dur)});
-      emit(*out_, cx_.flow_f, l.corr, dev_, kStream[0], Us{start});
+      emit(*out_, cx_.flow_f, l.corr, dev_, kStream[0], Ts{start});
     }
   }
 
@@ -537,7 +604,7 @@ class RankSim {
     const i64 ts = cpu_;
     cpu_ = std::max(cpu_, st_[0].free) + trng_.range(2000, 6000);
     const i64 ext = ++ext_, corr = ++corr_;
-    if (out_) emit(*out_, cx_.runtime, "cudaStreamSynchronize", pid_, tid, Us{ts}, Us{cpu_ - ts}, ext, 131, corr);
+    if (out_) emit(*out_, cx_.runtime, "cudaStreamSynchronize", pid_, tid, Ts{ts}, Us{cpu_ - ts}, ext, 131, corr);
   }
 
   i64 launch_collective(int c) {
@@ -548,18 +615,16 @@ class RankSim {
     pend_.in = c == RS ? n * world : n;
     pend_.out = c == AG ? n * world : n;
     const i64 wire = 2 * std::max(pend_.in, pend_.out) * (world - 1) / world * (c == AR ? 2 : 1);  // bf16 bytes
-    pend_.xfer = 6000 + wire / 40;  // ~40 GB/s bus bandwidth plus latency
+    // ~40 GB/s bus bandwidth plus latency, and at least twice the kernel riding along (so that even a
+    // late rank has finished that kernel when the collective ends: nothing carries over)
+    pend_.xfer = std::max(6000 + wire / 40, 2 * last_base_);
     pend_.seq = ++seq_;
     const i64 th = tid(c != AG);
-    if (rank_ == o_.delay_rank && o_.delay_ns > 0) {  // --launch-delay: host work after a sync, GPU idles
-      host_sync(th);
-      const i64 ts = cpu_, ext = ++ext_;
-      cpu_ += o_.delay_ns;
-      if (out_) emit(*out_, cx_.cpu_op, "kernalyse::injected_launch_delay", pid_, th, Us{ts}, Us{o_.delay_ns}, ext, ext, ext);
-    }
     const Launch l = cpu_launch(true, 6000, 14000);
-    pend_.ext = l.ext, pend_.corr = l.corr;
-    pend_.start = std::max({l.ts + l.dur, st_[1].free + trng_.range(1000, 4000), st_[0].free + trng_.range(1000, 5000)});
+    pend_.ext = l.ext, pend_.corr = l.corr, pend_.launch = l.ts;
+    const i64 gate = gate_end_ >= 0 ? gate_end_ : st_[0].free;
+    gate_end_ = -1;
+    pend_.start = std::max({l.ts + l.dur, st_[1].free + trng_.range(1000, 4000), gate + trng_.range(1000, 5000)});
     if (out_) emit_launch(l, cs.op, cs.launch, cs.cbid, th);
     return pend_.start;
   }
@@ -574,7 +639,8 @@ class RankSim {
   int step_ = 0;
   bool in_step_ = false, done_ = false;
   i64 ks_ = 0, n_fwd_ = 0, n_bwd_ = 0, bucket_ = 20, bwd_colls_ = 0, idx_ = 0, step_start_ = 0, step_ext_ = 0;
-  i64 wait_at_ = kNever, wait_t_ = 0;
+  i64 wait_at_ = kNever, wait_t_ = 0, gate_end_ = -1, last_base_ = 0;
+  const bool keep_;  // keep the GPU ops for the cross-rank truth
   Stream st_[2];
   std::array<i64, 1024> ring_{};
   uint64_t qi_ = 0;
@@ -593,18 +659,258 @@ void write_stats(std::string& j, const StreamStats& s) {
        ", \"last_end_ns\": " + std::to_string(s.last_end);
 }
 
+// ---- the cross-rank truth, computed exactly (int64 ns, true times) from the GPU ops generated ----
+using Ivs = std::vector<std::pair<i64, i64>>;
+
+Ivs unite(Ivs v) {  // the union of intervals, as disjoint sorted intervals
+  std::sort(v.begin(), v.end());
+  Ivs u;
+  for (const auto& [a, b] : v) {
+    if (!u.empty() && a <= u.back().second) u.back().second = std::max(u.back().second, b);
+    else u.emplace_back(a, b);
+  }
+  return u;
+}
+i64 length(const Ivs& u) {
+  i64 n = 0;
+  for (const auto& [a, b] : u) n += b - a;
+  return n;
+}
+i64 meet(const Ivs& x, const Ivs& y) {  // |x ∩ y| of two unions
+  i64 n = 0;
+  for (size_t i = 0, k = 0; i < x.size() && k < y.size();) {
+    n += std::max<i64>(0, std::min(x[i].second, y[k].second) - std::max(x[i].first, y[k].first));
+    if (x[i].second < y[k].second) ++i;
+    else ++k;
+  }
+  return n;
+}
+
+// Overlap and time breakdown of a set of GPU ops (a rank's run or one ProfilerStep of it).
+struct Cover {
+  i64 ops = 0, first = 0, last = 0, span = 0, busy = 0, idle = 0, compute = 0, comm = 0, overlap = 0, exposed = 0,
+      non_compute = 0, comm_excl = 0, mem_excl = 0, other = 0;
+};
+Cover cover(const std::vector<const GpuOp*>& ops) {
+  Cover c;
+  if (ops.empty()) return c;
+  Ivs comp, comm, mem, all;
+  c.ops = i64(ops.size()), c.first = ops[0]->start, c.last = ops[0]->end;
+  for (const GpuOp* g : ops) {
+    (g->kind == 0 ? comp : g->kind == 1 ? comm : mem).emplace_back(g->start, g->end);
+    all.emplace_back(g->start, g->end);
+    c.first = std::min(c.first, g->start), c.last = std::max(c.last, g->end);
+  }
+  const Ivs C = unite(comp), K = unite(comm), M = unite(mem), A = unite(all);
+  Ivs ck = C;
+  ck.insert(ck.end(), K.begin(), K.end());
+  c.span = c.last - c.first, c.busy = length(A), c.idle = c.span - c.busy, c.compute = length(C);
+  c.comm = length(K), c.overlap = meet(K, C), c.exposed = c.comm - c.overlap;
+  c.non_compute = c.span - c.compute - c.idle;
+  c.comm_excl = c.exposed, c.mem_excl = length(M) - meet(M, unite(std::move(ck)));
+  c.other = c.non_compute - c.comm_excl - c.mem_excl;
+  return c;
+}
+
+// Idle time on one stream: its ops in start order, gap = start - the previous op's end.
+struct Idle {
+  i64 ops = 0, host_n = 0, host_ns = 0, kwait_n = 0, kwait_ns = 0, other_n = 0, other_ns = 0, touching = 0,
+      overlap_n = 0, overlap_ns = 0;
+};
+constexpr i64 kKernelWaitNs = 30000;  // the default --kernel-wait-us 30
+Idle idle(std::vector<const GpuOp*> ops) {
+  std::stable_sort(ops.begin(), ops.end(), [](const GpuOp* a, const GpuOp* b) {
+    return a->start != b->start ? a->start < b->start : a->end < b->end;
+  });
+  Idle d;
+  d.ops = i64(ops.size());
+  for (size_t i = 1; i < ops.size(); ++i) {
+    const i64 prev_end = ops[i - 1]->end, g = ops[i]->start - prev_end;
+    if (g < 0) ++d.overlap_n, d.overlap_ns -= g;
+    else if (g == 0) ++d.touching;
+    else if (ops[i]->launch > prev_end) ++d.host_n, d.host_ns += g;
+    else if (g < kKernelWaitNs) ++d.kwait_n, d.kwait_ns += g;
+    else ++d.other_n, d.other_ns += g;
+  }
+  return d;
+}
+
+std::string num(i64 v) { return std::to_string(v); }
+std::string num(double v) {
+  char b[64];
+  return std::string(b, std::to_chars(b, b + sizeof b, v).ptr);
+}
+std::string pct(i64 part, i64 whole) { return num(whole > 0 ? 100.0 * double(part) / double(whole) : 0.0); }
+
+std::string overlap_json(const Cover& c) {
+  return "{\"comm_ns\": " + num(c.comm) + ", \"compute_ns\": " + num(c.compute) + ", \"overlap_ns\": " +
+         num(c.overlap) + ", \"exposed_comm_ns\": " + num(c.exposed) + ", \"overlap_pct\": " + pct(c.overlap, c.comm) +
+         "}";
+}
+std::string breakdown_json(const Cover& c) {
+  return "{\"gpu_ops\": " + num(c.ops) + ", \"first_start_ns\": " + num(c.first) + ", \"last_end_ns\": " +
+         num(c.last) + ", \"span_ns\": " + num(c.span) + ", \"busy_ns\": " + num(c.busy) + ", \"idle_ns\": " +
+         num(c.idle) + ", \"compute_ns\": " + num(c.compute) + ", \"non_compute_ns\": " + num(c.non_compute) +
+         ", \"comm_ns_excl\": " + num(c.comm_excl) + ", \"memory_ns_excl\": " + num(c.mem_excl) +
+         ", \"other_ns\": " + num(c.other) + "}";
+}
+std::string idle_json(const Idle& d) {
+  return "{\"ops\": " + num(d.ops) + ", \"host_wait_ns\": " + num(d.host_ns) + ", \"host_wait_gaps\": " +
+         num(d.host_n) + ", \"kernel_wait_ns\": " + num(d.kwait_ns) + ", \"kernel_wait_gaps\": " + num(d.kwait_n) +
+         ", \"other_ns\": " + num(d.other_ns) + ", \"other_gaps\": " + num(d.other_n) + ", \"touching\": " +
+         num(d.touching) + ", \"overlap_count\": " + num(d.overlap_n) + ", \"overlap_ns\": " + num(d.overlap_ns) + "}";
+}
+
+// The collectives, matched across ranks by Seq (the k-th NCCL kernel of every rank).
+struct Coll {
+  i64 seq;
+  int coll, last, tied;
+  std::vector<i64> start, end, wait;
+  i64 skew, inflicted;
+};
+std::vector<Coll> collectives(const std::vector<Truth>& tr) {
+  const size_t R = tr.size();
+  std::vector<std::vector<const GpuOp*>> nc(R);
+  for (size_t r = 0; r < R; ++r)
+    for (const GpuOp& g : tr[r].ops)
+      if (g.kind == 1) nc[r].push_back(&g);
+  std::vector<Coll> out;
+  for (size_t k = 0; k < nc[0].size(); ++k) {
+    Coll c{nc[0][k]->seq, nc[0][k]->coll, 0, 0, {}, {}, {}, 0, 0};
+    for (size_t r = 0; r < R; ++r) {
+      if (nc[r].size() != nc[0].size() || nc[r][k]->seq != c.seq || nc[r][k]->coll != c.coll)
+        throw std::logic_error("ranks disagree on the collective sequence");
+      c.start.push_back(nc[r][k]->start), c.end.push_back(nc[r][k]->end);
+    }
+    const i64 hi = *std::max_element(c.start.begin(), c.start.end());
+    const i64 lo = *std::min_element(c.start.begin(), c.start.end());
+    c.last = int(std::max_element(c.start.begin(), c.start.end()) - c.start.begin());  // lowest rank on ties
+    c.tied = int(std::count(c.start.begin(), c.start.end(), hi));
+    c.skew = hi - lo;
+    for (size_t r = 0; r < R; ++r) {
+      c.wait.push_back(std::clamp(hi - c.start[r], i64(0), c.end[r] - c.start[r]));
+      c.inflicted += c.wait.back();
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string list(const std::vector<i64>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + num(v[i]);
+  return s + "]";
+}
+
+void write_cross_rank(std::string& j, const Options& o, const std::vector<Truth>& tr) {
+  const size_t R = tr.size();
+  j += "  \"definitions\": {\n"
+       "    \"times\": \"int64 ns of true time relative to baseTimeNanoseconds: a rank's --clock-skew-us shifts what "
+       "its trace shows, never this file\",\n"
+       "    \"gpu_ops\": \"kernels, gpu_memcpy and gpu_memset on every stream; compute = kernels that are not NCCL; "
+       "comm = NCCL kernels; memory = memcpy and memset\",\n"
+       "    \"overlap\": \"comm_ns = |∪comm|, overlap_ns = |∪comm ∩ ∪compute|, exposed_comm_ns = |∪comm \\\\ "
+       "∪compute|, overlap_pct = 100 overlap_ns / comm_ns (0 without comm)\",\n"
+       "    \"breakdown\": \"span_ns = last end - first start over the gpu ops, idle_ns = span - |∪all|, compute_ns = "
+       "|∪compute|, non_compute_ns = span - compute - idle = comm_ns_excl + memory_ns_excl + other_ns, comm_ns_excl "
+       "= |∪comm \\\\ ∪compute|, memory_ns_excl = |∪memory \\\\ ∪compute \\\\ ∪comm|\",\n"
+       "    \"steps\": \"ProfilerStep#N (N from 1): the gpu ops whose launch (runtime call ts) lies in the step's CPU "
+       "window [ts, ts + dur)\",\n"
+       "    \"idle\": \"per stream, ops in (start, end) order, gap = start - end of the op just before (not the latest "
+       "end so far); gap > 0: host_wait if the op's launch ts > that end, else kernel_wait if gap < "
+       "kernel_wait_threshold_ns, else other; gap < 0: overlap_count/overlap_ns; gap == 0: touching\",\n"
+       "    \"collectives\": \"the k-th NCCL kernel of every rank (same Seq); last_rank = the rank with the latest "
+       "start (lowest such rank when tied_last > 1), skew_ns = max start - min start, wait_ns[r] = clamp(last start - "
+       "start[r], 0, end[r] - start[r]), inflicted_ns = sum of wait_ns\",\n"
+       "    \"stragglers\": \"per rank: times_last = collectives where it is last_rank, inflicted_ns = sum of "
+       "inflicted_ns over those, suffered_ns = sum of its own wait_ns, mean_start_after_first_ns = mean over "
+       "collectives of start - min start\"\n  },\n";
+  j += "  \"kernel_wait_threshold_ns\": " + num(kKernelWaitNs) + ",\n";
+  // What the generator planted, and the straggler and cause it should produce.
+  const bool slow = o.slow_rank >= 0 && o.slow_rank < o.ranks && o.slow_factor > 1.0;
+  const bool late = o.delay_rank >= 0 && o.delay_rank < o.ranks && o.delay_ns > 0;
+  std::string skews = "{";
+  for (size_t r = 0; r < R; ++r)
+    if (o.skew_of(int(r))) skews += std::string(skews.size() > 1 ? ", " : "") + "\"" + num(i64(r)) + "\": " + num(o.skew_of(int(r)));
+  skews += "}";
+  j += "  \"planted\": {\"slow_rank\": " + num(i64(o.slow_rank)) + ", \"slow_factor\": " + num(o.slow_factor) +
+       ", \"launch_delay_rank\": " + num(i64(o.delay_rank)) + ", \"launch_delay_ns\": " + num(o.delay_ns) +
+       ", \"jitter_ns\": " + num(o.jitter_ns) + ", \"clock_skew_ns\": " + skews + ", \"straggler\": " +
+       num(i64(slow && !late ? o.slow_rank : late && !slow ? o.delay_rank : -1)) + ", \"cause\": " +
+       (slow && !late ? "\"kernels\"" : late && !slow ? "\"host_delay\"" : slow && late ? "\"mixed\"" : "null") +
+       ", \"note\": \"slow: every compute kernel of slow_rank lasts slow_factor times longer; launch delay: before "
+       "the gate kernel of each collective (the compute kernel whose end the collective waits for), "
+       "launch_delay_rank syncs its compute stream and then spends launch_delay_ns on the host "
+       "(cpu_op kernalyse::injected_launch_delay), so that stream idles (host wait) and the rank arrives late; "
+       "every collective's result is used by the next compute kernel, so ranks realign after each one\"},\n";
+
+  const std::vector<Coll> cs = collectives(tr);
+  std::vector<i64> times_last(R), inflicted(R), suffered(R), after_first(R);
+  for (const Coll& c : cs) {
+    ++times_last[size_t(c.last)], inflicted[size_t(c.last)] += c.inflicted;
+    const i64 lo = *std::min_element(c.start.begin(), c.start.end());
+    for (size_t r = 0; r < R; ++r) suffered[r] += c.wait[r], after_first[r] += c.start[r] - lo;
+  }
+  j += "  \"collectives\": [";
+  for (size_t k = 0; k < cs.size(); ++k) {
+    const Coll& c = cs[k];
+    j += std::string(k ? ",\n" : "\n") + "    {\"index\": " + num(i64(k)) + ", \"seq\": " + num(c.seq) +
+         ", \"op\": \"" + kColl[c.coll].coll + "\", \"last_rank\": " + num(i64(c.last)) + ", \"tied_last\": " +
+         num(i64(c.tied)) + ", \"skew_ns\": " + num(c.skew) + ", \"inflicted_ns\": " + num(c.inflicted) +
+         ", \"start_ns\": " + list(c.start) + ", \"end_ns\": " + list(c.end) + ", \"wait_ns\": " + list(c.wait) + "}";
+  }
+  j += "\n  ],\n  \"stragglers\": [";
+  for (size_t r = 0; r < R; ++r)
+    j += std::string(r ? ",\n" : "\n") + "    {\"rank\": " + num(i64(r)) + ", \"times_last\": " + num(times_last[r]) +
+         ", \"inflicted_ns\": " + num(inflicted[r]) + ", \"suffered_ns\": " + num(suffered[r]) +
+         ", \"mean_start_after_first_ns\": " + num(cs.empty() ? 0.0 : double(after_first[r]) / double(cs.size())) + "}";
+  j += "\n  ],\n";
+}
+
+// A rank's cross-rank truth fields (overlap, breakdown, idle, steps, planted), after its "streams".
+void write_rank_cross(std::string& j, const Options& o, const Truth& t, int rank) {
+  std::vector<const GpuOp*> all, st[2];
+  for (const GpuOp& g : t.ops) all.push_back(&g), st[g.stream].push_back(&g);
+  const Cover c = cover(all);
+  j += ",\n     \"overlap\": " + overlap_json(c) + ",\n     \"breakdown\": " + breakdown_json(c) +
+       ",\n     \"idle\": {";
+  for (int s = 0; s < 2; ++s) j += std::string(s ? ", " : "") + "\"" + num(kStream[s]) + "\": " + idle_json(idle(st[s]));
+  j += "},\n     \"steps\": [";
+  for (size_t s = 0; s < t.step_windows.size(); ++s) {
+    std::vector<const GpuOp*> in;
+    for (const GpuOp* g : all)
+      if (g->step == int(s) + 1) {
+        if (g->launch < t.step_windows[s].first || g->launch >= t.step_windows[s].second)
+          throw std::logic_error("a launch lies outside its ProfilerStep");
+        in.push_back(g);
+      }
+    const Cover sc = cover(in);
+    j += std::string(s ? ",\n" : "\n") + "       {\"step\": " + num(i64(s) + 1) + ", \"cpu_start_ns\": " +
+         num(t.step_windows[s].first) + ", \"cpu_end_ns\": " + num(t.step_windows[s].second) +
+         ", \"overlap\": " + overlap_json(sc) + ", \"breakdown\": " + breakdown_json(sc) + "}";
+  }
+  j += "],\n     \"planted\": {\"slow_factor\": " + num(rank == o.slow_rank ? o.slow_factor : 1.0) +
+       ", \"slow_extra_kernel_ns\": " + num(t.slow_extra_ns) + ", \"launch_delays\": " + num(t.delays) +
+       ", \"launch_delay_ns\": " + num(t.delay_ns) + ", \"clock_skew_ns\": " + num(o.skew_of(rank)) + "}";
+}
+
 void write_truth(const Options& o, const std::vector<Truth>& tr) {
   std::string j = "{\n  \"generator\": \"kernalyse-tracegen\",\n  \"synthetic\": true,\n";
   char p[512];
   std::snprintf(p, sizeof p,
                 "  \"params\": {\"ranks\": %d, \"kernels\": %lld, \"steps\": %d, \"seed\": %llu, \"slow_rank\": %d, "
-                "\"slow_factor\": %g, \"launch_delay_rank\": %d, \"launch_delay_ns\": %lld, \"jitter_ns\": %lld},\n",
+                "\"slow_factor\": %g, \"launch_delay_rank\": %d, \"launch_delay_ns\": %lld, \"jitter_ns\": %lld, ",
                 o.ranks, (long long)o.kernels, o.steps, (unsigned long long)o.seed, o.slow_rank, o.slow_factor,
                 o.delay_rank, (long long)o.delay_ns, (long long)o.jitter_ns);
   j += p;
+  std::string skews;
+  for (const auto& [r, ns] : o.clock_skew) skews += (skews.empty() ? "" : ",") + std::to_string(r) + ":" + num(double(ns) / 1000);
+  j += "\"clock_skew_us\": \"" + skews + "\"},\n";
   j += "  \"time_unit\": \"ns, relative to baseTimeNanoseconds\",\n";
   j += "  \"gap_definition\": \"per stream, ops in start order: gap = start - latest end so far; gaps/gap_total_ns: "
-       "gap > 0; touching: gap == 0; overlaps: gap < 0\",\n  \"ranks\": [";
+       "gap > 0; touching: gap == 0; overlaps: gap < 0\",\n";
+  write_cross_rank(j, o, tr);
+  j += "  \"ranks\": [";
   for (size_t r = 0; r < tr.size(); ++r) {
     const Truth& t = tr[r];
     j += r ? ",\n" : "\n";
@@ -631,7 +937,9 @@ void write_truth(const Options& o, const std::vector<Truth>& tr) {
       write_stats(j, t.kern[s]);
       j += "}}";
     }
-    j += "}}";
+    j += "}";
+    write_rank_cross(j, o, t, int(r));
+    j += "}";
   }
   j += "\n  ]\n}\n";
   FILE* f = std::fopen(o.truth.c_str(), "wb");
@@ -698,8 +1006,12 @@ const char* kUsage =
     "usage: kernalyse-tracegen --ranks N --kernels K --steps S --out DIR [--gz] [--gz-level L] [--seed X]\n"
     "                          [--minify] [--truth FILE] [--slow-rank R --slow-factor F]\n"
     "                          [--launch-delay-rank R --launch-delay-us D] [--jitter-us J] [--threads T]\n"
+    "                          [--clock-skew-us R:US[,R:US...]]\n"
     "Writes DIR/rank-<r>.json[.gz]: synthetic PyTorch-profiler (Kineto) traces, exactly K kernel events per\n"
-    "rank (NCCL kernels included), S ProfilerSteps. All data is marked synthetic (emulated device).\n";
+    "rank (NCCL kernels included), S ProfilerSteps. All data is marked synthetic (emulated device).\n"
+    "--truth FILE: exact counts, gaps, overlap, time breakdown, idle split, every collective's arrivals and\n"
+    "waits, and what the knobs planted. --clock-skew-us shifts all timestamps of rank R by US (unaligned\n"
+    "clocks); the truth keeps true times.\n";
 
 }  // namespace
 
@@ -743,6 +1055,24 @@ int main(int argc, char** argv) {
       else if (a == "--launch-delay-us") o.delay_ns = std::llround(num(0) * 1000);
       else if (a == "--jitter-us") o.jitter_ns = std::llround(num(0) * 1000);
       else if (a == "--threads") o.threads = int(num(1));
+      else if (a == "--clock-skew-us") {  // R:US[,R:US...], US may be negative
+        const std::string v = val();
+        for (size_t p = 0; p <= v.size();) {
+          const size_t e = std::min(v.find(',', p), v.size()), c = v.find(':', p);
+          size_t n1 = 0, n2 = 0;
+          int r = -1;
+          double us = 0;
+          try {
+            if (c < e) r = std::stoi(v.substr(p, c - p), &n1), us = std::stod(v.substr(c + 1, e - c - 1), &n2);
+          } catch (const std::exception&) {
+            r = -1;
+          }
+          if (c >= e || r < 0 || n1 != c - p || n2 != e - c - 1 || !(std::fabs(us) <= 900000))
+            throw std::invalid_argument("bad value for --clock-skew-us (want R:US[,R:US...], |US| <= 900000): " + v);
+          o.clock_skew.emplace_back(r, std::llround(us * 1000));
+          p = e + 1;
+        }
+      }
       else throw std::invalid_argument("unknown argument " + a);
     }
     if (o.out.empty()) throw std::invalid_argument("--out DIR is required");
