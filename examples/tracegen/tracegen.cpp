@@ -511,11 +511,14 @@ class RankSim {
   // The gap pattern belongs to the program (structure rng, the same on every rank); each rank stretches
   // it by up to ±2 % (timing rng), so ranks differ by little more than what the knobs plant. tight: a
   // short gap only (a collective's gate kernel and the kernel riding along: nothing hides a late launch).
-  i64 place(i64 ready, bool tight = false) {
+  // An overlapping op starts inside the previous one but never ends before it: ends rise in start order,
+  // so "the previous op's end" and "the latest end so far" are the same on every stream.
+  i64 place(i64 ready, i64 dur, bool tight = false) {
     Stream& s = st_[0];
     const double u = tight ? 0.5 : srng_.uni();
     i64 start;
-    if (u < 0.01 && s.prev_start >= 0) start = s.prev_start + std::max<i64>(1, i64(double(s.prev_end - s.prev_start) * (0.2 + 0.6 * srng_.uni())));
+    if (u < 0.01 && s.prev_start >= 0)
+      start = s.free - std::llround(double(std::min(s.prev_end - s.prev_start, dur)) * (0.2 + 0.6 * srng_.uni()));
     else if (u < 0.03) start = s.free;
     else if (u < 0.58) start = s.free + jitter(srng_.range(500, 3000));
     else if (u < 0.86) start = s.free + jitter(srng_.range(3000, 30000));
@@ -571,7 +574,7 @@ class RankSim {
     }
     if (o_.jitter_ns > 0) dur += trng_.range(0, o_.jitter_ns);
     const Launch l = cpu_launch(false, 3000, 9000);
-    const i64 start = std::max(place(l.ts + l.dur, tight), not_before), end = start + dur;
+    const i64 start = std::max(place(l.ts + l.dur, dur, tight), not_before), end = start + dur;
     finish_on_compute(start, end);
     record(spec, 0, start, end);
     keep(start, end, l.ts, 0, 0);
@@ -586,7 +589,7 @@ class RankSim {
   void mem_op(int kind, const char* name, i64 bytes, i64 gbps, i64 tid) {
     const i64 dur = noisy(1500 + bytes / gbps);
     const Launch l = cpu_launch(false, 5000, 20000);
-    const i64 start = place(l.ts + l.dur), end = start + dur;
+    const i64 start = place(l.ts + l.dur, dur), end = start + dur;
     finish_on_compute(start, end);
     t.all[0].add(start, end);
     keep(start, end, l.ts, 0, 2);
@@ -726,6 +729,7 @@ Idle idle(std::vector<const GpuOp*> ops) {
   d.ops = i64(ops.size());
   for (size_t i = 1; i < ops.size(); ++i) {
     const i64 prev_end = ops[i - 1]->end, g = ops[i]->start - prev_end;
+    if (ops[i]->end < prev_end) throw std::logic_error("an op ends before the one started before it");
     if (g < 0) ++d.overlap_n, d.overlap_ns -= g;
     else if (g == 0) ++d.touching;
     else if (ops[i]->launch > prev_end) ++d.host_n, d.host_ns += g;
@@ -740,7 +744,7 @@ std::string num(double v) {
   char b[64];
   return std::string(b, std::to_chars(b, b + sizeof b, v).ptr);
 }
-std::string pct(i64 part, i64 whole) { return num(whole > 0 ? 100.0 * double(part) / double(whole) : 0.0); }
+std::string pct(i64 part, i64 whole) { return whole > 0 ? num(100.0 * double(part) / double(whole)) : "null"; }
 
 std::string overlap_json(const Cover& c) {
   return "{\"comm_ns\": " + num(c.comm) + ", \"compute_ns\": " + num(c.compute) + ", \"overlap_ns\": " +
@@ -810,14 +814,14 @@ void write_cross_rank(std::string& j, const Options& o, const std::vector<Truth>
        "    \"gpu_ops\": \"kernels, gpu_memcpy and gpu_memset on every stream; compute = kernels that are not NCCL; "
        "comm = NCCL kernels; memory = memcpy and memset\",\n"
        "    \"overlap\": \"comm_ns = |∪comm|, overlap_ns = |∪comm ∩ ∪compute|, exposed_comm_ns = |∪comm \\\\ "
-       "∪compute|, overlap_pct = 100 overlap_ns / comm_ns (0 without comm)\",\n"
+       "∪compute|, overlap_pct = 100 overlap_ns / comm_ns (null without comm)\",\n"
        "    \"breakdown\": \"span_ns = last end - first start over the gpu ops, idle_ns = span - |∪all|, compute_ns = "
        "|∪compute|, non_compute_ns = span - compute - idle = comm_ns_excl + memory_ns_excl + other_ns, comm_ns_excl "
        "= |∪comm \\\\ ∪compute|, memory_ns_excl = |∪memory \\\\ ∪compute \\\\ ∪comm|\",\n"
        "    \"steps\": \"ProfilerStep#N (N from 1): the gpu ops whose launch (runtime call ts) lies in the step's CPU "
        "window [ts, ts + dur)\",\n"
-       "    \"idle\": \"per stream, ops in (start, end) order, gap = start - end of the op just before (not the latest "
-       "end so far); gap > 0: host_wait if the op's launch ts > that end, else kernel_wait if gap < "
+       "    \"idle\": \"per stream, ops in (start, end) order, gap = start - end of the op just before (the same as "
+       "the latest end so far: no op ends before the one started before it); gap > 0: host_wait if the op's launch ts > that end, else kernel_wait if gap < "
        "kernel_wait_threshold_ns, else other; gap < 0: overlap_count/overlap_ns; gap == 0: touching\",\n"
        "    \"collectives\": \"the k-th NCCL kernel of every rank (same Seq); last_rank = the rank with the latest "
        "start (lowest such rank when tied_last > 1), skew_ns = max start - min start, wait_ns[r] = clamp(last start - "

@@ -114,16 +114,17 @@ def cover(ops):
     idle = span - length(A)
     mem_excl = length(M) - inter(M, union(C + K))
     ovl = {"comm_ns": comm, "compute_ns": comp, "overlap_ns": ov, "exposed_comm_ns": comm - ov,
-           "overlap_pct": 100 * ov / comm if comm else 0.0}
+           "overlap_pct": 100 * ov / comm if comm else None}
     brk = {"gpu_ops": len(ops), "first_start_ns": first, "last_end_ns": last, "span_ns": span,
            "busy_ns": length(A), "idle_ns": idle, "compute_ns": comp, "non_compute_ns": span - comp - idle,
            "comm_ns_excl": comm - ov, "memory_ns_excl": mem_excl,
            "other_ns": span - comp - idle - (comm - ov) - mem_excl}
     return ovl, brk
 
-def same(got, want):  # ints exact, overlap_pct to 1e-9
-    return all(abs(got[k] - want[k]) <= 1e-9 * max(1, abs(want[k])) if k == "overlap_pct" else got[k] == want[k]
-               for k in got) and set(got) <= set(want)
+def same(got, want):  # ints exact, overlap_pct to 1e-9 (None without comm)
+    return set(got) <= set(want) and all(
+        got[k] == want[k] if k != "overlap_pct" or got[k] is None or want[k] is None
+        else abs(got[k] - want[k]) <= 1e-9 * max(1, abs(want[k])) for k in got)
 
 out, nccl = [], {}
 for t in truth["ranks"]:
@@ -157,14 +158,17 @@ for t in truth["ranks"]:
     for st, want in t["idle"].items():
         seq = sorted((o["s"], o["e"], o["launch"]) for o in ops if o["stream"] == int(st))
         got = collections.Counter(ops=len(seq))
+        latest = seq[0][1]
         for (ps, pe, _), (s, e, lt) in zip(seq, seq[1:]):
             g = s - pe
+            if pe != latest: got["prev_end_is_not_latest_end"] += 1  # the two idle definitions must agree
+            latest = max(latest, e)
             if g < 0: got["overlap_count"] += 1; got["overlap_ns"] -= g
             elif g == 0: got["touching"] += 1
             else:
                 k = "host_wait" if lt > pe else "kernel_wait" if g < thr else "other"
                 got[k + "_ns"] += g; got[k + "_gaps"] += 1
-        out.append(f"rank{r}.idle{st} {all(got[k] == want[k] for k in want)} {dict(got)}")
+        out.append(f"rank{r}.idle{st} {all(got[k] == want[k] for k in want) and set(got) <= set(want)} {dict(got)}")
     nccl[r] = sorted((o for o in ops if o["kind"] == "comm"), key=lambda o: o["seq"])
 
 # collectives: the same Seq on every rank
