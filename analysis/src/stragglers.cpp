@@ -399,7 +399,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
       ra.causes.other += c.other;
       ra.causes.inherited += c.inherited;
       ra.causes.unexplained += c.unexplained;
-    } else if (noise) {
+    } else if (noise && skew > 0) {  // skew 0: no last arriver to charge
       agg[last].noise += 1;
     }
     for (const auto& x : av) prev_of[x.rank] = in;
