@@ -152,6 +152,7 @@ int run(const Options& o, const std::string& command_line) {
     bool need_launches = o.idle || o.stragglers || o.compat == "hta";
     ColumnSelection sel;
     sel.launches = need_launches;
+    sel.launch_detail = false;  // the analyses join launches by correlation and use their start
     sel.nccl = o.stragglers;
     sel.activity_correlation = need_launches;
     store = read_store(files[0], sel);

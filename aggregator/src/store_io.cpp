@@ -567,17 +567,21 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
     LaunchCalls& l = s.launches;
     Handle g = open_group(file, "launches");
     read_column(g, "launches", "rank", l.rank);
-    read_column(g, "launches", "pid", l.pid);
-    read_column(g, "launches", "tid", l.tid);
     read_column(g, "launches", "start_ns", l.start_ns);
-    read_column(g, "launches", "end_ns", l.end_ns);
-    read_column(g, "launches", "name_id", l.name_id);
     read_column(g, "launches", "correlation", l.correlation);
-    read_column(g, "launches", "step", l.step);
-    require_rows("launches", l.size(),
-                 {l.rank.size(), l.pid.size(), l.tid.size(), l.end_ns.size(), l.name_id.size(),
-                  l.correlation.size(), l.step.size()});
-    require_ids("/launches/name_id", l.name_id, nstr);
+    size_t n = l.size();
+    if (sel.launch_detail) {
+      read_column(g, "launches", "pid", l.pid);
+      read_column(g, "launches", "tid", l.tid);
+      read_column(g, "launches", "end_ns", l.end_ns);
+      read_column(g, "launches", "name_id", l.name_id);
+      read_column(g, "launches", "step", l.step);
+      require_ids("/launches/name_id", l.name_id, nstr);
+    }
+    bool d = sel.launch_detail;
+    require_rows("launches", n,
+                 {l.rank.size(), l.correlation.size(), d ? l.pid.size() : n, d ? l.tid.size() : n,
+                  d ? l.end_ns.size() : n, d ? l.name_id.size() : n, d ? l.step.size() : n});
   }
   if (sel.annotations) {
     Annotations& a = s.annotations;

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "kernalyse/store_io.h"
+#include "timeline.h"
 
 namespace kernalyse {
 namespace {
@@ -75,28 +76,29 @@ std::map<int32_t, std::vector<uint32_t>> by_rank(const Store& s, const std::vect
   return m;
 }
 
-UnionStats stats_of(const Store& s, const std::vector<uint32_t>& rows, Compat c) {
-  std::vector<CatInterval> v;
-  v.reserve(rows.size());
-  const auto& a = s.activities;
-  for (uint32_t i : rows)
-    if (counts_as_gpu(s, i, c))
-      v.push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
-  return union_stats(std::move(v));
-}
+UnionStats union_sorted(const std::vector<CatInterval>& v);
 
+// Whole-selection stats per rank, and per (rank, step) when per_step; one ordered pass per rank.
 void add_rank_rows(const Store& s, const std::vector<uint32_t>& rows, const CrossRankOptions& opt,
                    bool per_step,
                    const std::function<void(int32_t rank, int32_t step, const UnionStats&)>& emit) {
+  const auto& a = s.activities;
   for (auto& [rank, idx] : by_rank(s, rows)) {
+    std::vector<uint32_t> order = detail::merge_streams_by_start(s, idx);
     if (!per_step) {
-      emit(rank, kNoStep, stats_of(s, idx, opt.compat));
+      std::vector<CatInterval> v;
+      v.reserve(order.size());
+      for (uint32_t i : order)
+        if (counts_as_gpu(s, i, opt.compat))
+          v.push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
+      emit(rank, kNoStep, union_sorted(v));
       continue;
     }
-    std::map<int32_t, std::vector<uint32_t>> steps;
-    for (uint32_t i : idx)
-      if (s.activities.step[i] != kNoStep) steps[s.activities.step[i]].push_back(i);
-    for (auto& [step, sidx] : steps) emit(rank, step, stats_of(s, sidx, opt.compat));
+    std::map<int32_t, std::vector<CatInterval>> steps;  // each stays in start order
+    for (uint32_t i : order)
+      if (a.step[i] != kNoStep && counts_as_gpu(s, i, opt.compat))
+        steps[a.step[i]].push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
+    for (auto& [step, v] : steps) emit(rank, step, union_sorted(v));
   }
 }
 
@@ -106,36 +108,21 @@ bool has_steps(const Store& s, const std::vector<uint32_t>& rows) {
   return false;
 }
 
-// Per-rank table of (correlation → launch start), sorted by correlation for binary search.
-struct LaunchIndex {
-  std::map<int32_t, std::vector<Iv>> by_rank;
-  explicit LaunchIndex(const Store& s) {
-    const auto& l = s.launches;
-    for (size_t i = 0; i < l.size(); ++i)
-      if (l.correlation[i] != kNoCorrelation)
-        by_rank[l.rank[i]].emplace_back(l.correlation[i], l.start_ns[i]);
-    for (auto& [r, v] : by_rank)
-      if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
-  }
-  // Launch start for (rank, correlation), or INT64_MIN if unknown.
-  int64_t find(int32_t rank, int64_t corr) const {
-    auto it = by_rank.find(rank);
-    if (it == by_rank.end() || corr == kNoCorrelation) return INT64_MIN;
-    const auto& v = it->second;
-    auto p = std::lower_bound(v.begin(), v.end(), Iv{corr, INT64_MIN});
-    return (p != v.end() && p->first == corr) ? p->second : INT64_MIN;
-  }
-};
-
 }  // namespace
 
 UnionStats union_stats(std::vector<CatInterval> v) {
-  UnionStats u;
-  u.count = static_cast<int64_t>(v.size());
-  if (v.empty()) return u;
   std::sort(v.begin(), v.end(), [](const CatInterval& x, const CatInterval& y) {
     return x.start < y.start || (x.start == y.start && x.end < y.end);
   });
+  return union_sorted(v);
+}
+
+namespace {
+// v sorted by start.
+UnionStats union_sorted(const std::vector<CatInterval>& v) {
+  UnionStats u;
+  u.count = static_cast<int64_t>(v.size());
+  if (v.empty()) return u;
   std::vector<Iv> all, comp, comm, mem;
   int64_t lo = v.front().start, hi = v.front().end;
   for (const auto& x : v) {
@@ -159,6 +146,7 @@ UnionStats union_stats(std::vector<CatInterval> v) {
   u.other_excl_ns = u.busy_ns - u.compute_ns - u.comm_excl_ns - u.memory_excl_ns;
   return u;
 }
+}  // namespace
 
 Category hta_category(std::string_view name) {
   // hta/common/types.py, first match wins, re.match anchors at the start.
@@ -213,13 +201,15 @@ Store hta_view(const Store& in) {
     auto ls = last_step.find(l.rank[i]);
     if (ls != last_step.end() && st >= ls->second) continue;
     s.launches.rank.push_back(l.rank[i]);
-    s.launches.pid.push_back(l.pid[i]);
-    s.launches.tid.push_back(l.tid[i]);
     s.launches.start_ns.push_back(st);
-    s.launches.end_ns.push_back(down(l.rank[i], l.end_ns[i]));
-    s.launches.name_id.push_back(l.name_id[i]);
     s.launches.correlation.push_back(l.correlation[i]);
-    s.launches.step.push_back(l.step[i]);
+    if (!l.pid.empty()) {  // detail columns are absent when the reader skipped them
+      s.launches.pid.push_back(l.pid[i]);
+      s.launches.tid.push_back(l.tid[i]);
+      s.launches.end_ns.push_back(down(l.rank[i], l.end_ns[i]));
+      s.launches.name_id.push_back(l.name_id[i]);
+      s.launches.step.push_back(l.step[i]);
+    }
     if (ls != last_step.end()) kept_corr[l.rank[i]].push_back(l.correlation[i]);
   }
   for (auto& [r, v] : kept_corr) std::sort(v.begin(), v.end());
@@ -327,7 +317,7 @@ void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out
 
 void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
   std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  LaunchIndex launches(s);
+  detail::LaunchIndex launches(s);
   const auto& a = s.activities;
   bool hta = opt.compat == Compat::Hta;
   Table t;
@@ -363,7 +353,7 @@ void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
         continue;
       }
       int64_t launch = launches.find(a.rank[x], a.correlation[x]);
-      if (launch != INT64_MIN && launch > prev_end)
+      if (launch != detail::LaunchIndex::kNone && launch > prev_end)
         host += gap;
       else if (gap < opt.kernel_wait_ns)
         kern += gap;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "kernalyse/crossrank.h"
+#include "timeline.h"
 
 namespace kernalyse {
 namespace {
@@ -123,21 +124,18 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   }
   auto nccl_row = [&](uint32_t r) { return nccl_of.empty() ? -1 : nccl_of[r]; };
 
-  // Communication kernels per rank in time order; every rank's GPU work for the timelines.
+  // Every rank's GPU work in time order (for the timelines), and its communication kernels.
   std::map<int32_t, std::vector<uint32_t>> comm;
   std::map<int32_t, std::vector<uint32_t>> work;
-  for (uint32_t i : rows) {
-    auto k = static_cast<Kind>(a.kind[i]);
-    if (!is_gpu_work(k)) continue;
-    work[a.rank[i]].push_back(i);
-    if (k == Kind::Kernel && a.category[i] == static_cast<uint8_t>(Category::Communication))
-      comm[a.rank[i]].push_back(i);
+  for (uint32_t i : rows)
+    if (is_gpu_work(static_cast<Kind>(a.kind[i]))) work[a.rank[i]].push_back(i);
+  for (auto& [r, v] : work) {
+    v = detail::merge_streams_by_start(s, v);
+    for (uint32_t i : v)
+      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+          a.category[i] == static_cast<uint8_t>(Category::Communication))
+        comm[r].push_back(i);
   }
-  auto by_start = [&](uint32_t x, uint32_t y) {
-    return a.start_ns[x] < a.start_ns[y] || (a.start_ns[x] == a.start_ns[y] && x < y);
-  };
-  for (auto* m : {&comm, &work})
-    for (auto& [r, v] : *m) std::sort(v.begin(), v.end(), by_start);
   std::vector<int32_t> all_ranks;
   for (auto& [r, v] : work) all_ranks.push_back(r);
 
@@ -247,24 +245,40 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   // Per-rank timelines for root cause: compute kernels, device idle gaps (host vs other).
   std::map<int32_t, int64_t> uncertainty;
   for (const auto& r : s.ranks) uncertainty[r.rank] = r.clock_uncertainty_ns;
-  std::unordered_map<int64_t, int64_t> launch_of;  // (rank, correlation) → launch start
-  auto lkey = [](int32_t r, int64_t c) { return (static_cast<int64_t>(r) << 44) ^ c; };
+  // Root-cause inputs: for every (instance, rank) the window from the end of the rank's previous
+  // matched collective to its arrival, with compute time per kernel name and device idle split
+  // into host delay / other. One rank's timeline is built at a time (bounded memory).
+  struct Window {
+    int64_t lo = 0, hi = 0;
+    bool has_prev = false;
+    std::vector<std::pair<int32_t, int64_t>> kernels;  // (name group, ns), sorted by group
+    int64_t host = 0, other = 0;
+  };
+  std::vector<std::vector<Window>> win(matched.size());  // aligned with arrivals
   if (!matched.empty()) {
-    launch_of.reserve(s.launches.size());
-    for (size_t i = 0; i < s.launches.size(); ++i)
-      if (s.launches.correlation[i] != kNoCorrelation)
-        launch_of.emplace(lkey(s.launches.rank[i], s.launches.correlation[i]), s.launches.start_ns[i]);
-  }
-  std::map<int32_t, RankTimeline> tl;
-  if (!matched.empty()) {
-    for (auto& [r, v] : work) {
-      RankTimeline& t = tl[r];
+    detail::LaunchIndex launch_of(s);
+    std::map<int32_t, std::vector<std::pair<size_t, size_t>>> queries;  // rank → (instance, arrival)
+    std::map<int32_t, int64_t> last_end;
+    for (size_t k = 0; k < matched.size(); ++k) {
+      const auto& av = matched[k]->arrivals;
+      win[k].resize(av.size());
+      for (size_t q = 0; q < av.size(); ++q) {
+        Window& w = win[k][q];
+        w.hi = a.start_ns[av[q].row];
+        auto it = last_end.find(av[q].rank);
+        w.has_prev = it != last_end.end();
+        w.lo = w.has_prev ? std::min(it->second, w.hi) : INT64_MIN;  // first: from the rank's start
+        last_end[av[q].rank] = a.end_ns[av[q].row];
+        queries[av[q].rank].emplace_back(k, q);
+      }
+    }
+    for (auto& [r, qs] : queries) {
+      RankTimeline t;
       int64_t busy_end = INT64_MIN;
-      for (uint32_t i : v) {
+      for (uint32_t i : work[r]) {
         if (busy_end != INT64_MIN && a.start_ns[i] > busy_end) {
-          auto it = a.correlation[i] == kNoCorrelation ? launch_of.end()
-                                                      : launch_of.find(lkey(r, a.correlation[i]));
-          bool host = it != launch_of.end() && it->second > busy_end;
+          int64_t launch = launch_of.find(r, a.correlation[i]);
+          bool host = launch != detail::LaunchIndex::kNone && launch > busy_end;
           t.gaps.push_back({busy_end, a.start_ns[i], host});
         }
         busy_end = std::max(busy_end, a.end_ns[i]);
@@ -273,6 +287,17 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
           t.kernels.push_back({a.start_ns[i], a.end_ns[i], groups.group_of[a.name_id[i]]});
           t.max_kernel = std::max(t.max_kernel, a.end_ns[i] - a.start_ns[i]);
         }
+      }
+      int64_t first = work[r].empty() ? 0 : a.start_ns[work[r].front()];
+      std::unordered_map<int32_t, int64_t> kt;
+      for (auto [k, q] : qs) {
+        Window& w = win[k][q];
+        if (w.lo == INT64_MIN) w.lo = std::min(first, w.hi);
+        kt.clear();
+        t.kernel_time(w.lo, w.hi, &kt);
+        w.kernels.assign(kt.begin(), kt.end());
+        std::sort(w.kernels.begin(), w.kernels.end());
+        t.idle_time(w.lo, w.hi, &w.host, &w.other);
       }
     }
   }
@@ -285,7 +310,6 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   std::map<int32_t, RankAgg> agg;
   for (int32_t r : all_ranks) agg[r];
   std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> delay;  // (rank, group)
-  std::map<int32_t, const Instance*> prev_of;  // last matched instance seen per rank
 
   Table ct;
   ct.key = "stragglers_collectives";
@@ -339,46 +363,34 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
     Causes c;
     int64_t lateness = smax - median(starts_others);
     if (!noise && skew > 0) {
-      const Instance* prev = prev_of.count(last) ? prev_of[last] : nullptr;
-      auto start_of = [&](int32_t r) {
-        for (const auto& x : av)
-          if (x.rank == r) return a.start_ns[x.row];
-        return int64_t{0};
-      };
-      auto prev_end = [&](int32_t r) -> int64_t {
-        const Instance* p = prev_of.count(r) ? prev_of[r] : nullptr;
-        if (p)
-          for (const auto& x : p->arrivals)
-            if (x.rank == r) return a.end_ns[x.row];
-        return tl[r].kernels.empty() ? start_of(r) : std::min(start_of(r), tl[r].kernels.front().start);
-      };
-      if (prev) {
+      const std::vector<Window>& wv = win[static_cast<size_t>(id)];
+      size_t li = 0;
+      for (size_t q = 0; q < av.size(); ++q)
+        if (av[q].rank == last) li = q;
+      if (wv[li].has_prev) {
         std::vector<int64_t> pe;
-        for (const auto& x : av)
-          if (x.rank != last) pe.push_back(prev_end(x.rank));
-        c.inherited = std::clamp(prev_end(last) - median(pe), int64_t{0}, lateness);
+        for (size_t q = 0; q < av.size(); ++q)
+          if (q != li) pe.push_back(wv[q].lo);
+        c.inherited = std::clamp(wv[li].lo - median(pe), int64_t{0}, lateness);
       }
-      std::map<int32_t, std::unordered_map<int32_t, int64_t>> kt;
-      std::map<int32_t, std::pair<int64_t, int64_t>> idle;
-      for (const auto& x : av) {
-        int64_t lo = prev_end(x.rank), hi = start_of(x.rank);
-        tl[x.rank].kernel_time(lo, hi, &kt[x.rank]);
-        tl[x.rank].idle_time(lo, hi, &idle[x.rank].first, &idle[x.rank].second);
-      }
+      auto kernel_ns = [](const Window& w, int32_t g) -> int64_t {
+        auto it = std::lower_bound(w.kernels.begin(), w.kernels.end(), std::pair<int32_t, int64_t>{g, INT64_MIN});
+        return it != w.kernels.end() && it->first == g ? it->second : 0;
+      };
       std::vector<std::pair<int32_t, int64_t>> kex;  // (group, excess)
       int64_t kern = 0;
-      for (auto& [g, t] : kt[last]) {
+      for (auto& [g, t] : wv[li].kernels) {
         std::vector<int64_t> peers;
-        for (const auto& x : av)
-          if (x.rank != last) peers.push_back(kt[x.rank].count(g) ? kt[x.rank][g] : 0);
+        for (size_t q = 0; q < av.size(); ++q)
+          if (q != li) peers.push_back(kernel_ns(wv[q], g));
         int64_t ex = t - median(peers);
         if (ex > 0) kex.emplace_back(g, ex), kern += ex;
       }
       std::vector<int64_t> ph, po;
-      for (const auto& x : av)
-        if (x.rank != last) ph.push_back(idle[x.rank].first), po.push_back(idle[x.rank].second);
-      int64_t host = std::max<int64_t>(0, idle[last].first - median(ph));
-      int64_t oth = std::max<int64_t>(0, idle[last].second - median(po));
+      for (size_t q = 0; q < av.size(); ++q)
+        if (q != li) ph.push_back(wv[q].host), po.push_back(wv[q].other);
+      int64_t host = std::max<int64_t>(0, wv[li].host - median(ph));
+      int64_t oth = std::max<int64_t>(0, wv[li].other - median(po));
       int64_t rest = lateness - c.inherited, total = kern + host + oth;
       double scale = total > rest && total > 0 ? static_cast<double>(rest) / total : 1.0;
       c.kernels = std::llround(kern * scale);
@@ -402,7 +414,6 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
     } else if (noise && skew > 0) {  // skew 0: no last arriver to charge
       agg[last].noise += 1;
     }
-    for (const auto& x : av) prev_of[x.rank] = in;
 
     jcoll.push_back({{"id", id},
                      {"op", in->op},

@@ -157,6 +157,7 @@ struct ColumnSelection {
   bool activity_correlation = true;
   bool activity_step = true;
   bool launches = true;
+  bool launch_detail = true;  // false: launches carry only rank, start_ns, correlation
   bool annotations = true;
   bool nccl = true;
   static ColumnSelection all() { return {}; }

@@ -1,0 +1,92 @@
+#include "timeline.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace kernalyse::detail {
+
+std::vector<uint32_t> merge_streams_by_start(const Store& s, const std::vector<uint32_t>& rows) {
+  const auto& a = s.activities;
+  struct Run {
+    size_t pos, end;
+  };
+  std::vector<Run> runs;
+  bool sorted_runs = true;
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i + 1;
+    while (j < rows.size() && a.device[rows[j]] == a.device[rows[i]] &&
+           a.stream[rows[j]] == a.stream[rows[i]]) {
+      sorted_runs = sorted_runs && a.start_ns[rows[j - 1]] <= a.start_ns[rows[j]];
+      ++j;
+    }
+    runs.push_back({i, j});
+    i = j;
+  }
+  if (!sorted_runs) {  // not in store order: plain sort
+    std::vector<uint32_t> out = rows;
+    std::stable_sort(out.begin(), out.end(),
+                     [&](uint32_t x, uint32_t y) { return a.start_ns[x] < a.start_ns[y]; });
+    return out;
+  }
+  if (runs.size() <= 1) return rows;
+  using Item = std::pair<int64_t, size_t>;  // (start, run)
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  for (size_t r = 0; r < runs.size(); ++r) heap.emplace(a.start_ns[rows[runs[r].pos]], r);
+  std::vector<uint32_t> out;
+  out.reserve(rows.size());
+  while (!heap.empty()) {
+    size_t r = heap.top().second;
+    heap.pop();
+    out.push_back(rows[runs[r].pos++]);
+    if (runs[r].pos < runs[r].end) heap.emplace(a.start_ns[rows[runs[r].pos]], r);
+  }
+  return out;
+}
+
+LaunchIndex::LaunchIndex(const Store& s) {
+  const auto& l = s.launches;
+  std::map<int32_t, std::pair<int64_t, int64_t>> range;  // min, max correlation
+  std::map<int32_t, size_t> count;
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (l.correlation[i] == kNoCorrelation) continue;
+    auto [it, fresh] = range.try_emplace(l.rank[i], l.correlation[i], l.correlation[i]);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, l.correlation[i]);
+      it->second.second = std::max(it->second.second, l.correlation[i]);
+    }
+    ++count[l.rank[i]];
+  }
+  for (auto& [r, mm] : range) {
+    PerRank& p = ranks_[r];
+    uint64_t span = static_cast<uint64_t>(mm.second - mm.first) + 1;
+    if (span <= 4 * count[r] + 1024) {
+      p.lo = mm.first;
+      p.dense.assign(span, kNone);
+    }
+  }
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (l.correlation[i] == kNoCorrelation) continue;
+    PerRank& p = ranks_[l.rank[i]];
+    if (!p.dense.empty())
+      p.dense[static_cast<size_t>(l.correlation[i] - p.lo)] = l.start_ns[i];
+    else
+      p.sparse.emplace_back(l.correlation[i], l.start_ns[i]);
+  }
+  for (auto& [r, p] : ranks_)
+    if (!std::is_sorted(p.sparse.begin(), p.sparse.end())) std::sort(p.sparse.begin(), p.sparse.end());
+}
+
+int64_t LaunchIndex::find(int32_t rank, int64_t corr) const {
+  if (corr == kNoCorrelation) return kNone;
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return kNone;
+  const PerRank& p = it->second;
+  if (!p.dense.empty()) {
+    if (corr < p.lo || corr - p.lo >= static_cast<int64_t>(p.dense.size())) return kNone;
+    return p.dense[static_cast<size_t>(corr - p.lo)];
+  }
+  auto q = std::lower_bound(p.sparse.begin(), p.sparse.end(), std::pair<int64_t, int64_t>{corr, INT64_MIN});
+  return (q != p.sparse.end() && q->first == corr) ? q->second : kNone;
+}
+
+}  // namespace kernalyse::detail
