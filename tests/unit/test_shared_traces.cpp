@@ -35,6 +35,9 @@ const Expect kFiles[] = {
 
 std::string traces_dir() { return KERNALYSE_SHARED_TRACES; }
 
+// Readable ctest names instead of a byte dump of the parameter.
+void PrintTo(const Expect& e, std::ostream* os) { *os << e.path; }
+
 }  // namespace
 
 class SharedTrace : public ::testing::TestWithParam<Expect> {};
