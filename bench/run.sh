@@ -58,4 +58,25 @@ timed summary_and_gaps "$bin/kernalyse-merge" "$dir/run.h5" --summary --gaps --t
 log "  summary + gaps: peak RSS / columns read = $(awk -v r="$rss_mb" -v c="$col_mb" 'BEGIN {printf "%.2f", r / c}')"
 timed summary_only "$bin/kernalyse-merge" "$dir/run.h5" --top 20
 timed gaps_only "$bin/kernalyse-merge" "$dir/run.h5" --gaps --top 20
+
+# Every analysis together (summary, gaps, overlap, breakdown, idle, stragglers). Columns read:
+# activities 46 B/row (all ten columns) + launches 20 B/row (rank, start_ns, correlation) + nccl.
+launches=$(/usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1]); print(f['launches/start_ns'].shape[0], f['nccl/activity'].shape[0])" "$dir/run.h5")
+read -r nl nn <<< "$launches"
+all_col_mb=$(( (rows * 46 + nl * 20 + nn * 64) / 1000000 ))
+timed all_analyses "$bin/kernalyse-merge" "$dir/run.h5" --all --top 20
+log "  all analyses: columns read $all_col_mb MB; peak RSS / columns read = $(awk -v r="$rss_mb" -v c="$all_col_mb" 'BEGIN {printf "%.2f", r / c}')"
+
+# The real trace_filter pair (import + every analysis), against HTA's 1.6 s on this machine type.
+tf="${KERNALYSE_SHARED_TRACES:-$(dirname "$0")/../../shared/traces}/hta/trace_filter"
+if [ -d "$tf" ]; then
+  runs=20
+  t0=$(date +%s%N)
+  for _ in $(seq $runs); do "$bin/kernalyse-merge" "$tf" --all --json -q > /dev/null; done
+  t1=$(date +%s%N)
+  ms=$(( (t1 - t0) / runs / 1000000 ))
+  log "trace_filter pair, import + --all, mean of $runs runs: ${ms} ms; HTA 1.6 s / ours = $(awk -v m="$ms" 'BEGIN {printf "%.0f", 1600 / m}')x"
+else
+  log "trace_filter pair: $tf absent, skipped"
+fi
 log "results in $out"
