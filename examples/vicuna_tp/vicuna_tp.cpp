@@ -1,0 +1,822 @@
+// vicuna_tp: a Megatron-style tensor-parallel decoder forward pass (Vicuna/LLaMA-7B shapes) on an
+// EMULATED device. There is no GPU: per rank, host threads play the device streams and the main
+// thread plays the host that launches onto them.
+//
+//   host (main thread)      enqueues ops like cudaLaunchKernel / ncclAllReduce, each launch costing
+//                           a modelled ~5 us of CPU, plus --launch-delay-us before every layer's
+//                           first op on the delayed rank; consumes each step's logits one step late
+//                           (so it runs at most one step ahead of the device).
+//   compute stream (7)      one thread, executes kernels in order; a kernel "runs" for its modelled
+//                           time (roofline: max(FLOP / peak, bytes / HBM bandwidth)) by sleeping.
+//   NCCL stream (20)        one thread, executes collectives in order as REAL MPI collectives on a
+//                           small buffer (so waiting for a late rank is real), followed by a sleep
+//                           for the modelled transfer time.
+//
+// Cross-stream ordering is that of CUDA events in Megatron TP: a collective waits for all compute
+// enqueued before it, compute enqueued after a collective waits for it. The device timeline is
+// modelled but anchored to real time (see stream_main): OS wake-up noise of the stream threads
+// does not enter the records, the host's real behaviour and the real MPI waits do.
+//
+// Every executed op is reported through the kernalyse emulated-device C API (kernalyse/emu.h),
+// looked up with dlsym(RTLD_DEFAULT, ...) at startup; without it the program runs unprofiled.
+// Times are int64 ns of CLOCK_MONOTONIC_RAW (kernalyse_emu_now_ns when present).
+#include <dlfcn.h>
+#include <mpi.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernalyse/emu.h"
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Clock, sleeping, the collector API
+
+int64_t raw_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Sleep until CLOCK_MONOTONIC_RAW reaches target. clock_nanosleep does not accept MONOTONIC_RAW,
+// so sleep relative for the remaining time and re-check (never busy-waits).
+void sleep_until_raw(int64_t target) {
+  for (;;) {
+    int64_t rem = target - raw_now();
+    if (rem <= 0) return;
+    timespec ts{time_t(rem / 1000000000), long(rem % 1000000000)};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+void sleep_for_ns(int64_t ns) {
+  if (ns > 0) sleep_until_raw(raw_now() + ns);
+}
+
+// Default timer slack (50 us) would stretch every short sleep; ask for 1 ns on each thread.
+void tight_timer_slack() { prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); }
+
+int64_t os_tid() { return int64_t(syscall(SYS_gettid)); }
+
+struct Collector {
+  kernalyse_emu_now_ns_fn now = nullptr;
+  kernalyse_emu_record_activity_fn activity = nullptr;
+  kernalyse_emu_record_launch_fn launch = nullptr;
+  kernalyse_emu_record_nccl_fn nccl = nullptr;
+  std::mutex m;  // the three stream/host threads report concurrently; serialise for the collector
+
+  void lookup() {
+    now = reinterpret_cast<kernalyse_emu_now_ns_fn>(dlsym(RTLD_DEFAULT, "kernalyse_emu_now_ns"));
+    activity = reinterpret_cast<kernalyse_emu_record_activity_fn>(
+        dlsym(RTLD_DEFAULT, "kernalyse_emu_record_activity"));
+    launch = reinterpret_cast<kernalyse_emu_record_launch_fn>(
+        dlsym(RTLD_DEFAULT, "kernalyse_emu_record_launch"));
+    nccl = reinterpret_cast<kernalyse_emu_record_nccl_fn>(
+        dlsym(RTLD_DEFAULT, "kernalyse_emu_record_nccl"));
+  }
+  // The emulated device keeps its timeline in raw_now(); records are shifted onto the collector's
+  // clock, documented as the same CLOCK_MONOTONIC_RAW (then the measured offset is just the call
+  // latency, and is dropped).
+  int64_t offset = 0;
+  void calibrate() {
+    if (!now) return;
+    const int64_t a = raw_now(), c = now(), b = raw_now();
+    offset = c - (a + (b - a) / 2);
+    if (offset > -100000 && offset < 100000) offset = 0;
+  }
+  bool profiled() const { return activity != nullptr; }
+  int64_t to_collector(int64_t raw) const { return raw + offset; }
+  void record(const kernalyse_emu_activity& a) {
+    if (!activity) return;
+    std::lock_guard<std::mutex> g(m);
+    activity(&a);
+  }
+  void record(const kernalyse_emu_launch& l) {
+    if (!launch) return;
+    std::lock_guard<std::mutex> g(m);
+    launch(&l);
+  }
+  void record(const kernalyse_emu_nccl& n) {
+    if (!nccl) return;
+    std::lock_guard<std::mutex> g(m);
+    nccl(&n);
+  }
+};
+
+Collector g_col;
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+struct Options {
+  int layers = 8;
+  int hidden = 4096;
+  int steps = 20;
+  int seq_len = 2048;  // tokens per sequence
+  int batch = 1;       // sequences per step
+  int vocab = 32000;
+  int pp = 1;
+  bool sequence_parallel = false;
+  int slow_rank = -1;
+  double slow_factor = 1.0;
+  double jitter = 0.02;
+  double launch_delay_us = 0.0;
+  int launch_delay_rank = -2;  // -2: unset (→ slow rank, else every rank)
+  uint64_t seed = 1;
+  double time_scale = 1.0;
+  int exit_code = 0;
+  bool blocking_mpi = false;  // --mpi-wait block: blocking MPI calls instead of test+sleep polling
+  bool print_model = false;
+};
+
+const char* kUsage =
+    "usage: vicuna_tp [options]   (run under mpirun; every rank is one tensor-parallel GPU)\n"
+    "  --layers N            decoder layers (default 8)\n"
+    "  --hidden N            hidden size (default 4096; heads = hidden/128, ffn = hidden*43/16)\n"
+    "  --steps N             forward steps (default 20)\n"
+    "  --seq-len N           tokens per sequence (default 2048)\n"
+    "  --batch N             sequences per step (default 1)\n"
+    "  --pp 1|2              pipeline stages; 2 splits the ranks into two halves (default 1)\n"
+    "  --sequence-parallel   reduce-scatter + all-gather instead of all-reduce\n"
+    "  --slow-rank R         rank whose compute kernels run --slow-factor times longer\n"
+    "  --slow-factor F       (default 1.0)\n"
+    "  --jitter J            fractional noise (sd) on kernel durations (default 0.02)\n"
+    "  --launch-delay-us D   host delay before each layer's first launch on the delayed rank\n"
+    "                        (scaled by --time-scale like every modelled time)\n"
+    "  --launch-delay-rank R the delayed rank (default: --slow-rank; -1 or neither: every rank)\n"
+    "  --seed S              random seed (default 1)\n"
+    "  --time-scale X        multiplier on all modelled times (default 1.0)\n"
+    "  --mpi-wait poll|block how the NCCL stream waits on MPI (default poll: test + 20 us sleep)\n"
+    "  --print-model         print the per-op modelled durations on rank 0\n"
+    "  --exit-code N         exit with N after MPI_Finalize\n";
+
+// Returns "" on success, else an error message. --help returns "help".
+std::string parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string val;
+    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      val = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    auto take = [&]() -> bool {
+      if (!val.empty()) return true;
+      if (i + 1 >= argc) return false;
+      val = argv[++i];
+      return true;
+    };
+    auto as_int = [&](int& out) -> bool {
+      if (!take()) return false;
+      char* end = nullptr;
+      long v = std::strtol(val.c_str(), &end, 10);
+      if (end == val.c_str() || *end) return false;
+      out = int(v);
+      return true;
+    };
+    auto as_dbl = [&](double& out) -> bool {
+      if (!take()) return false;
+      char* end = nullptr;
+      double v = std::strtod(val.c_str(), &end);
+      if (end == val.c_str() || *end) return false;
+      out = v;
+      return true;
+    };
+    bool ok = true;
+    if (a == "--help" || a == "-h") return "help";
+    else if (a == "--layers") ok = as_int(o.layers) && o.layers >= 1;
+    else if (a == "--hidden") ok = as_int(o.hidden) && o.hidden >= 128;
+    else if (a == "--steps") ok = as_int(o.steps) && o.steps >= 1;
+    else if (a == "--seq-len") ok = as_int(o.seq_len) && o.seq_len >= 1;
+    else if (a == "--batch") ok = as_int(o.batch) && o.batch >= 1;
+    else if (a == "--pp") ok = as_int(o.pp) && (o.pp == 1 || o.pp == 2);
+    else if (a == "--sequence-parallel") o.sequence_parallel = true;
+    else if (a == "--slow-rank") ok = as_int(o.slow_rank);
+    else if (a == "--slow-factor") ok = as_dbl(o.slow_factor) && o.slow_factor > 0;
+    else if (a == "--jitter") ok = as_dbl(o.jitter) && o.jitter >= 0;
+    else if (a == "--launch-delay-us") ok = as_dbl(o.launch_delay_us) && o.launch_delay_us >= 0;
+    else if (a == "--launch-delay-rank") ok = as_int(o.launch_delay_rank);
+    else if (a == "--seed") {
+      int s = 0;
+      ok = as_int(s);
+      o.seed = uint64_t(uint32_t(s));
+    } else if (a == "--time-scale") ok = as_dbl(o.time_scale) && o.time_scale > 0;
+    else if (a == "--exit-code") ok = as_int(o.exit_code);
+    else if (a == "--mpi-wait") {
+      ok = take() && (val == "poll" || val == "block");
+      o.blocking_mpi = ok && val == "block";
+    } else if (a == "--print-model") o.print_model = true;
+    else return "unknown option '" + a + "'";
+    if (!ok) return "bad or missing value for " + a;
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Performance model: an H100-SXM-like device slowed down by kEmuSlowdown, so that kernels last
+// 0.1-1.6 ms (a layer ~6 ms at tp 4): the real host (5 us launches) stays well ahead of the device
+// and real MPI/poll latencies (~0.1 ms with 4 ranks x 3 threads on 2 cores) stay small against
+// the modelled transfers, also at --time-scale 0.2.
+
+constexpr double kEmuSlowdown = 12.0;
+constexpr double kGemmFlops = 989e12 * 0.70;   // dense BF16 peak x achieved GEMM efficiency
+constexpr double kFlashFlops = 989e12 * 0.45;  // flash-attention forward efficiency
+constexpr double kHbmBw = 3.35e12 * 0.85;      // bytes/s
+constexpr double kNvlinkBusBw = 370e9;         // NCCL ring bus bandwidth, bytes/s
+constexpr double kCollLatency = 12e-6;         // s per collective
+constexpr double kLaunchCost = 5e-6;           // s of host time per launch
+constexpr double kBf16 = 2.0;
+
+int64_t to_ns(double seconds, double scale) {
+  return int64_t(std::llround(seconds * kEmuSlowdown * scale * 1e9));
+}
+
+double gemm_s(double m, double n, double k) {
+  double flops = 2.0 * m * n * k;
+  double bytes = (m * k + k * n + m * n) * kBf16;
+  return std::max(flops / kGemmFlops, bytes / kHbmBw);
+}
+double mem_s(double bytes) { return bytes / kHbmBw; }
+// Ring algorithms: all-reduce moves 2(n-1)/n of the buffer, reduce-scatter / all-gather (n-1)/n
+// of the full (gathered) buffer.
+double allreduce_s(double bytes, int n) {
+  return n <= 1 ? kCollLatency : kCollLatency + 2.0 * (n - 1) / n * bytes / kNvlinkBusBw;
+}
+double gather_s(double full_bytes, int n) {
+  return n <= 1 ? kCollLatency : kCollLatency + double(n - 1) / n * full_bytes / kNvlinkBusBw;
+}
+double p2p_s(double bytes) { return kCollLatency + bytes / kNvlinkBusBw; }
+
+const char* const kGemmColumn =
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas";
+const char* const kGemmRow =
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas";
+const char* const kGemmSkinny =
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_warpgroupsize1x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas";
+const char* const kFlash =
+    "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+    "cutlass::bfloat16_t> >(Flash_fwd_params)";
+const char* const kLayerNorm =
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>"
+    "(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, "
+    "c10::BFloat16*)";
+const char* const kSilu =
+    "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+    "silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#2}::"
+    "operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, at::native::"
+    "(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::"
+    "{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>)";
+const char* const kNcclAllReduce =
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+const char* const kNcclAllGather = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+const char* const kNcclReduceScatter =
+    "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+const char* const kNcclSendRecv = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
+
+// ---------------------------------------------------------------------------------------------
+// Communicators, ops, the emulated device
+
+struct Comm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  uint64_t hash = 0;  // same on every member
+  int size = 1;
+  int rank = 0;
+  int64_t seq = 0;  // per-communicator counter, advanced in launch order (same on every member)
+};
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Builds a communicator from MPI_Comm_split and names it by its world ranks.
+Comm make_comm(const char* kind, int color, int world_rank) {
+  Comm c;
+  MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &c.comm);
+  MPI_Comm_size(c.comm, &c.size);
+  MPI_Comm_rank(c.comm, &c.rank);
+  std::vector<int> members(size_t(c.size));
+  MPI_Allgather(&world_rank, 1, MPI_INT, members.data(), 1, MPI_INT, c.comm);
+  std::string name = std::string("vicuna_tp/") + kind + "[";
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i) name += ',';
+    name += std::to_string(members[i]);
+  }
+  name += "]";
+  c.hash = fnv1a(name);
+  return c;
+}
+
+enum class Coll { None, AllReduce, AllGather, ReduceScatter, Send, Recv };
+
+const char* coll_name(Coll c) {
+  switch (c) {
+    case Coll::AllReduce: return "AllReduce";
+    case Coll::AllGather: return "AllGather";
+    case Coll::ReduceScatter: return "ReduceScatter";
+    case Coll::Send: return "Send";
+    case Coll::Recv: return "Recv";
+    default: return "";
+  }
+}
+
+enum StreamIdx { kCompute = 0, kNccl = 1 };
+constexpr int32_t kStreamId[2] = {7, 20};
+
+struct Op {
+  const char* name = "";
+  int64_t duration_ns = 0;  // compute: kernel time; collective: transfer time after MPI returns
+  int64_t correlation = 0;
+  uint64_t dep_count = 0;  // wait until the other stream completed this many ops
+  Coll coll = Coll::None;
+  Comm* comm = nullptr;
+  int peer = -1;  // rank in comm for Send/Recv
+  int tag = 0;
+  int64_t count = 0;  // NCCL element count (the API's count argument)
+  int64_t launch_end = 0;  // raw ns: the op cannot start before its launch call returned
+};
+
+struct Stream {
+  std::deque<Op> q;
+  uint64_t enqueued = 0;
+  uint64_t completed = 0;
+  std::vector<int64_t> ends;  // modelled end (raw ns) of every completed op, in order
+};
+
+struct Device {
+  std::mutex m;
+  std::condition_variable cv;
+  Stream s[2];
+  bool stop = false;
+  int32_t device_id = 0;
+  bool blocking_mpi = false;
+  int64_t epoch = 0;  // raw ns before which no op starts (a common start on one host)
+};
+
+// The MPI call carries the synchronisation (a small payload: each rank's modelled arrival time,
+// combined with MAX), the modelled transfer time carries the volume.
+constexpr int kMpiElems = 64;
+constexpr int64_t kPollNs = 20000;
+
+void wait_request(MPI_Request* req, int n) {
+  int done = 0;
+  for (;;) {
+    MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+    if (done) return;
+    sleep_for_ns(kPollNs);  // waiting ranks must not spin on the shared cores
+  }
+}
+
+// Runs the collective for real and returns the latest arrival (raw ns) among its members.
+int64_t run_mpi(const Device& dev, const Op& op, int64_t arrival) {
+  Comm& c = *op.comm;
+  const int n = std::max(c.size, 1);
+  const int part = std::max(kMpiElems / n, 1);
+  std::vector<int64_t> send(size_t(part) * size_t(n), arrival);
+  std::vector<int64_t> recv(size_t(part) * size_t(n), arrival);
+  MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int nreq = 1;
+  const bool block = dev.blocking_mpi;
+  switch (op.coll) {
+    case Coll::AllReduce:
+      if (block) MPI_Allreduce(send.data(), recv.data(), part, MPI_INT64_T, MPI_MAX, c.comm);
+      else MPI_Iallreduce(send.data(), recv.data(), part, MPI_INT64_T, MPI_MAX, c.comm, &req[0]);
+      recv.resize(size_t(part));
+      break;
+    case Coll::ReduceScatter:
+      if (block)
+        MPI_Reduce_scatter_block(send.data(), recv.data(), part, MPI_INT64_T, MPI_MAX, c.comm);
+      else
+        MPI_Ireduce_scatter_block(send.data(), recv.data(), part, MPI_INT64_T, MPI_MAX, c.comm,
+                                  &req[0]);
+      recv.resize(size_t(part));
+      break;
+    case Coll::AllGather:
+      if (block)
+        MPI_Allgather(send.data(), part, MPI_INT64_T, recv.data(), part, MPI_INT64_T, c.comm);
+      else
+        MPI_Iallgather(send.data(), part, MPI_INT64_T, recv.data(), part, MPI_INT64_T, c.comm,
+                       &req[0]);
+      break;
+    case Coll::Send:
+    case Coll::Recv:
+      // Like an NCCL send/recv pair, both sides complete once both are there: exchange arrivals.
+      if (block) {
+        MPI_Sendrecv(send.data(), 1, MPI_INT64_T, op.peer, op.tag, recv.data(), 1, MPI_INT64_T,
+                     op.peer, op.tag, c.comm, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Irecv(recv.data(), 1, MPI_INT64_T, op.peer, op.tag, c.comm, &req[0]);
+        MPI_Isend(send.data(), 1, MPI_INT64_T, op.peer, op.tag, c.comm, &req[1]);
+        nreq = 2;
+      }
+      recv.resize(1);
+      break;
+    default: return arrival;
+  }
+  if (!block) wait_request(req, nreq);
+  int64_t latest = arrival;
+  for (int64_t v : recv) latest = std::max(latest, v);
+  return latest;
+}
+
+// The device timeline is modelled, anchored to real time: an op starts when its launch call has
+// returned, the previous op on its stream has ended and its event dependency has ended (all in
+// modelled time), and ends its modelled duration later; the thread sleeps until that end. Late
+// OS wake-ups of the stream threads therefore do not leak into the records (the next sleep is
+// just shorter), while everything the host does (launch costs, launch delays, synchronisation)
+// is real. A collective ends its transfer time after the LAST member's arrival, which the MPI call
+// (really waiting for that member) delivers; on one host every member records the same end.
+void stream_main(Device& dev, int idx) {
+  tight_timer_slack();
+  Stream& me = dev.s[idx];
+  Stream& other = dev.s[1 - idx];
+  int64_t prev_end = dev.epoch;
+  for (;;) {
+    Op op;
+    int64_t ready = 0;
+    {
+      std::unique_lock<std::mutex> lk(dev.m);
+      dev.cv.wait(lk, [&] {
+        return (dev.stop && me.q.empty()) ||
+               (!me.q.empty() && other.completed >= me.q.front().dep_count);
+      });
+      if (me.q.empty()) return;
+      op = me.q.front();
+      me.q.pop_front();
+      ready = std::max(op.launch_end, prev_end);
+      if (op.dep_count > 0) ready = std::max(ready, other.ends[op.dep_count - 1]);
+    }
+    const int64_t start = ready;
+    int64_t end = start + op.duration_ns;
+    if (op.coll != Coll::None) {
+      const int64_t latest = run_mpi(dev, op, start);
+      const int64_t done = raw_now();
+      // Clamp for members on other hosts, whose raw clocks are not ours: never before our own
+      // arrival plus the transfer, never after the real completion plus the transfer.
+      end = std::clamp(latest + op.duration_ns, start + op.duration_ns, done + op.duration_ns);
+    }
+    sleep_until_raw(end);
+
+    kernalyse_emu_activity a{};
+    a.kind = KERNALYSE_EMU_KERNEL;
+    a.device = dev.device_id;
+    a.stream = kStreamId[idx];
+    a.correlation = op.correlation;
+    a.name = op.name;
+    a.start_ns = g_col.to_collector(start);
+    a.end_ns = g_col.to_collector(end);
+    g_col.record(a);
+    prev_end = end;
+    {
+      std::lock_guard<std::mutex> lk(dev.m);
+      me.ends.push_back(end);
+      ++me.completed;
+    }
+    dev.cv.notify_all();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+
+struct Host {
+  Device& dev;
+  const Options& o;
+  std::mt19937_64 rng;
+  std::normal_distribution<double> noise{0.0, 1.0};
+  double compute_factor = 1.0;
+  int64_t launch_cost_ns = 0;
+  int64_t correlation = 0;
+  int64_t tid = 0;
+
+  Host(Device& d, const Options& opt, uint64_t seed) : dev(d), o(opt), rng(seed) {}
+
+  int64_t jittered(double seconds, double factor) {
+    double j = o.jitter > 0 ? std::clamp(1.0 + o.jitter * noise(rng), 0.05, 3.0) : 1.0;
+    return to_ns(seconds * factor * j, o.time_scale);
+  }
+
+  void push(int idx, Op op, const char* api) {
+    kernalyse_emu_launch l{};
+    // The launch call itself is CPU work on the host thread (a few us): spin, do not sleep.
+    const int64_t launch_start = raw_now();
+    while (raw_now() < launch_start + launch_cost_ns) {
+    }
+    l.start_ns = g_col.to_collector(launch_start);
+    op.correlation = ++correlation;
+    l.correlation = op.correlation;
+    l.thread = tid;
+    l.name = api;
+    if (op.coll != Coll::None) {
+      Comm& c = *op.comm;
+      kernalyse_emu_nccl n{};
+      n.correlation = op.correlation;
+      n.comm_hash = c.hash;
+      n.collective = coll_name(op.coll);
+      n.seq = c.seq++;
+      n.count = op.count;
+      n.dtype = "BFloat16";
+      n.bytes = int64_t(double(op.count) * kBf16);
+      n.nranks = c.size;
+      n.peer = op.peer;
+      g_col.record(n);
+    }
+    op.launch_end = raw_now();
+    l.end_ns = g_col.to_collector(op.launch_end);
+    {
+      std::lock_guard<std::mutex> lk(dev.m);
+      op.dep_count = dev.s[1 - idx].enqueued;  // event wait on everything enqueued on the other stream
+      dev.s[idx].q.push_back(op);
+      ++dev.s[idx].enqueued;
+    }
+    dev.cv.notify_all();
+    g_col.record(l);
+  }
+
+  void kernel(const char* name, double seconds) {
+    Op op;
+    op.name = name;
+    op.duration_ns = jittered(seconds, compute_factor);
+    push(kCompute, op, "cudaLaunchKernel");
+  }
+
+  void collective(Coll c, Comm& comm, int64_t count, double seconds, int peer = -1, int tag = 0) {
+    Op op;
+    op.coll = c;
+    op.comm = &comm;
+    op.peer = peer;
+    op.tag = tag;
+    op.count = count;
+    op.duration_ns = jittered(seconds, 1.0);
+    const char* api = "";
+    switch (c) {
+      case Coll::AllReduce: op.name = kNcclAllReduce; api = "ncclAllReduce"; break;
+      case Coll::AllGather: op.name = kNcclAllGather; api = "ncclAllGather"; break;
+      case Coll::ReduceScatter: op.name = kNcclReduceScatter; api = "ncclReduceScatter"; break;
+      case Coll::Send: op.name = kNcclSendRecv; api = "ncclSend"; break;
+      case Coll::Recv: op.name = kNcclSendRecv; api = "ncclRecv"; break;
+      default: break;
+    }
+    push(kNccl, op, api);
+  }
+
+  struct Mark {
+    uint64_t n[2] = {0, 0};
+  };
+  Mark mark() {
+    std::lock_guard<std::mutex> lk(dev.m);
+    return Mark{{dev.s[0].enqueued, dev.s[1].enqueued}};
+  }
+  // Wait until everything enqueued before `m` has completed (an event synchronize).
+  void wait_for(const Mark& m) {
+    std::unique_lock<std::mutex> lk(dev.m);
+    dev.cv.wait(lk, [&] { return dev.s[0].completed >= m.n[0] && dev.s[1].completed >= m.n[1]; });
+  }
+  void synchronize() { wait_for(mark()); }
+};
+
+// Shapes of one rank's share of the model.
+struct Shapes {
+  double m;       // tokens per step
+  double h;       // hidden
+  double ffn;     // SwiGLU intermediate (full)
+  double vocab;
+  int tp;
+  int batch;
+  double seq;
+};
+
+struct OpTimes {  // seconds before kEmuSlowdown and --time-scale
+  double ln, ln_sp, qkv, flash, out, fc1, act, fc2, lm_head;
+  double ar, rs, ag, logits_ag, p2p;
+};
+
+OpTimes model(const Shapes& s, bool sp) {
+  OpTimes t{};
+  const double tp = s.tp;
+  const double m_ln = sp ? s.m / tp : s.m;
+  t.ln = mem_s(s.m * s.h * kBf16 * 2);
+  t.ln_sp = mem_s(m_ln * s.h * kBf16 * 2);
+  t.qkv = gemm_s(s.m, 3.0 * s.h / tp, s.h);
+  // causal flash attention: QK^T and PV, half the score matrix
+  t.flash = 4.0 * s.batch * s.seq * s.seq * (s.h / tp) * 0.5 / kFlashFlops;
+  t.out = gemm_s(s.m, s.h, s.h / tp);
+  t.fc1 = gemm_s(s.m, 2.0 * s.ffn / tp, s.h);
+  t.act = mem_s(s.m * (s.ffn / tp) * kBf16 * 3);
+  t.fc2 = gemm_s(s.m, s.h, s.ffn / tp);
+  t.lm_head = gemm_s(s.batch, s.vocab / tp, s.h);  // logits of each sequence's last position
+  const double act_bytes = s.m * s.h * kBf16;
+  t.ar = allreduce_s(act_bytes, s.tp);
+  t.rs = gather_s(act_bytes, s.tp);
+  t.ag = gather_s(act_bytes, s.tp);
+  t.logits_ag = gather_s(s.batch * s.vocab * kBf16, s.tp);
+  t.p2p = p2p_s(sp ? act_bytes / tp : act_bytes);
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int world_rank = 0, world_size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+
+  Options o;
+  std::string err = parse(argc, argv, o);
+  if (!err.empty()) {
+    bool help = err == "help";
+    if (world_rank == 0) {
+      if (!help) std::fprintf(stderr, "vicuna_tp: %s\n", err.c_str());
+      std::fputs(kUsage, help ? stdout : stderr);
+    }
+    MPI_Finalize();
+    return help ? 0 : 2;
+  }
+  // Only the NCCL-stream thread calls MPI while the device runs; the main thread calls it before
+  // the stream threads start and after they are joined, so SERIALIZED suffices.
+  if (provided < MPI_THREAD_SERIALIZED) {
+    if (world_rank == 0)
+      std::fprintf(stderr, "vicuna_tp: MPI provides thread level %d, need SERIALIZED or better\n",
+                   provided);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  if (o.pp == 2 && (world_size % 2 != 0)) {
+    if (world_rank == 0) std::fprintf(stderr, "vicuna_tp: --pp 2 needs an even number of ranks\n");
+    MPI_Finalize();
+    return 2;
+  }
+
+  tight_timer_slack();
+  g_col.lookup();
+  g_col.calibrate();
+
+  const int half = world_size / o.pp;
+  const int stage = world_rank / half;
+  Comm tp = make_comm("tp", stage, world_rank);
+  Comm pp;
+  if (o.pp == 2) pp = make_comm("pp", world_rank % half, world_rank);
+
+  Shapes sh{};
+  sh.tp = tp.size;
+  sh.batch = o.batch;
+  sh.seq = o.seq_len;
+  sh.m = double(o.batch) * o.seq_len;
+  sh.h = o.hidden;
+  sh.ffn = std::round(o.hidden * 43.0 / 16.0 / 256.0) * 256.0;  // 11008 for 4096
+  sh.vocab = o.vocab;
+  const OpTimes t = model(sh, o.sequence_parallel);
+
+  if (o.print_model && world_rank == 0) {
+    auto ms = [&](double s) { return double(to_ns(s, o.time_scale)) / 1e6; };
+    std::fprintf(stderr,
+                 "vicuna_tp model (ms, tp %d, tokens %.0f, hidden %.0f, ffn %.0f, x%.0f slowdown, "
+                 "time-scale %g):\n  layernorm %.3f%s  qkv %.3f  flash %.3f  out %.3f  fc1 %.3f  "
+                 "silu %.3f  fc2 %.3f  lm_head %.3f\n  allreduce %.3f  reduce_scatter %.3f  "
+                 "all_gather %.3f  logits_all_gather %.3f  send/recv %.3f  launch %.4f (host)\n",
+                 sh.tp, sh.m, sh.h, sh.ffn, kEmuSlowdown, o.time_scale,
+                 ms(o.sequence_parallel ? t.ln_sp : t.ln),
+                 o.sequence_parallel ? " (sequence shard)" : "", ms(t.qkv), ms(t.flash), ms(t.out),
+                 ms(t.fc1), ms(t.act), ms(t.fc2), ms(t.lm_head), ms(t.ar), ms(t.rs), ms(t.ag),
+                 ms(t.logits_ag), ms(t.p2p), kLaunchCost * o.time_scale * 1e3);
+  }
+
+  Device dev;
+  dev.blocking_mpi = o.blocking_mpi;
+  {
+    const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (!lr) lr = std::getenv("SLURM_LOCALID");
+    dev.device_id = lr ? std::atoi(lr) : 0;
+  }
+
+  uint64_t seed = o.seed * 0x9E3779B97F4A7C15ull + uint64_t(world_rank) * 0xBF58476D1CE4E5B9ull + 1;
+  Host host(dev, o, seed);
+  host.tid = os_tid();
+  host.launch_cost_ns = int64_t(std::llround(kLaunchCost * o.time_scale * 1e9));
+  if (world_rank == o.slow_rank) host.compute_factor = o.slow_factor;
+  const int delay_rank = o.launch_delay_rank != -2 ? o.launch_delay_rank : o.slow_rank;
+  const bool delayed = o.launch_delay_us > 0 && (delay_rank < 0 || delay_rank == world_rank);
+  const int64_t launch_delay_ns = delayed ? int64_t(std::llround(o.launch_delay_us * 1e3 * o.time_scale)) : 0;
+
+  // Layers of this pipeline stage.
+  const int first_layer = o.pp == 2 ? stage * (o.layers / 2) : 0;
+  const int last_layer = o.pp == 2 && stage == 0 ? o.layers / 2 : o.layers;
+  const bool last_stage = stage == o.pp - 1;
+  const int64_t act_elems = int64_t(sh.m) * o.hidden;
+  const int64_t shard_elems = act_elems / std::max(tp.size, 1);
+
+  // The device starts once the first layer is launched, at a common moment: the latest rank's
+  // clock plus 2 ms, so that the first ops of every rank start together although the ranks leave
+  // MPI_Allreduce at different moments (bounded for ranks on other hosts, whose raw clocks are not
+  // ours). Until then the main thread is the only MPI caller; afterwards only the NCCL stream.
+  std::thread compute_thread, nccl_thread;
+  bool started = false;
+  auto start_device = [&] {
+    if (started) return;
+    started = true;
+    const int64_t mine = raw_now();
+    int64_t latest = mine;
+    MPI_Allreduce(&mine, &latest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    dev.epoch = std::clamp(latest + 2000000, mine, raw_now() + 50000000);
+    compute_thread = std::thread(stream_main, std::ref(dev), int(kCompute));
+    nccl_thread = std::thread(stream_main, std::ref(dev), int(kNccl));
+  };
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  const int64_t t0 = raw_now();
+  Host::Mark prev_step;
+  for (int step = 0; step < o.steps; ++step) {
+    if (o.pp == 2 && stage == 1)
+      host.collective(Coll::Recv, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 0, step);
+    for (int layer = first_layer; layer < last_layer; ++layer) {
+      if (launch_delay_ns > 0) sleep_for_ns(launch_delay_ns);
+      // attention block
+      if (o.sequence_parallel) {
+        host.kernel(kLayerNorm, t.ln_sp);
+        host.collective(Coll::AllGather, tp, shard_elems, t.ag);
+      } else {
+        host.kernel(kLayerNorm, t.ln);
+      }
+      host.kernel(kGemmColumn, t.qkv);
+      host.kernel(kFlash, t.flash);
+      host.kernel(kGemmRow, t.out);
+      if (o.sequence_parallel) host.collective(Coll::ReduceScatter, tp, shard_elems, t.rs);
+      else host.collective(Coll::AllReduce, tp, act_elems, t.ar);
+      // MLP block
+      if (o.sequence_parallel) {
+        host.kernel(kLayerNorm, t.ln_sp);
+        host.collective(Coll::AllGather, tp, shard_elems, t.ag);
+      } else {
+        host.kernel(kLayerNorm, t.ln);
+      }
+      host.kernel(kGemmColumn, t.fc1);
+      host.kernel(kSilu, t.act);
+      host.kernel(kGemmRow, t.fc2);
+      if (o.sequence_parallel) host.collective(Coll::ReduceScatter, tp, shard_elems, t.rs);
+      else host.collective(Coll::AllReduce, tp, act_elems, t.ar);
+      start_device();
+    }
+    if (last_stage) {
+      host.kernel(kLayerNorm, o.sequence_parallel ? t.ln_sp : t.ln);
+      host.kernel(kGemmSkinny, t.lm_head);
+      const int64_t logit_elems = int64_t(o.batch) * (o.vocab / std::max(tp.size, 1));
+      host.collective(Coll::AllGather, tp, logit_elems, t.logits_ag);
+    } else {
+      host.collective(Coll::Send, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 1, step);
+    }
+    // The host consumes each step's logits one step late (async output processing): it runs at
+    // most one step ahead of the device, and its wake-up from the sync never gates the device.
+    start_device();
+    Host::Mark this_step = host.mark();
+    if (step > 0) host.wait_for(prev_step);
+    prev_step = this_step;
+  }
+  host.synchronize();
+  const int64_t elapsed = raw_now() - t0;
+
+  {
+    std::lock_guard<std::mutex> lk(dev.m);
+    dev.stop = true;
+  }
+  dev.cv.notify_all();
+  compute_thread.join();
+  nccl_thread.join();
+
+  int64_t max_elapsed = 0;
+  MPI_Reduce(&elapsed, &max_elapsed, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (world_rank == 0) {
+    std::fprintf(stderr,
+                 "vicuna_tp: %d ranks (tp %d, pp %d%s), %d layers, hidden %d, %d steps, %.2f ms/step, "
+                 "emulated device%s\n",
+                 world_size, tp.size, o.pp, o.sequence_parallel ? ", sequence-parallel" : "",
+                 o.layers, o.hidden, o.steps, double(max_elapsed) / 1e6 / o.steps,
+                 g_col.profiled() ? ", profiled" : "");
+  }
+  MPI_Comm_free(&tp.comm);
+  if (pp.comm != MPI_COMM_NULL) MPI_Comm_free(&pp.comm);
+  MPI_Finalize();
+  return o.exit_code;
+}
