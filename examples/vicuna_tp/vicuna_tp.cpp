@@ -79,6 +79,7 @@ struct Collector {
   kernalyse_emu_record_activity_fn activity = nullptr;
   kernalyse_emu_record_launch_fn launch = nullptr;
   kernalyse_emu_record_nccl_fn nccl = nullptr;
+  kernalyse_emu_record_range_fn range = nullptr;
   std::mutex m;  // the three stream/host threads report concurrently; serialise for the collector
 
   void lookup() {
@@ -89,6 +90,8 @@ struct Collector {
         dlsym(RTLD_DEFAULT, "kernalyse_emu_record_launch"));
     nccl = reinterpret_cast<kernalyse_emu_record_nccl_fn>(
         dlsym(RTLD_DEFAULT, "kernalyse_emu_record_nccl"));
+    range = reinterpret_cast<kernalyse_emu_record_range_fn>(
+        dlsym(RTLD_DEFAULT, "kernalyse_emu_record_range"));
   }
   // The emulated device keeps its timeline in raw_now(); records are shifted onto the collector's
   // clock, documented as the same CLOCK_MONOTONIC_RAW (then the measured offset is just the call
@@ -116,6 +119,11 @@ struct Collector {
     if (!nccl) return;
     std::lock_guard<std::mutex> g(m);
     nccl(&n);
+  }
+  void record(const kernalyse_emu_range& r) {
+    if (!range) return;
+    std::lock_guard<std::mutex> g(m);
+    range(&r);
   }
 };
 
@@ -749,6 +757,9 @@ int main(int argc, char** argv) {
   const int64_t t0 = raw_now();
   Host::Mark prev_step;
   for (int step = 0; step < o.steps; ++step) {
+    // The host-side step range, as PyTorch's profiler marks it (ProfilerStep#N): GPU work joins
+    // its step through its launch.
+    const int64_t step_start = raw_now();
     if (o.pp == 2 && stage == 1)
       host.collective(Coll::Recv, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 0, step);
     for (int layer = first_layer; layer < last_layer; ++layer) {
@@ -793,6 +804,9 @@ int main(int argc, char** argv) {
     Host::Mark this_step = host.mark();
     if (step > 0) host.wait_for(prev_step);
     prev_step = this_step;
+    const std::string step_name = "ProfilerStep#" + std::to_string(step);
+    g_col.record(kernalyse_emu_range{g_col.to_collector(step_start), g_col.to_collector(raw_now()),
+                                     static_cast<int64_t>(syscall(SYS_gettid)), step_name.c_str()});
   }
   host.synchronize();
   const int64_t elapsed = raw_now() - t0;

@@ -1,6 +1,6 @@
 # Helpers shared by the CLI tests. Each test sources this file.
 set -u
-BIN=${KERNALYSE_BIN:?set KERNALYSE_BIN to the build bin dir}
+BIN=$(cd "${KERNALYSE_BIN:?set KERNALYSE_BIN to the build bin dir}" && pwd)
 SRC=${KERNALYSE_SRC:?}
 TRACES=${KERNALYSE_SHARED_TRACES:-$SRC/../shared/traces}
 export PATH="$BIN:$PATH"
@@ -22,4 +22,10 @@ need_traces() {
 finish() {
   echo "$PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]
+}
+# Open MPI as root on a 2-core machine: oversubscribe, skip fabric probing, yield when idle.
+use_mpi() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl='^openib,ofi' OMPI_MCA_mtl='^ofi'
+  export OMPI_MCA_pml=ob1 OMPI_MCA_mpi_yield_when_idle=1
 }

@@ -1,0 +1,75 @@
+/* kernalyse emulated-device API (C ABI). An application that plays a GPU without one (the
+ * emulated device of examples/vicuna_tp) reports what it ran in the form CUPTI would: activity
+ * records (kernel/memcpy/memset on a device and stream, with a correlation id), the CPU launch
+ * call that issued each one, and NCCL tags for collectives. The collector library, injected by
+ * kernalyse-run, implements these; an application looks them up with
+ * dlsym(RTLD_DEFAULT, "kernalyse_emu_record_activity") and runs unprofiled when they are absent.
+ * All times are int64 ns of CLOCK_MONOTONIC_RAW (kernalyse_emu_now_ns), the clock the collector
+ * aligns across ranks. Every record taken this way is marked emulated in the store. */
+#ifndef KERNALYSE_EMU_H
+#define KERNALYSE_EMU_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum kernalyse_emu_kind { KERNALYSE_EMU_KERNEL = 0, KERNALYSE_EMU_MEMCPY = 1, KERNALYSE_EMU_MEMSET = 2 };
+
+typedef struct kernalyse_emu_activity {
+  int32_t kind; /* kernalyse_emu_kind */
+  int32_t device;
+  int32_t stream;
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t correlation;
+  const char* name; /* copied (interned) by the collector */
+} kernalyse_emu_activity;
+
+typedef struct kernalyse_emu_launch {
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t correlation;
+  int64_t thread;   /* OS thread id of the launching thread */
+  const char* name; /* "cudaLaunchKernel", "ncclAllReduce", ... */
+} kernalyse_emu_launch;
+
+/* NCCL tags for a communication kernel: links to the activity with the same correlation. */
+typedef struct kernalyse_emu_nccl {
+  int64_t correlation;
+  uint64_t comm_hash;
+  const char* collective; /* "AllReduce", "AllGather", "ReduceScatter", "Send", "Recv" */
+  int64_t seq;
+  int64_t count;    /* elements */
+  const char* dtype; /* "BFloat16", "Float", ... */
+  int64_t bytes;
+  int32_t nranks;
+  int32_t peer;     /* -1 for collectives */
+} kernalyse_emu_nccl;
+
+/* A host-side range (NVTX-like): "ProfilerStep#N" marks step N; other names are user ranges. */
+typedef struct kernalyse_emu_range {
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t thread;
+  const char* name;
+} kernalyse_emu_range;
+
+typedef int64_t (*kernalyse_emu_now_ns_fn)(void);
+typedef void (*kernalyse_emu_record_range_fn)(const kernalyse_emu_range*);
+typedef void (*kernalyse_emu_record_activity_fn)(const kernalyse_emu_activity*);
+typedef void (*kernalyse_emu_record_launch_fn)(const kernalyse_emu_launch*);
+typedef void (*kernalyse_emu_record_nccl_fn)(const kernalyse_emu_nccl*);
+
+int64_t kernalyse_emu_now_ns(void);
+void kernalyse_emu_record_activity(const kernalyse_emu_activity* a);
+void kernalyse_emu_record_launch(const kernalyse_emu_launch* l);
+void kernalyse_emu_record_nccl(const kernalyse_emu_nccl* n);
+void kernalyse_emu_record_range(const kernalyse_emu_range* r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
