@@ -743,6 +743,8 @@ void Importer::add_event(const RawEvent& ev) {
         bytes = std::max(ev.in_nelems, ev.out_nelems) * esize;
       n.msg_bytes.push_back(bytes);
       n.dtype_id.push_back(store_.strings.intern(ev.s[kDtype]));
+      n.comm_hash.push_back(0);  // Kineto traces carry neither
+      n.peer.push_back(-1);
     }
     a.rank.push_back(0);
     a.device.push_back(static_cast<int32_t>(device));

@@ -382,6 +382,8 @@ void sort_nccl_by_activity(NcclInfo& c) {
   check_len(c.out_nelems, n, "nccl.out_nelems");
   check_len(c.msg_bytes, n, "nccl.msg_bytes");
   check_len(c.dtype_id, n, "nccl.dtype_id");
+  check_len(c.comm_hash, n, "nccl.comm_hash");
+  check_len(c.peer, n, "nccl.peer");
   if (std::is_sorted(c.activity.begin(), c.activity.end())) return;
   std::vector<Rec> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = {c.activity[i], static_cast<uint32_t>(i), 0};
@@ -398,6 +400,8 @@ void sort_nccl_by_activity(NcclInfo& c) {
   gather(c.out_nelems, order);
   gather(c.msg_bytes, order);
   gather(c.dtype_id, order);
+  gather(c.comm_hash, order);
+  gather(c.peer, order);
 }
 
 // Stable sort of a table by (rank, start_ns); a no-op when already in order.
@@ -590,8 +594,8 @@ Store merge_stores(std::vector<Store> parts) {
   reserve_all(nn, oa.rank, oa.kind, oa.pid, oa.tid, oa.start_ns, oa.end_ns, oa.name_id, oa.step);
   NcclInfo& oc = out.nccl;
   reserve_all(nc, oc.activity, oc.collective_id, oc.seq, oc.pg_name_id, oc.pg_desc_id,
-              oc.pg_ranks_id, oc.group_size, oc.in_nelems, oc.out_nelems, oc.msg_bytes,
-              oc.dtype_id);
+              oc.pg_ranks_id, oc.group_size, oc.in_nelems, oc.out_nelems, oc.msg_bytes, oc.dtype_id,
+              oc.comm_hash, oc.peer);
   bool first = true;
   for (size_t pi : order) {
     Store& p = parts[pi];
@@ -658,6 +662,7 @@ Store merge_stores(std::vector<Store> parts) {
     append(out.annotations.step, an.step);
 
     NcclInfo& c = p.nccl;
+    const size_t nccl_n = c.size();
     for (uint64_t x : c.activity) {
       if (x >= act_n)
         throw Error(where + ": nccl.activity " + std::to_string(x) + " out of range (" +
@@ -675,6 +680,11 @@ Store merge_stores(std::vector<Store> parts) {
     append(out.nccl.out_nelems, c.out_nelems);
     append(out.nccl.msg_bytes, c.msg_bytes);
     remap(out.nccl.dtype_id, c.dtype_id);
+    // Producers that predate these columns leave them empty: 0 / -1 mean unknown / collective.
+    fill_missing(c.comm_hash, nccl_n, uint64_t{0});
+    fill_missing(c.peer, nccl_n, int32_t{-1});
+    append(out.nccl.comm_hash, c.comm_hash);
+    append(out.nccl.peer, c.peer);
 
     for (RankInfo& r : p.ranks) out.ranks.push_back(std::move(r));
     p = Store();  // drop the part's string table too

@@ -11,181 +11,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
+#include <type_traits>
 #include <utility>
 
-#ifndef KERNALYSE_VERSION
-#define KERNALYSE_VERSION "unknown"
-#endif
+#include "h5util.h"
 
 namespace kernalyse {
 namespace {
 
-// Rows per chunk: big enough that whole-column reads are a few large I/Os, small enough to leave
-// room for later compression or appends. Chunks larger than HDF5's 1 MiB chunk cache bypass it,
-// so reads go straight into the caller's buffer.
-constexpr size_t kChunkRows = size_t{1} << 20;
-constexpr size_t kStringChunkRows = size_t{1} << 16;
-
-// Internal failure carrying only the reason; the public entry points prefix the path.
-struct Failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// The most specific message on HDF5's error stack. Must run right after the failing call:
-// the next API call clears the stack.
-std::string h5_reason() {
-  std::string out;
-  H5Ewalk2(
-      H5E_DEFAULT, H5E_WALK_UPWARD,
-      [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
-        auto* s = static_cast<std::string*>(data);
-        if (s->empty() && e->desc && *e->desc) *s = e->desc;
-        return 0;
-      },
-      &out);
-  std::replace(out.begin(), out.end(), '\n', ' ');  // errors are one line
-  return out.empty() ? std::string("HDF5 error") : out;
-}
-
-[[noreturn]] void fail(const std::string& what) { throw Failure(what + ": " + h5_reason()); }
-
-hid_t h5(hid_t id, const std::string& what) {
-  if (id < 0) fail(what);
-  return id;
-}
-
-void ok(herr_t rc, const std::string& what) {
-  if (rc < 0) fail(what);
-}
-
-// Owns one HDF5 identifier.
-class Handle {
- public:
-  using Closer = herr_t (*)(hid_t);
-  Handle(hid_t id, Closer close) : id_(id), close_(close) {}
-  Handle(Handle&& o) noexcept : id_(std::exchange(o.id_, -1)), close_(o.close_) {}
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  Handle& operator=(Handle&&) = delete;
-  ~Handle() { close(); }
-  operator hid_t() const { return id_; }
-  herr_t close() {
-    herr_t rc = id_ >= 0 ? close_(id_) : 0;
-    id_ = -1;
-    return rc;
-  }
-
- private:
-  hid_t id_;
-  Closer close_;
-};
-
-// HDF5 prints its error stack to stderr by default; we turn failures into one-line Errors
-// instead. Restored afterwards so other HDF5 users in the process keep their settings.
-class QuietErrors {
- public:
-  QuietErrors() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-  QuietErrors(const QuietErrors&) = delete;
-  QuietErrors& operator=(const QuietErrors&) = delete;
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
-// Memory (native) and file (explicit little-endian) types per column element type.
-template <class T>
-struct H5Traits;
-template <>
-struct H5Traits<uint8_t> {
-  static hid_t mem() { return H5T_NATIVE_UINT8; }
-  static hid_t file() { return H5T_STD_U8LE; }
-  static constexpr H5T_class_t cls = H5T_INTEGER;
-};
-template <>
-struct H5Traits<int32_t> {
-  static hid_t mem() { return H5T_NATIVE_INT32; }
-  static hid_t file() { return H5T_STD_I32LE; }
-  static constexpr H5T_class_t cls = H5T_INTEGER;
-};
-template <>
-struct H5Traits<uint32_t> {
-  static hid_t mem() { return H5T_NATIVE_UINT32; }
-  static hid_t file() { return H5T_STD_U32LE; }
-  static constexpr H5T_class_t cls = H5T_INTEGER;
-};
-template <>
-struct H5Traits<int64_t> {
-  static hid_t mem() { return H5T_NATIVE_INT64; }
-  static hid_t file() { return H5T_STD_I64LE; }
-  static constexpr H5T_class_t cls = H5T_INTEGER;
-};
-template <>
-struct H5Traits<uint64_t> {
-  static hid_t mem() { return H5T_NATIVE_UINT64; }
-  static hid_t file() { return H5T_STD_U64LE; }
-  static constexpr H5T_class_t cls = H5T_INTEGER;
-};
-template <>
-struct H5Traits<double> {
-  static hid_t mem() { return H5T_NATIVE_DOUBLE; }
-  static hid_t file() { return H5T_IEEE_F64LE; }
-  static constexpr H5T_class_t cls = H5T_FLOAT;
-};
-
-// Variable-length UTF-8 string type (h5py reads it as str via .asstr()).
-Handle vlen_string_type(H5T_cset_t cset = H5T_CSET_UTF8) {
-  Handle t(h5(H5Tcopy(H5T_C_S1), "cannot create string type"), H5Tclose);
-  ok(H5Tset_size(t, H5T_VARIABLE), "cannot create string type");
-  ok(H5Tset_cset(t, cset), "cannot create string type");
-  return t;
-}
-
-Handle file_access() {
-  Handle fapl(h5(H5Pcreate(H5P_FILE_ACCESS), "cannot create property list"), H5Pclose);
-  // Serial driver, also in the parallel HDF5 build: no MPI_Init needed.
-  ok(H5Pset_fapl_sec2(fapl), "cannot select the sec2 driver");
-  // Lock where the file system supports it, carry on where it does not (e.g. some Lustre mounts).
-  ok(H5Pset_file_locking(fapl, true, true), "cannot set file locking");
-  return fapl;
-}
+using namespace detail;
 
 // ---------------------------------------------------------------------------------------------
 // Writing
-
-Handle create_group(hid_t loc, const char* name) {
-  Handle gcpl(h5(H5Pcreate(H5P_GROUP_CREATE), "cannot create property list"), H5Pclose);
-  // Track creation order so tools that honour it list columns in struct order.
-  ok(H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
-     "cannot set link creation order");
-  return Handle(h5(H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT),
-                   std::string("cannot create group /") + name),
-                H5Gclose);
-}
-
-// Chunked, extendible (max size unlimited) so that empty tables are plain zero-length datasets.
-Handle create_dataset(hid_t loc, const std::string& what, const char* name, hid_t ftype,
-                      size_t rows, size_t chunk_cap) {
-  hsize_t dims[1] = {rows};
-  hsize_t maxdims[1] = {H5S_UNLIMITED};
-  hsize_t chunk[1] = {std::clamp<hsize_t>(rows, 1, chunk_cap)};
-  Handle space(h5(H5Screate_simple(1, dims, maxdims), "cannot create dataspace for " + what),
-               H5Sclose);
-  Handle dcpl(h5(H5Pcreate(H5P_DATASET_CREATE), "cannot create property list"), H5Pclose);
-  ok(H5Pset_chunk(dcpl, 1, chunk), "cannot set chunking for " + what);
-  // Every element is written; pre-filling chunks would only cost time. (HDF5 refuses
-  // FILL_TIME_NEVER for variable-length types, whose fill value is a null pointer anyway.)
-  if (H5Tis_variable_str(ftype) <= 0)
-    ok(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "cannot set fill time for " + what);
-  return Handle(h5(H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                   "cannot create dataset " + what),
-                H5Dclose);
-}
 
 template <class T>
 void write_column(hid_t group, const std::string& table, const char* name, const std::vector<T>& v,
@@ -204,35 +41,7 @@ void write_strings(hid_t loc, const std::string& what, const char* name,
                    const std::vector<const char*>& ptrs) {
   Handle type = vlen_string_type();
   Handle ds = create_dataset(loc, what, name, type, ptrs.size(), kStringChunkRows);
-  if (!ptrs.empty())
-    ok(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + what);
-}
-
-void write_attr_int(hid_t loc, const char* name, int32_t value) {
-  Handle space(h5(H5Screate(H5S_SCALAR), "cannot create dataspace"), H5Sclose);
-  Handle attr(h5(H5Acreate2(loc, name, H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT),
-                 std::string("cannot create attribute ") + name),
-              H5Aclose);
-  ok(H5Awrite(attr, H5T_NATIVE_INT32, &value), std::string("cannot write attribute ") + name);
-}
-
-void write_attr_str(hid_t loc, const char* name, const std::string& value) {
-  Handle type = vlen_string_type();
-  Handle space(h5(H5Screate(H5S_SCALAR), "cannot create dataspace"), H5Sclose);
-  Handle attr(h5(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT),
-                 std::string("cannot create attribute ") + name),
-              H5Aclose);
-  const char* p = value.c_str();
-  ok(H5Awrite(attr, type, &p), std::string("cannot write attribute ") + name);
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  write_string_rows(ds, what, ptrs);
 }
 
 void write_file(const Store& s, const std::string& tmp) {
@@ -240,16 +49,7 @@ void write_file(const Store& s, const std::string& tmp) {
   Handle file(h5(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "cannot create file"),
               H5Fclose);
 
-  const StoreAttrs& at = s.attrs;
-  write_attr_int(file, "schema_version", kSchemaVersion);
-  write_attr_str(file, "tool_version",
-                 at.tool_version.empty() ? KERNALYSE_VERSION : at.tool_version);
-  write_attr_str(file, "produced_by", at.produced_by);
-  write_attr_str(file, "command_line", at.command_line);
-  write_attr_str(file, "created_utc", at.created_utc.empty() ? utc_now() : at.created_utc);
-  write_attr_str(file, "clock_domain", at.clock_domain);
-  write_attr_int(file, "emulated", at.emulated ? 1 : 0);
-
+  write_file_attrs(file, s.attrs);
   {
     std::vector<const char*> ptrs;
     ptrs.reserve(s.strings.size());
@@ -257,101 +57,51 @@ void write_file(const Store& s, const std::string& tmp) {
     write_strings(file, "/strings", "strings", ptrs);
   }
   {
-    const Activities& a = s.activities;
-    const size_t n = a.size();
+    const size_t n = s.activities.size();
     Handle g = create_group(file, "activities");
-    write_column(g, "activities", "rank", a.rank, n);
-    write_column(g, "activities", "device", a.device, n);
-    write_column(g, "activities", "stream", a.stream, n);
-    write_column(g, "activities", "kind", a.kind, n);
-    write_column(g, "activities", "category", a.category, n);
-    write_column(g, "activities", "start_ns", a.start_ns, n);
-    write_column(g, "activities", "end_ns", a.end_ns, n);
-    write_column(g, "activities", "name_id", a.name_id, n);
-    write_column(g, "activities", "correlation", a.correlation, n);
-    write_column(g, "activities", "step", a.step, n);
+    activity_columns(s.activities, [&](const char* name, const auto& col) {
+      write_column(g, "activities", name, col, n);
+    });
   }
   {
-    const LaunchCalls& l = s.launches;
-    const size_t n = l.size();
+    const size_t n = s.launches.size();
     Handle g = create_group(file, "launches");
-    write_column(g, "launches", "rank", l.rank, n);
-    write_column(g, "launches", "pid", l.pid, n);
-    write_column(g, "launches", "tid", l.tid, n);
-    write_column(g, "launches", "start_ns", l.start_ns, n);
-    write_column(g, "launches", "end_ns", l.end_ns, n);
-    write_column(g, "launches", "name_id", l.name_id, n);
-    write_column(g, "launches", "correlation", l.correlation, n);
-    write_column(g, "launches", "step", l.step, n);
+    launch_columns(s.launches, [&](const char* name, const auto& col) {
+      write_column(g, "launches", name, col, n);
+    });
   }
   {
-    const Annotations& a = s.annotations;
-    const size_t n = a.size();
+    const size_t n = s.annotations.size();
     Handle g = create_group(file, "annotations");
-    write_column(g, "annotations", "rank", a.rank, n);
-    write_column(g, "annotations", "kind", a.kind, n);
-    write_column(g, "annotations", "pid", a.pid, n);
-    write_column(g, "annotations", "tid", a.tid, n);
-    write_column(g, "annotations", "start_ns", a.start_ns, n);
-    write_column(g, "annotations", "end_ns", a.end_ns, n);
-    write_column(g, "annotations", "name_id", a.name_id, n);
-    write_column(g, "annotations", "step", a.step, n);
+    annotation_columns(s.annotations, [&](const char* name, const auto& col) {
+      write_column(g, "annotations", name, col, n);
+    });
   }
   {
-    const NcclInfo& c = s.nccl;
-    const size_t n = c.size();
+    const size_t n = s.nccl.size();
     Handle g = create_group(file, "nccl");
-    write_column(g, "nccl", "activity", c.activity, n);
-    write_column(g, "nccl", "collective_id", c.collective_id, n);
-    write_column(g, "nccl", "seq", c.seq, n);
-    write_column(g, "nccl", "pg_name_id", c.pg_name_id, n);
-    write_column(g, "nccl", "pg_desc_id", c.pg_desc_id, n);
-    write_column(g, "nccl", "pg_ranks_id", c.pg_ranks_id, n);
-    write_column(g, "nccl", "group_size", c.group_size, n);
-    write_column(g, "nccl", "in_nelems", c.in_nelems, n);
-    write_column(g, "nccl", "out_nelems", c.out_nelems, n);
-    write_column(g, "nccl", "msg_bytes", c.msg_bytes, n);
-    write_column(g, "nccl", "dtype_id", c.dtype_id, n);
+    nccl_columns(s.nccl, [&](const char* name, const auto& col) {
+      using T = typename std::decay_t<decltype(col)>::value_type;
+      // Producers that predate comm_hash/peer leave them empty: store the "unknown" values.
+      if (col.empty() && n && nccl_column_optional(name))
+        write_column(g, "nccl", name, std::vector<T>(n, nccl_default<T>(name)), n);
+      else
+        write_column(g, "nccl", name, col, n);
+    });
   }
   {
     // RankInfo is an array of structs in memory; transpose it into one column per field.
     const auto& r = s.ranks;
     const size_t n = r.size();
     Handle g = create_group(file, "ranks");
-    auto ints = [&](const char* name, auto field) {
-      using T = std::decay_t<decltype(r[0].*field)>;
-      std::vector<T> col;
-      col.reserve(n);
-      for (const RankInfo& x : r) col.push_back(x.*field);
-      write_column(g, "ranks", name, col, n);
-    };
-    auto strs = [&](const char* name, std::string RankInfo::*field) {
-      std::vector<const char*> col;
-      col.reserve(n);
-      for (const RankInfo& x : r) col.push_back((x.*field).c_str());
-      write_strings(g, std::string("/ranks/") + name, name, col);
-    };
-    ints("rank", &RankInfo::rank);
-    ints("world_size", &RankInfo::world_size);
-    strs("host", &RankInfo::host);
-    strs("devices", &RankInfo::devices);
-    strs("device_name", &RankInfo::device_name);
-    strs("source", &RankInfo::source);
-    ints("base_time_ns", &RankInfo::base_time_ns);
-    ints("clock_offset_ns", &RankInfo::clock_offset_ns);
-    ints("clock_drift", &RankInfo::clock_drift);
-    ints("clock_uncertainty_ns", &RankInfo::clock_uncertainty_ns);
-    strs("clock_method", &RankInfo::clock_method);
-    {
-      std::vector<uint8_t> col;
-      col.reserve(n);
-      for (const RankInfo& x : r) col.push_back(x.emulated ? 1 : 0);
-      write_column(g, "ranks", "emulated", col, n);
-    }
-    ints("events_total", &RankInfo::events_total);
-    ints("events_malformed", &RankInfo::events_malformed);
-    ints("events_ignored", &RankInfo::events_ignored);
-    ints("records_dropped", &RankInfo::records_dropped);
+    rank_fields([&](const char* name,
+                    auto field) { write_column(g, "ranks", name, rank_column(r, field), n); },
+                [&](const char* name, std::string RankInfo::*field) {
+                  std::vector<const char*> col;
+                  col.reserve(n);
+                  for (const RankInfo& x : r) col.push_back((x.*field).c_str());
+                  write_strings(g, std::string("/ranks/") + name, name, col);
+                });
   }
   // Closing flushes metadata: a failure here (disk full) must fail the write.
   ok(file.close(), "cannot finish writing the file");
@@ -613,10 +363,20 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
     read_column(g, "nccl", "out_nelems", c.out_nelems);
     read_column(g, "nccl", "msg_bytes", c.msg_bytes);
     read_column(g, "nccl", "dtype_id", c.dtype_id);
-    require_rows("nccl", c.size(),
-                 {c.collective_id.size(), c.seq.size(), c.pg_name_id.size(), c.pg_desc_id.size(),
-                  c.pg_ranks_id.size(), c.group_size.size(), c.in_nelems.size(),
-                  c.out_nelems.size(), c.msg_bytes.size(), c.dtype_id.size()});
+    // Added after the first stores were written: absent means "unknown" for every row.
+    if (H5Lexists(g, "comm_hash", H5P_DEFAULT) > 0)
+      read_column(g, "nccl", "comm_hash", c.comm_hash);
+    else
+      c.comm_hash.assign(c.size(), kNoCommHash);
+    if (H5Lexists(g, "peer", H5P_DEFAULT) > 0)
+      read_column(g, "nccl", "peer", c.peer);
+    else
+      c.peer.assign(c.size(), kNoPeer);
+    require_rows(
+        "nccl", c.size(),
+        {c.collective_id.size(), c.seq.size(), c.pg_name_id.size(), c.pg_desc_id.size(),
+         c.pg_ranks_id.size(), c.group_size.size(), c.in_nelems.size(), c.out_nelems.size(),
+         c.msg_bytes.size(), c.dtype_id.size(), c.comm_hash.size(), c.peer.size()});
     for (const auto* ids :
          {&c.collective_id, &c.pg_name_id, &c.pg_desc_id, &c.pg_ranks_id, &c.dtype_id})
       require_ids("/nccl", *ids, nstr);

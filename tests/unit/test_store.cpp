@@ -78,6 +78,8 @@ Store rank_store(int32_t rank, size_t n, const std::string& prefix = "k") {
       c.out_nelems.push_back(1024);
       c.msg_bytes.push_back(4096);
       c.dtype_id.push_back(s.strings.intern("Float"));
+      c.comm_hash.push_back(0xfeedface00000000ull + uint64_t(rank));
+      c.peer.push_back(i % 2 ? -1 : (rank + 1) % 4);  // some p2p rows
     }
   }
   Annotations& an = s.annotations;
@@ -229,6 +231,7 @@ TEST(MergeStores, RemapsStringsAndFixesNccl) {
 
   // NCCL rows point at the same activity (by correlation) and their ids are remapped.
   ASSERT_EQ(m.nccl.size(), 3u + 4u);
+  auto r_of = [](int64_t corr) { return int32_t(corr / 1000000); };
   for (size_t k = 0; k < m.nccl.size(); ++k) {
     uint64_t row = m.nccl.activity[k];
     ASSERT_LT(row, m.activities.size());
@@ -240,6 +243,8 @@ TEST(MergeStores, RemapsStringsAndFixesNccl) {
     EXPECT_EQ(m.strings.at(m.nccl.pg_ranks_id[k]), "[0, 1, 2, 3]");
     EXPECT_EQ(m.strings.at(m.nccl.dtype_id[k]), "Float");
     EXPECT_EQ(m.strings.at(m.nccl.pg_name_id[k]), "0");
+    EXPECT_EQ(m.nccl.comm_hash[k], 0xfeedface00000000ull + uint64_t(r_of(corr)));
+    EXPECT_EQ(m.nccl.peer[k], corr % 1000000 % 2 ? -1 : (r_of(corr) + 1) % 4);
   }
   EXPECT_TRUE(std::is_sorted(m.nccl.activity.begin(), m.nccl.activity.end()));
 }
@@ -305,6 +310,8 @@ TEST(SortActivities, SortsStablyAndKeepsNccl) {
     *v = {0, 0, 0};
   s.nccl.group_size = {2, 2, 2};
   s.nccl.in_nelems = s.nccl.out_nelems = s.nccl.msg_bytes = {1, 1, 1};
+  s.nccl.comm_hash = {50, 0, 30};  // = 10 * seq: must follow their rows
+  s.nccl.peer = {5, -1, 3};
 
   sort_activities(s);
   // Expected order; rows 3 and 5 tie completely and keep their input order.
@@ -321,7 +328,11 @@ TEST(SortActivities, SortsStablyAndKeepsNccl) {
     EXPECT_EQ(a.category[i], uint8_t(a.correlation[i] % 4));
   }
   ASSERT_EQ(s.nccl.size(), 3u);
-  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(a.correlation[s.nccl.activity[k]], s.nccl.seq[k]);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(a.correlation[s.nccl.activity[k]], s.nccl.seq[k]);
+    EXPECT_EQ(s.nccl.comm_hash[k], uint64_t(10 * s.nccl.seq[k]));
+    EXPECT_EQ(s.nccl.peer[k], s.nccl.seq[k] ? s.nccl.seq[k] : -1);
+  }
   EXPECT_TRUE(std::is_sorted(s.nccl.activity.begin(), s.nccl.activity.end()));
 
   // Sorting again is a no-op.
@@ -435,6 +446,8 @@ void expect_same(const Store& x, const Store& y) {
   EXPECT_EQ(x.nccl.out_nelems, y.nccl.out_nelems);
   EXPECT_EQ(x.nccl.msg_bytes, y.nccl.msg_bytes);
   EXPECT_EQ(x.nccl.dtype_id, y.nccl.dtype_id);
+  EXPECT_EQ(x.nccl.comm_hash, y.nccl.comm_hash);
+  EXPECT_EQ(x.nccl.peer, y.nccl.peer);
 
   ASSERT_EQ(x.ranks.size(), y.ranks.size());
   for (size_t i = 0; i < x.ranks.size(); ++i) {
@@ -605,6 +618,53 @@ TEST_F(StoreIo, NewerSchemaAndForeignHdf5ViaH5py) {
   EXPECT_EQ(error_of([&] { read_store(p); }), p + ": schema version 7 is newer than this tool (1)");
   EXPECT_EQ(error_of([&] { read_store(path("plain.h5")); }),
             path("plain.h5") + ": not a kernalyse store (no schema_version)");
+}
+
+TEST_F(StoreIo, NcclCommHashAndPeerRoundTrip) {
+  Store s = sample_store();
+  ASSERT_GT(s.nccl.size(), 0u);
+  s.nccl.comm_hash.back() = ~uint64_t{0};  // full 64-bit range
+  s.nccl.peer.back() = 2;
+  const std::string p = path("run.h5");
+  write_store(s, p);
+  Store r = read_store(p);
+  EXPECT_EQ(r.nccl.comm_hash, s.nccl.comm_hash);
+  EXPECT_EQ(r.nccl.peer, s.nccl.peer);
+  EXPECT_EQ(r.nccl.comm_hash.back(), ~uint64_t{0});
+}
+
+TEST_F(StoreIo, NcclWithoutCommHashAndPeer) {
+  // A producer that predates the columns leaves them empty: written (and merged) as 0 / -1.
+  Store s = sample_store();
+  const size_t n = s.nccl.size();
+  s.nccl.comm_hash.clear();
+  s.nccl.peer.clear();
+  write_store(s, path("run.h5"));
+  Store r = read_store(path("run.h5"));
+  EXPECT_EQ(r.nccl.comm_hash, std::vector<uint64_t>(n, 0));
+  EXPECT_EQ(r.nccl.peer, std::vector<int32_t>(n, -1));
+  std::vector<Store> parts;
+  parts.push_back(std::move(s));
+  Store m = merge_stores(std::move(parts));
+  EXPECT_EQ(m.nccl.comm_hash, std::vector<uint64_t>(n, 0));
+  EXPECT_EQ(m.nccl.peer, std::vector<int32_t>(n, -1));
+}
+
+TEST_F(StoreIo, ReadsStoresWrittenBeforeCommHashAndPeer) {
+  if (!have_h5py()) GTEST_SKIP() << "/usr/bin/python3 with h5py not available";
+  Store s = sample_store();
+  const std::string p = path("run.h5");
+  write_store(s, p);
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import h5py, sys\n"
+      "with h5py.File(sys.argv[1], 'r+') as f:\n"
+      "    del f['nccl/comm_hash']; del f['nccl/peer']\n\" '" +
+      p + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  Store r = read_store(p);
+  EXPECT_EQ(r.nccl.activity, s.nccl.activity);
+  EXPECT_EQ(r.nccl.comm_hash, std::vector<uint64_t>(s.nccl.size(), 0));
+  EXPECT_EQ(r.nccl.peer, std::vector<int32_t>(s.nccl.size(), -1));
 }
 
 TEST_F(StoreIo, ColumnSelection) {

@@ -106,6 +106,8 @@ struct NcclInfo {
   std::vector<int64_t> out_nelems;
   std::vector<int64_t> msg_bytes;  // -1 if unknown
   std::vector<uint32_t> dtype_id;
+  std::vector<uint64_t> comm_hash;  // communicator hash from the collector, 0 if unknown
+  std::vector<int32_t> peer;        // p2p peer, -1 for collectives
 
   size_t size() const { return activity.size(); }
 };

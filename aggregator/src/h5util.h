@@ -1,0 +1,348 @@
+// Internal HDF5 helpers shared by the serial store writer/reader (store_io.cpp) and the
+// collective writer (store_mpi.cpp): error handling, handle ownership, column types, the column
+// lists of each table and the dataset/attribute creation that defines the on-disk layout
+// (docs/store.md). Not installed; include only from aggregator/src.
+#pragma once
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <ctime>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kernalyse/store.h"
+
+#ifndef KERNALYSE_VERSION
+#define KERNALYSE_VERSION "unknown"
+#endif
+
+namespace kernalyse::detail {
+
+// Rows per chunk: big enough that whole-column reads are a few large I/Os, small enough to leave
+// room for later compression or appends. Chunks larger than HDF5's 1 MiB chunk cache bypass it,
+// so reads go straight into the caller's buffer.
+inline constexpr size_t kChunkRows = size_t{1} << 20;
+inline constexpr size_t kStringChunkRows = size_t{1} << 16;
+
+// Internal failure carrying only the reason; the public entry points prefix the path.
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The most specific message on HDF5's error stack. Must run right after the failing call:
+// the next API call clears the stack.
+inline std::string h5_reason() {
+  std::string out;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
+        auto* s = static_cast<std::string*>(data);
+        if (s->empty() && e->desc && *e->desc) *s = e->desc;
+        return 0;
+      },
+      &out);
+  std::replace(out.begin(), out.end(), '\n', ' ');  // errors are one line
+  return out.empty() ? std::string("HDF5 error") : out;
+}
+
+[[noreturn]] inline void fail(const std::string& what) { throw Failure(what + ": " + h5_reason()); }
+
+inline hid_t h5(hid_t id, const std::string& what) {
+  if (id < 0) fail(what);
+  return id;
+}
+
+inline void ok(herr_t rc, const std::string& what) {
+  if (rc < 0) fail(what);
+}
+
+// Owns one HDF5 identifier.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle(hid_t id, Closer close) : id_(id), close_(close) {}
+  Handle(Handle&& o) noexcept : id_(std::exchange(o.id_, -1)), close_(o.close_) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle& operator=(Handle&&) = delete;
+  ~Handle() { close(); }
+  operator hid_t() const { return id_; }
+  herr_t close() {
+    herr_t rc = id_ >= 0 ? close_(id_) : 0;
+    id_ = -1;
+    return rc;
+  }
+
+ private:
+  hid_t id_;
+  Closer close_;
+};
+
+// HDF5 prints its error stack to stderr by default; we turn failures into one-line Errors
+// instead. Restored afterwards so other HDF5 users in the process keep their settings.
+class QuietErrors {
+ public:
+  QuietErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// Memory (native) and file (explicit little-endian) types per column element type.
+template <class T>
+struct H5Traits;
+template <>
+struct H5Traits<uint8_t> {
+  static hid_t mem() { return H5T_NATIVE_UINT8; }
+  static hid_t file() { return H5T_STD_U8LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<int32_t> {
+  static hid_t mem() { return H5T_NATIVE_INT32; }
+  static hid_t file() { return H5T_STD_I32LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<uint32_t> {
+  static hid_t mem() { return H5T_NATIVE_UINT32; }
+  static hid_t file() { return H5T_STD_U32LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<int64_t> {
+  static hid_t mem() { return H5T_NATIVE_INT64; }
+  static hid_t file() { return H5T_STD_I64LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<uint64_t> {
+  static hid_t mem() { return H5T_NATIVE_UINT64; }
+  static hid_t file() { return H5T_STD_U64LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct H5Traits<double> {
+  static hid_t mem() { return H5T_NATIVE_DOUBLE; }
+  static hid_t file() { return H5T_IEEE_F64LE; }
+  static constexpr H5T_class_t cls = H5T_FLOAT;
+};
+
+// Variable-length UTF-8 string type (h5py reads it as str via .asstr()).
+inline Handle vlen_string_type(H5T_cset_t cset = H5T_CSET_UTF8) {
+  Handle t(h5(H5Tcopy(H5T_C_S1), "cannot create string type"), H5Tclose);
+  ok(H5Tset_size(t, H5T_VARIABLE), "cannot create string type");
+  ok(H5Tset_cset(t, cset), "cannot create string type");
+  return t;
+}
+
+// Serial (sec2) file access, also in the parallel HDF5 build: no MPI_Init needed.
+inline Handle file_access() {
+  Handle fapl(h5(H5Pcreate(H5P_FILE_ACCESS), "cannot create property list"), H5Pclose);
+  ok(H5Pset_fapl_sec2(fapl), "cannot select the sec2 driver");
+  // Lock where the file system supports it, carry on where it does not (e.g. some Lustre mounts).
+  ok(H5Pset_file_locking(fapl, true, true), "cannot set file locking");
+  return fapl;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout: what every writer creates, in this order.
+
+inline Handle create_group(hid_t loc, const char* name) {
+  Handle gcpl(h5(H5Pcreate(H5P_GROUP_CREATE), "cannot create property list"), H5Pclose);
+  // Track creation order so tools that honour it list columns in struct order.
+  ok(H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+     "cannot set link creation order");
+  return Handle(h5(H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT),
+                   std::string("cannot create group /") + name),
+                H5Gclose);
+}
+
+// Chunked, extendible (max size unlimited) so that empty tables are plain zero-length datasets.
+inline Handle create_dataset(hid_t loc, const std::string& what, const char* name, hid_t ftype,
+                             size_t rows, size_t chunk_cap) {
+  hsize_t dims[1] = {rows};
+  hsize_t maxdims[1] = {H5S_UNLIMITED};
+  hsize_t chunk[1] = {std::clamp<hsize_t>(rows, 1, chunk_cap)};
+  Handle space(h5(H5Screate_simple(1, dims, maxdims), "cannot create dataspace for " + what),
+               H5Sclose);
+  Handle dcpl(h5(H5Pcreate(H5P_DATASET_CREATE), "cannot create property list"), H5Pclose);
+  ok(H5Pset_chunk(dcpl, 1, chunk), "cannot set chunking for " + what);
+  // Every element is written; pre-filling chunks would only cost time. (HDF5 refuses
+  // FILL_TIME_NEVER for variable-length types, whose fill value is a null pointer anyway.)
+  if (H5Tis_variable_str(ftype) <= 0)
+    ok(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "cannot set fill time for " + what);
+  return Handle(h5(H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                   "cannot create dataset " + what),
+                H5Dclose);
+}
+
+inline void write_attr_int(hid_t loc, const char* name, int32_t value) {
+  Handle space(h5(H5Screate(H5S_SCALAR), "cannot create dataspace"), H5Sclose);
+  Handle attr(h5(H5Acreate2(loc, name, H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT),
+                 std::string("cannot create attribute ") + name),
+              H5Aclose);
+  ok(H5Awrite(attr, H5T_NATIVE_INT32, &value), std::string("cannot write attribute ") + name);
+}
+
+inline void write_attr_str(hid_t loc, const char* name, const std::string& value) {
+  Handle type = vlen_string_type();
+  Handle space(h5(H5Screate(H5S_SCALAR), "cannot create dataspace"), H5Sclose);
+  Handle attr(h5(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT),
+                 std::string("cannot create attribute ") + name),
+              H5Aclose);
+  const char* p = value.c_str();
+  ok(H5Awrite(attr, type, &p), std::string("cannot write attribute ") + name);
+}
+
+inline std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The root group's attributes (docs/store.md "File attributes").
+inline void write_file_attrs(hid_t file, const StoreAttrs& at) {
+  write_attr_int(file, "schema_version", kSchemaVersion);
+  write_attr_str(file, "tool_version",
+                 at.tool_version.empty() ? KERNALYSE_VERSION : at.tool_version);
+  write_attr_str(file, "produced_by", at.produced_by);
+  write_attr_str(file, "command_line", at.command_line);
+  write_attr_str(file, "created_utc", at.created_utc.empty() ? utc_now() : at.created_utc);
+  write_attr_str(file, "clock_domain", at.clock_domain);
+  write_attr_int(file, "emulated", at.emulated ? 1 : 0);
+}
+
+// Writes a whole vlen string dataset (serial; HDF5 cannot write vlen data in parallel).
+inline void write_string_rows(hid_t ds, const std::string& what,
+                              const std::vector<const char*>& ptrs) {
+  if (ptrs.empty()) return;
+  Handle type = vlen_string_type();
+  ok(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + what);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Column lists, in struct (= on-disk creation) order. `f(name, column)` is called once per
+// column; `Tab` may be const or not.
+
+template <class Tab, class F>
+void activity_columns(Tab& a, F&& f) {
+  f("rank", a.rank);
+  f("device", a.device);
+  f("stream", a.stream);
+  f("kind", a.kind);
+  f("category", a.category);
+  f("start_ns", a.start_ns);
+  f("end_ns", a.end_ns);
+  f("name_id", a.name_id);
+  f("correlation", a.correlation);
+  f("step", a.step);
+}
+
+template <class Tab, class F>
+void launch_columns(Tab& l, F&& f) {
+  f("rank", l.rank);
+  f("pid", l.pid);
+  f("tid", l.tid);
+  f("start_ns", l.start_ns);
+  f("end_ns", l.end_ns);
+  f("name_id", l.name_id);
+  f("correlation", l.correlation);
+  f("step", l.step);
+}
+
+template <class Tab, class F>
+void annotation_columns(Tab& a, F&& f) {
+  f("rank", a.rank);
+  f("kind", a.kind);
+  f("pid", a.pid);
+  f("tid", a.tid);
+  f("start_ns", a.start_ns);
+  f("end_ns", a.end_ns);
+  f("name_id", a.name_id);
+  f("step", a.step);
+}
+
+// comm_hash and peer come last: they were added after the first files were written, and readers
+// fill them in (0 / -1) when a file lacks them.
+template <class Tab, class F>
+void nccl_columns(Tab& c, F&& f) {
+  f("activity", c.activity);
+  f("collective_id", c.collective_id);
+  f("seq", c.seq);
+  f("pg_name_id", c.pg_name_id);
+  f("pg_desc_id", c.pg_desc_id);
+  f("pg_ranks_id", c.pg_ranks_id);
+  f("group_size", c.group_size);
+  f("in_nelems", c.in_nelems);
+  f("out_nelems", c.out_nelems);
+  f("msg_bytes", c.msg_bytes);
+  f("dtype_id", c.dtype_id);
+  f("comm_hash", c.comm_hash);
+  f("peer", c.peer);
+}
+
+inline constexpr uint64_t kNoCommHash = 0;
+inline constexpr int32_t kNoPeer = -1;
+
+// The value an absent nccl column stands for (writers and readers fill it in).
+template <class T>
+T nccl_default(const char* name) {
+  return std::string_view(name) == "peer" ? T(kNoPeer) : T(kNoCommHash);
+}
+inline bool nccl_column_optional(const char* name) {
+  return std::string_view(name) == "comm_hash" || std::string_view(name) == "peer";
+}
+
+// /ranks fields in on-disk order: num(name, member) for numeric fields (bool `emulated` is
+// stored as uint8), str(name, member) for strings.
+template <class Num, class Str>
+void rank_fields(Num&& num, Str&& str) {
+  num("rank", &RankInfo::rank);
+  num("world_size", &RankInfo::world_size);
+  str("host", &RankInfo::host);
+  str("devices", &RankInfo::devices);
+  str("device_name", &RankInfo::device_name);
+  str("source", &RankInfo::source);
+  num("base_time_ns", &RankInfo::base_time_ns);
+  num("clock_offset_ns", &RankInfo::clock_offset_ns);
+  num("clock_drift", &RankInfo::clock_drift);
+  num("clock_uncertainty_ns", &RankInfo::clock_uncertainty_ns);
+  str("clock_method", &RankInfo::clock_method);
+  num("emulated", &RankInfo::emulated);
+  num("events_total", &RankInfo::events_total);
+  num("events_malformed", &RankInfo::events_malformed);
+  num("events_ignored", &RankInfo::events_ignored);
+  num("records_dropped", &RankInfo::records_dropped);
+}
+
+// The on-disk element type of a RankInfo field (bool → uint8).
+template <class M>
+using disk_type_t = std::conditional_t<std::is_same_v<M, bool>, uint8_t, M>;
+
+// One numeric /ranks column extracted from RankInfo rows.
+template <class M>
+std::vector<disk_type_t<M>> rank_column(const std::vector<RankInfo>& r, M RankInfo::*field) {
+  std::vector<disk_type_t<M>> col;
+  col.reserve(r.size());
+  for (const RankInfo& x : r) col.push_back(static_cast<disk_type_t<M>>(x.*field));
+  return col;
+}
+
+}  // namespace kernalyse::detail

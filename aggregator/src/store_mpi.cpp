@@ -1,0 +1,744 @@
+// Collective write of one store from every rank's local part (store_mpi.h).
+//
+// Every process validates and orders its part exactly as merge_stores() would (without a copy
+// when it already is in that form, the normal case); rank 0 meanwhile picks the output name and
+// creates the temporary file. One exchange (MPI_Allgather of counts, MPI_Allgatherv of the
+// string tables, RankInfo rows, attributes and rank 0's choice of name) gives every process the
+// same plan: the process order (by first rank, like merge_stores), each one's row offsets and
+// the global string table (each part's strings interned in that order, like merge_stores). Then:
+//   phase 1, collective (MPI-IO driver): create the file, every group and dataset in the serial
+//            writer's order; each process writes its slice of every table column with one
+//            collective H5Dwrite, its own /ranks row(s) with independent writes;
+//   phase 2, rank 0 (sec2 driver): the variable-length strings (/strings, the text columns of
+//            /ranks) and the file attributes, which parallel HDF5 cannot write; then the rename.
+// The result reads back exactly as write_store(merge_stores(parts)) (same layout, same string
+// ids, same row order). Every failure is agreed on, so all processes throw the same Error.
+#include "kernalyse/store_mpi.h"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "h5util.h"
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+namespace {
+
+using namespace detail;
+
+// ---------------------------------------------------------------------------------------------
+// Small MPI helpers
+
+// Collective: `s` from `root`. One broadcast of a small fixed buffer (length + the first bytes);
+// a second one only for a long string.
+std::string bcast_string(MPI_Comm comm, int root, std::string s) {
+  constexpr size_t kBuf = 1024, kHead = kBuf - sizeof(uint64_t);
+  char buf[kBuf] = {};
+  uint64_t n = s.size();
+  std::memcpy(buf, &n, sizeof n);
+  std::memcpy(buf + sizeof n, s.data(), std::min<size_t>(n, kHead));
+  MPI_Bcast(buf, static_cast<int>(kBuf), MPI_CHAR, root, comm);
+  std::memcpy(&n, buf, sizeof n);
+  std::string head(buf + sizeof n, std::min<size_t>(n, kHead));
+  s.resize(n);
+  std::memcpy(s.data(), head.data(), head.size());
+  if (n > kHead) MPI_Bcast(s.data() + kHead, static_cast<int>(n - kHead), MPI_CHAR, root, comm);
+  return s;
+}
+
+// Collective: the error message of the lowest process that has one ("" if none), the same on
+// every process. `mine` is this process's message, "" for success.
+std::string agree(MPI_Comm comm, const std::string& mine) {
+  int me = 0, np = 0;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &np);
+  int flag = mine.empty() ? np : me, root = np;
+  MPI_Allreduce(&flag, &root, 1, MPI_INT, MPI_MIN, comm);
+  if (root == np) return {};
+  return bcast_string(comm, root, mine);
+}
+
+// Runs fn, turning any exception into its message (so that no process leaves a collective
+// sequence early).
+template <class Fn>
+std::string capture(Fn&& fn) {
+  try {
+    fn();
+    return {};
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    return m.empty() ? std::string("unknown error") : m;
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serialisation of the small per-process metadata (strings, attributes, RankInfo rows)
+
+struct Out {
+  std::string buf;
+  template <class T>
+  void pod(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    buf.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void str(const std::string& s) {
+    pod<uint64_t>(s.size());
+    buf.append(s);
+  }
+};
+
+struct In {
+  const char* p;
+  const char* end;
+  template <class T>
+  T pod() {
+    T v{};
+    if (end - p < static_cast<ptrdiff_t>(sizeof v)) throw Failure("corrupt metadata exchange");
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return v;
+  }
+  std::string str() {
+    auto n = pod<uint64_t>();
+    if (static_cast<uint64_t>(end - p) < n) throw Failure("corrupt metadata exchange");
+    std::string s(p, n);
+    p += n;
+    return s;
+  }
+};
+
+void put_rank(Out& o, const RankInfo& r) {
+  rank_fields([&](const char*, auto field) { o.pod(r.*field); },
+              [&](const char*, std::string RankInfo::*field) { o.str(r.*field); });
+}
+
+RankInfo get_rank(In& in) {
+  RankInfo r;
+  rank_fields(
+      [&](const char*, auto field) {
+        using M = std::decay_t<decltype(r.*field)>;
+        r.*field = in.pod<M>();
+      },
+      [&](const char*, std::string RankInfo::*field) { r.*field = in.str(); });
+  return r;
+}
+
+void put_attrs(Out& o, const StoreAttrs& a) {
+  o.str(a.tool_version);
+  o.str(a.produced_by);
+  o.str(a.command_line);
+  o.str(a.created_utc);
+  o.str(a.clock_domain);
+  o.pod<uint8_t>(a.emulated ? 1 : 0);
+}
+
+StoreAttrs get_attrs(In& in) {
+  StoreAttrs a;
+  a.tool_version = in.str();
+  a.produced_by = in.str();
+  a.command_line = in.str();
+  a.created_utc = in.str();
+  a.clock_domain = in.str();
+  a.emulated = in.pod<uint8_t>() != 0;
+  return a;
+}
+
+// What one process holds; exchanged with MPI_Allgather. Row counts, the merge order key and the
+// range of rank numbers its rows use.
+struct Summary {
+  int64_t act, launch, ann, nccl, ranks;
+  int64_t key;     // first rank, as merge_stores orders its parts
+  int64_t lo, hi;  // min/max rank number over its RankInfo, activity, launch, annotation rows
+  int64_t blob;    // bytes of its serialised metadata
+  int64_t failed;  // 1: its preparation failed, 2: rank 0 could not set up the output
+};
+constexpr int kSummaryWords = sizeof(Summary) / sizeof(int64_t);
+static_assert(sizeof(Summary) == kSummaryWords * sizeof(int64_t));
+
+template <class T>
+void require_len(const std::vector<T>& col, size_t n, const std::string& what) {
+  if (col.size() != n)
+    throw Failure("column " + what + " has " + std::to_string(col.size()) + " rows, expected " +
+                  std::to_string(n));
+}
+
+// Columns of `t`, each with its on-disk name ("/activities/rank", ...).
+template <class Tab, class F>
+void named(const char* table, Tab& t, F&& f) {
+  auto g = [&](const char* name, auto& col) { f(std::string("/") + table + "/" + name, col); };
+  if constexpr (std::is_same_v<std::remove_const_t<Tab>, Activities>) activity_columns(t, g);
+  if constexpr (std::is_same_v<std::remove_const_t<Tab>, LaunchCalls>) launch_columns(t, g);
+  if constexpr (std::is_same_v<std::remove_const_t<Tab>, Annotations>) annotation_columns(t, g);
+  if constexpr (std::is_same_v<std::remove_const_t<Tab>, NcclInfo>) nccl_columns(t, g);
+}
+
+template <class F>
+void all_columns(const Store& s, F&& f) {
+  named("activities", s.activities, f);
+  named("launches", s.launches, f);
+  named("annotations", s.annotations, f);
+  named("nccl", s.nccl, f);
+}
+
+template <class Tab>
+bool sorted_by_rank_start(const Tab& t) {
+  for (size_t i = 1; i < t.size(); ++i)
+    if (std::tie(t.rank[i], t.start_ns[i]) < std::tie(t.rank[i - 1], t.start_ns[i - 1]))
+      return false;
+  return true;
+}
+
+// True if merge_stores() would leave this store's rows as they are (every column complete,
+// every id in range, every table already in order, no duplicate rank), which is what a collector
+// or importer normally hands over. Then its columns are written without a copy.
+bool ready_as_is(const Store& s) {
+  bool ok = true;
+  const size_t nstr = s.strings.size();
+  auto rows_of = [&](const std::string& what) {
+    if (what.starts_with("/activities/")) return s.activities.size();
+    if (what.starts_with("/launches/")) return s.launches.size();
+    if (what.starts_with("/annotations/")) return s.annotations.size();
+    return s.nccl.size();
+  };
+  all_columns(s, [&](const std::string& what, const auto& col) {
+    if (!ok || col.size() != rows_of(what)) {
+      ok = false;
+      return;
+    }
+    if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<uint32_t>>) {
+      uint32_t mx = 0;  // branch-free, so the compiler vectorises it
+      for (uint32_t id : col) mx = std::max(mx, id);
+      ok = col.empty() || mx < nstr;
+    }
+  });
+  if (!ok) return false;
+  const Activities& a = s.activities;
+  if (a.size() > std::numeric_limits<uint32_t>::max()) return false;
+  for (size_t i = 1; i < a.size(); ++i) {
+    // Consecutive rows are nearly always on the same stream: test that first.
+    if (a.rank[i] == a.rank[i - 1] && a.device[i] == a.device[i - 1] &&
+        a.stream[i] == a.stream[i - 1]) {
+      if (a.start_ns[i] > a.start_ns[i - 1]) continue;
+      if (a.start_ns[i] < a.start_ns[i - 1] || a.end_ns[i] < a.end_ns[i - 1]) return false;
+    } else if (std::tie(a.rank[i], a.device[i], a.stream[i]) <
+               std::tie(a.rank[i - 1], a.device[i - 1], a.stream[i - 1])) {
+      return false;
+    }
+  }
+  const auto& na = s.nccl.activity;
+  if (!std::is_sorted(na.begin(), na.end()) || (!na.empty() && na.back() >= a.size())) return false;
+  if (!sorted_by_rank_start(s.launches) || !sorted_by_rank_start(s.annotations)) return false;
+  std::vector<int32_t> ranks;
+  for (const RankInfo& r : s.ranks) ranks.push_back(r.rank);
+  std::sort(ranks.begin(), ranks.end());
+  return std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end();
+}
+
+// This process's rows as merge_stores() would make them, plus (after the exchange) the columns
+// that change on the way into the global file: string ids and nccl activity rows.
+struct Part {
+  Store owned;                  // a one-part merge_stores() result, when the input needed one
+  const Store* src = nullptr;   // the columns to write: the caller's store or `owned`
+  StoreAttrs attrs;             // as merge_stores sets them
+  std::vector<RankInfo> ranks;  // sorted by rank
+  std::map<std::string, std::vector<uint32_t>> ids;  // remapped id columns, by dataset path
+  std::vector<uint64_t> nccl_activity;               // global rows, if the offset is not 0
+
+  // The column to write for dataset `what`.
+  template <class T>
+  const std::vector<T>& column(const std::string& what, const std::vector<T>& col) const {
+    if constexpr (std::is_same_v<T, uint32_t>) {
+      if (auto it = ids.find(what); it != ids.end()) return it->second;
+    }
+    if constexpr (std::is_same_v<T, uint64_t>) {
+      if (what == "/nccl/activity" && !nccl_activity.empty()) return nccl_activity;
+    }
+    return col;
+  }
+};
+
+// Validates and orders this process's data exactly as merge_stores() does (the same checks,
+// the same errors), copying it only if something needs to change.
+void prepare(const Store& local, Part& part) {
+  if (ready_as_is(local)) {
+    part.src = &local;
+    part.attrs = local.attrs;
+    part.attrs.schema_version = kSchemaVersion;
+    for (const RankInfo& r : local.ranks) part.attrs.emulated = part.attrs.emulated || r.emulated;
+    part.ranks = local.ranks;
+    std::stable_sort(part.ranks.begin(), part.ranks.end(),
+                     [](const RankInfo& x, const RankInfo& y) { return x.rank < y.rank; });
+    return;
+  }
+  std::vector<Store> one;
+  one.push_back(local);
+  part.owned = merge_stores(std::move(one));
+  part.src = &part.owned;
+  part.attrs = part.owned.attrs;
+  part.ranks = part.owned.ranks;
+  // merge_stores accepts some columns short (it only sorts by them); the file needs them whole.
+  auto rows_of = [&](const std::string& what) {
+    const Store& s = part.owned;
+    if (what.starts_with("/activities/")) return s.activities.size();
+    if (what.starts_with("/launches/")) return s.launches.size();
+    if (what.starts_with("/annotations/")) return s.annotations.size();
+    return s.nccl.size();
+  };
+  all_columns(part.owned, [&](const std::string& what, const auto& col) {
+    require_len(col, rows_of(what), what);
+  });
+}
+
+Summary summarise(const Part& part) {
+  const Store& s = *part.src;
+  Summary m{};
+  m.act = static_cast<int64_t>(s.activities.size());
+  m.launch = static_cast<int64_t>(s.launches.size());
+  m.ann = static_cast<int64_t>(s.annotations.size());
+  m.nccl = static_cast<int64_t>(s.nccl.size());
+  m.ranks = static_cast<int64_t>(s.ranks.size());
+  m.lo = std::numeric_limits<int64_t>::max();
+  m.hi = std::numeric_limits<int64_t>::min();
+  auto see = [&](int64_t r) {
+    m.lo = std::min(m.lo, r);
+    m.hi = std::max(m.hi, r);
+  };
+  // Every table is sorted by rank first: its extremes are its first and last rows.
+  for (const auto* col : {&s.activities.rank, &s.launches.rank, &s.annotations.rank})
+    if (!col->empty()) {
+      see(col->front());
+      see(col->back());
+    }
+  for (const RankInfo& r : part.ranks) see(r.rank);
+  // merge_stores' order: first RankInfo rank, else first activity rank, else last.
+  m.key = part.ranks.empty() ? std::numeric_limits<int64_t>::max() : part.ranks.front().rank;
+  if (part.ranks.empty() && !s.activities.rank.empty()) m.key = s.activities.rank.front();
+  return m;
+}
+
+// Everything every process knows after the exchange.
+struct Plan {
+  std::vector<Summary> all;      // by communicator rank
+  std::vector<int> order;        // processes in merge (rank) order
+  std::vector<uint32_t> my_map;  // this process's string ids → global ids
+  StringTable strings;           // the global table (identical everywhere)
+  std::vector<RankInfo> ranks;   // global /ranks rows, sorted
+  StoreAttrs attrs;              // global file attributes
+  Summary offset{};              // where this process's rows go (act, launch, ann, nccl, ranks)
+  std::string path, tmp;         // output and temporary file, as rank 0 chose them
+};
+
+// Collective. Exchanges summaries and metadata (rank 0's includes the output name it chose);
+// every process computes the same plan, or returns the same complete error message.
+// `failure`: 0, or 1 if this process's preparation failed (`local_error`), or 2 if rank 0
+// could not set up the output (`local_error` is then the whole message).
+std::string exchange(MPI_Comm comm, const Part* part, const std::string& local_error, int failure,
+                     Plan& plan) {
+  int me = 0, np = 0;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &np);
+
+  Out blob;
+  Summary mine{};
+  mine.failed = failure;
+  if (!failure) {
+    mine = summarise(*part);
+    blob.str(plan.path);  // meaningful from rank 0 only
+    blob.str(plan.tmp);
+    put_attrs(blob, part->attrs);
+    blob.pod<uint64_t>(part->ranks.size());
+    for (const RankInfo& r : part->ranks) put_rank(blob, r);
+    const StringTable& st = part->src->strings;
+    blob.pod<uint64_t>(st.size());
+    for (const std::string& s : st.all()) blob.str(s);
+    mine.blob = static_cast<int64_t>(blob.buf.size());
+  }
+
+  plan.all.resize(np);
+  MPI_Allgather(&mine, kSummaryWords, MPI_INT64_T, plan.all.data(), kSummaryWords, MPI_INT64_T,
+                comm);
+  if (plan.all[0].failed == 2) return bcast_string(comm, 0, local_error);
+  // A process whose preparation failed: everybody reports the first such process's error.
+  for (int p = 0; p < np; ++p)
+    if (plan.all[p].failed) {
+      std::string path = bcast_string(comm, 0, plan.path);
+      return path + ": " + bcast_string(comm, p, local_error);
+    }
+  int64_t total = 0;
+  for (const Summary& s : plan.all) total += s.blob;
+  std::vector<int> counts(np), displs(np);
+  for (int p = 0; p < np; ++p) {
+    counts[p] = static_cast<int>(plan.all[p].blob);
+    displs[p] = p ? displs[p - 1] + counts[p - 1] : 0;
+  }
+  if (total > INT_MAX) {
+    std::string path = bcast_string(comm, 0, plan.path);
+    return path + ": string tables and rank metadata too large to exchange (" +
+           std::to_string(total) + " bytes)";
+  }
+  std::string everything(static_cast<size_t>(total), '\0');
+  MPI_Allgatherv(blob.buf.data(), counts[me], MPI_CHAR, everything.data(), counts.data(),
+                 displs.data(), MPI_CHAR, comm);
+  {
+    In in{everything.data(), everything.data() + counts[0]};
+    plan.path = in.str();
+    plan.tmp = in.str();
+  }
+
+  // From here on every process computes the same thing from the same bytes: no more messages.
+  std::string err = capture([&] {
+    std::vector<StoreAttrs> attrs(np);
+    std::vector<std::vector<RankInfo>> ranks(np);
+    std::vector<In> strings_at(np, In{nullptr, nullptr});
+    for (int p = 0; p < np; ++p) {
+      In in{everything.data() + displs[p], everything.data() + displs[p] + counts[p]};
+      in.str();  // path and temporary name, read above from rank 0's
+      in.str();
+      attrs[p] = get_attrs(in);
+      auto nr = in.pod<uint64_t>();
+      for (uint64_t i = 0; i < nr; ++i) ranks[p].push_back(get_rank(in));
+      strings_at[p] = in;
+    }
+
+    // Duplicate ranks, reported as merge_stores does (parts in communicator order).
+    std::map<int32_t, std::string> owner;
+    for (int p = 0; p < np; ++p)
+      for (const RankInfo& r : ranks[p]) {
+        std::string src = r.source.empty() ? "process " + std::to_string(p) : r.source;
+        auto [it, fresh] = owner.try_emplace(r.rank, src);
+        if (!fresh)
+          throw Failure("duplicate rank " + std::to_string(r.rank) + ": " + it->second + " and " +
+                        src);
+      }
+
+    plan.order.resize(np);
+    std::iota(plan.order.begin(), plan.order.end(), 0);
+    std::stable_sort(plan.order.begin(), plan.order.end(),
+                     [&](int x, int y) { return plan.all[x].key < plan.all[y].key; });
+    // Each process writes one contiguous slice per table, so the processes' rank ranges must
+    // not interleave (then the slices in order are the globally sorted tables).
+    int prev = -1;
+    for (int p : plan.order) {
+      const Summary& s = plan.all[p];
+      if (s.lo > s.hi) continue;  // no rows at all
+      if (prev >= 0 && plan.all[prev].hi >= s.lo)
+        throw Failure("processes " + std::to_string(prev) + " and " + std::to_string(p) +
+                      " hold overlapping rank numbers (" + std::to_string(plan.all[prev].lo) +
+                      ".." + std::to_string(plan.all[prev].hi) + " and " + std::to_string(s.lo) +
+                      ".." + std::to_string(s.hi) + "); each process must hold its own ranks");
+      prev = p;
+    }
+
+    // Global string table: each part's strings interned in merge order, as merge_stores does.
+    for (int p : plan.order) {
+      In& in = strings_at[p];
+      auto n = in.pod<uint64_t>();
+      if (p == me) plan.my_map.resize(n);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint32_t id = plan.strings.intern(in.str());
+        if (p == me) plan.my_map[i] = id;
+      }
+    }
+
+    plan.attrs = attrs[plan.order.front()];
+    plan.attrs.schema_version = kSchemaVersion;
+    for (int p = 0; p < np; ++p) plan.attrs.emulated = plan.attrs.emulated || attrs[p].emulated;
+
+    Summary off{};
+    for (int p : plan.order) {
+      if (p == me) plan.offset = off;
+      const Summary& s = plan.all[p];
+      off.act += s.act;
+      off.launch += s.launch;
+      off.ann += s.ann;
+      off.nccl += s.nccl;
+      off.ranks += s.ranks;
+      for (RankInfo& r : ranks[p]) plan.ranks.push_back(std::move(r));
+    }
+  });
+  return err.empty() ? err : plan.path + ": " + err;
+}
+
+// After the exchange: the id columns in global string ids, nccl.activity in global rows. Only
+// what changes is copied (process 0 in rank order usually keeps its ids and rows).
+void globalise(Part& part, const Plan& plan) {
+  const std::vector<uint32_t>& map = plan.my_map;
+  bool identity = true;
+  for (size_t i = 0; i < map.size() && identity; ++i) identity = map[i] == i;
+  if (!identity)
+    all_columns(*part.src, [&](const std::string& what, const auto& col) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<uint32_t>>) {
+        std::vector<uint32_t>& out = part.ids[what];
+        out.resize(col.size());
+        // In range: checked by ready_as_is() or merge_stores().
+        for (size_t i = 0; i < col.size(); ++i) out[i] = map[col[i]];
+      }
+    });
+  if (const auto base = static_cast<uint64_t>(plan.offset.act); base) {
+    const auto& a = part.src->nccl.activity;
+    part.nccl_activity.resize(a.size());
+    for (size_t i = 0; i < a.size(); ++i) part.nccl_activity[i] = a[i] + base;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase 1: the collective part
+
+class Phase1 {
+ public:
+  Phase1(MPI_Comm comm, const std::string& tmp) {
+    Handle fapl(h5(H5Pcreate(H5P_FILE_ACCESS), "cannot create property list"), H5Pclose);
+    ok(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), "cannot select the MPI-IO driver");
+    // Metadata written collectively: fewer, larger writes, and no rank-0 bottleneck.
+    ok(H5Pset_coll_metadata_write(fapl, true), "cannot set collective metadata writes");
+    ok(H5Pset_all_coll_metadata_ops(fapl, true), "cannot set collective metadata reads");
+    file_ = std::make_unique<Handle>(
+        h5(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "cannot create file"),
+        H5Fclose);
+    dxpl_ = std::make_unique<Handle>(h5(H5Pcreate(H5P_DATASET_XFER), "cannot create property list"),
+                                     H5Pclose);
+    ok(H5Pset_dxpl_mpio(*dxpl_, H5FD_MPIO_COLLECTIVE), "cannot select collective transfers");
+  }
+
+  hid_t file() const { return *file_; }
+
+  // Creates the dataset with `rows` rows in all and writes `col` at [offset, offset + size):
+  // one collective write (every process takes part), or with `independent`, a write of its own
+  // by each process that has rows (for the one-row-per-rank /ranks columns, where a collective
+  // call per column would cost more than the bytes).
+  template <class T>
+  void column(hid_t group, const char* name, const std::string& what, const std::vector<T>& col,
+              size_t rows, size_t offset, bool independent = false) {
+    Handle ds = create_dataset(group, what, name, H5Traits<T>::file(), rows, kChunkRows);
+    if (!rows) return;  // every process knows: nobody writes
+    if (independent && col.empty()) return;
+    Handle fspace(h5(H5Dget_space(ds), "cannot write " + what), H5Sclose);
+    const hsize_t n = col.size();
+    hsize_t mdims[1] = {std::max<hsize_t>(n, 1)};
+    Handle mspace(h5(H5Screate_simple(1, mdims, nullptr), "cannot write " + what), H5Sclose);
+    if (n) {
+      hsize_t start[1] = {offset}, count[1] = {n};
+      ok(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr),
+         "cannot select rows of " + what);
+    } else {
+      // Collective: a process with nothing to write still takes part, selecting nothing.
+      ok(H5Sselect_none(fspace), "cannot select rows of " + what);
+      ok(H5Sselect_none(mspace), "cannot select rows of " + what);
+    }
+    static const T dummy{};
+    ok(H5Dwrite(ds, H5Traits<T>::mem(), mspace, fspace, independent ? H5P_DEFAULT : hid_t(*dxpl_),
+                n ? col.data() : &dummy),
+       "cannot write " + what);
+  }
+
+  // Creates a vlen string dataset (written in phase 2, serially).
+  void string_dataset(hid_t loc, const std::string& what, const char* name, size_t rows) {
+    Handle type = vlen_string_type();
+    create_dataset(loc, what, name, type, rows, kStringChunkRows);
+  }
+
+  void finish() {
+    dxpl_.reset();
+    // Closing flushes metadata: a failure here (disk full) must fail the write.
+    ok(file_->close(), "cannot finish writing the file");
+  }
+
+ private:
+  std::unique_ptr<Handle> file_;
+  std::unique_ptr<Handle> dxpl_;
+};
+
+void write_phase1(MPI_Comm comm, const std::string& tmp, const Part& part, const Plan& plan) {
+  Phase1 w(comm, tmp);
+  // Creation order as write_store: /strings, then the tables in struct order.
+  w.string_dataset(w.file(), "/strings", "strings", plan.strings.size());
+  auto table = [&](const char* name, const auto& tab, int64_t Summary::*count) {
+    size_t rows = 0;
+    for (const Summary& x : plan.all) rows += static_cast<size_t>(x.*count);
+    const auto off = static_cast<size_t>(plan.offset.*count);
+    Handle g = create_group(w.file(), name);
+    named(name, tab, [&](const std::string& what, const auto& col) {
+      w.column(g, what.substr(what.rfind('/') + 1).c_str(), what, part.column(what, col), rows,
+               off);
+    });
+  };
+  const Store& s = *part.src;
+  table("activities", s.activities, &Summary::act);
+  table("launches", s.launches, &Summary::launch);
+  table("annotations", s.annotations, &Summary::ann);
+  table("nccl", s.nccl, &Summary::nccl);
+  {
+    size_t rows = 0;
+    for (const Summary& x : plan.all) rows += static_cast<size_t>(x.ranks);
+    const auto off = static_cast<size_t>(plan.offset.ranks);
+    Handle g = create_group(w.file(), "ranks");
+    rank_fields(
+        [&](const char* name, auto field) {
+          w.column(g, name, std::string("/ranks/") + name, rank_column(part.ranks, field), rows,
+                   off, /*independent=*/true);
+        },
+        [&](const char* name, std::string RankInfo::*) {
+          w.string_dataset(g, std::string("/ranks/") + name, name, rows);
+        });
+  }
+  w.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase 2: rank 0 alone
+
+void write_phase2(const std::string& tmp, const Plan& plan) {
+  Handle fapl = file_access();
+  Handle file(h5(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, fapl), "cannot reopen file"), H5Fclose);
+  write_file_attrs(file, plan.attrs);
+  auto open = [&](hid_t loc, const char* name, const std::string& what) {
+    return Handle(h5(H5Dopen2(loc, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
+  };
+  {
+    std::vector<const char*> ptrs;
+    ptrs.reserve(plan.strings.size());
+    for (const std::string& str : plan.strings.all()) ptrs.push_back(str.c_str());
+    write_string_rows(open(file, "strings", "/strings"), "/strings", ptrs);
+  }
+  {
+    Handle g(h5(H5Gopen2(file, "ranks", H5P_DEFAULT), "cannot open /ranks"), H5Gclose);
+    rank_fields([](const char*, auto) {},
+                [&](const char* name, std::string RankInfo::*field) {
+                  const std::string what = std::string("/ranks/") + name;
+                  std::vector<const char*> col;
+                  col.reserve(plan.ranks.size());
+                  for (const RankInfo& x : plan.ranks) col.push_back((x.*field).c_str());
+                  write_string_rows(open(g, name, what), what, col);
+                });
+  }
+  ok(file.close(), "cannot finish writing the file");
+}
+
+// "<stem>-<k><ext>" for the first k ≥ 1 that names nothing.
+std::string free_name(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string stem = p.stem().string(), ext = p.extension().string();
+  for (int k = 1; k < 1000000; ++k) {
+    fs::path c = p.parent_path() / (stem + "-" + std::to_string(k) + ext);
+    struct stat st {};
+    if (::stat(c.c_str(), &st) != 0 && errno == ENOENT) return c.string();
+  }
+  throw Error(path + ": no free name of the form " + stem + "-<k>" + ext);
+}
+
+// Rank 0: the output and temporary names, with the temporary file created (probed) already.
+// Errors are final messages (already naming the path).
+void decide_names(const ParallelWriteOptions& opt, std::string& path, std::string& tmp) {
+  path = opt.path;
+  if (path.empty()) throw Error("no output path given");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
+    if (!opt.force) {
+      if (!opt.pick_free_name) throw Error(path + ": exists (use --force to replace it)");
+      path = free_name(path);
+    }
+  }
+  tmp = path + ".tmp." + std::to_string(::getpid());
+  // Probe with open(2) first: its errno names the real problem (missing or read-only
+  // directory, permissions) where HDF5 would report a generic "unable to open file".
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
+void rename_into_place(const std::string& tmp, const std::string& path, bool force) {
+  // Without --force, refuse to clobber a file that appeared while we were writing.
+  int rc = force ? std::rename(tmp.c_str(), path.c_str())
+                 : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
+  if (rc != 0 && !force && errno == EINVAL)  // file system without RENAME_NOREPLACE
+    rc = std::rename(tmp.c_str(), path.c_str());
+  if (rc != 0) {
+    if (errno == EEXIST) throw Failure("exists (use --force to replace it)");
+    throw Failure(std::string("cannot rename ") + tmp + ": " + std::strerror(errno));
+  }
+}
+
+// Rank 0 removes the temporary file unless the write was committed.
+struct TmpGuard {
+  std::string tmp;
+  bool armed = false;
+  ~TmpGuard() {
+    if (armed) ::unlink(tmp.c_str());
+  }
+};
+
+}  // namespace
+
+std::string write_store_parallel(const Store& local, MPI_Comm comm,
+                                 const ParallelWriteOptions& opt) {
+  QuietErrors quiet;
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+
+  // 1. Rank 0 chooses the output name and creates the temporary file; every process prepares
+  // its part. Nobody waits for anybody until the exchange, which also carries rank 0's choice.
+  Plan plan;
+  std::string err;
+  TmpGuard guard;
+  int failure = 0;
+  if (me == 0) {
+    err = capture([&] { decide_names(opt, plan.path, plan.tmp); });
+    if (!err.empty()) failure = 2;
+    guard = {plan.tmp, failure == 0};
+  }
+  Part part;
+  if (!failure) {
+    err = capture([&] { prepare(local, part); });
+    if (!err.empty()) failure = 1;
+  }
+
+  // 2. The exchange of counts, strings and rank metadata; ids and rows made global.
+  err = exchange(comm, &part, err, failure, plan);
+  if (err.empty()) {
+    err = capture([&] { globalise(part, plan); });
+    if (!err.empty()) err = plan.path + ": " + err;
+  }
+  if (std::string e = agree(comm, err); !e.empty()) throw Error(e);
+  const std::string& path = plan.path;
+  const std::string& tmp = plan.tmp;
+  auto fail_all = [&](const std::string& why) -> Error { return Error(path + ": " + why); };
+
+  // 3. Phase 1, collective: every dataset, every numeric slice.
+  err = capture([&] { write_phase1(comm, tmp, part, plan); });
+  part = Part();
+  if (std::string e = agree(comm, err); !e.empty()) throw fail_all(e);
+
+  // 4. Phase 2, rank 0: strings, attributes, rename.
+  if (me == 0) {
+    err = capture([&] {
+      write_phase2(tmp, plan);
+      rename_into_place(tmp, path, opt.force);
+    });
+    if (err.empty()) guard.armed = false;
+  }
+  if (std::string e = agree(comm, err); !e.empty()) throw fail_all(e);
+  return path;
+}
+
+}  // namespace kernalyse
