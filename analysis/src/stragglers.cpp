@@ -150,7 +150,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   for (auto& [r, v] : work) all_ranks.push_back(r);
 
   // Matching method: the best identity every communication kernel has.
-  bool all_seq = true, all_meta = true;
+  bool all_seq = true, all_meta = true, all_comm = true;
   size_t ncomm = 0;
   for (auto& [r, v] : comm)
     for (uint32_t i : v) {
@@ -158,8 +158,12 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
       int32_t n = nccl_row(i);
       all_meta = all_meta && n >= 0;
       all_seq = all_seq && n >= 0 && s.nccl.seq[n] >= 0;
+      // The collector tags kernels with the communicator's hash (its pg name is "comm:<hash>").
+      all_comm = all_comm && n >= 0 && n < static_cast<int32_t>(s.nccl.comm_hash.size()) &&
+                 s.nccl.comm_hash[n] != 0;
     }
   std::string method = ncomm == 0     ? "none"
+                       : all_seq && all_comm ? "collector (communicator, collective, seq)"
                        : all_seq      ? "nccl (process group, collective, Seq)"
                        : all_meta     ? "nccl (process group, collective, occurrence)"
                                       : "kernel (name, stream, occurrence)";

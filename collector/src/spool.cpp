@@ -1,0 +1,116 @@
+#include "spool.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace kernalyse::spool {
+
+Writer::~Writer() { close(); }
+
+bool Writer::open(const std::string& path) {
+  close();
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  path_ = path;
+  return fd_ >= 0;
+}
+
+bool Writer::write_block(BlockType type, uint32_t count, const void* payload, size_t bytes) {
+  if (fd_ < 0) return false;
+  BlockHeader h{kMagic, kVersion, static_cast<uint16_t>(type), count,
+                static_cast<uint32_t>(bytes),
+                static_cast<uint32_t>(crc32(0L, static_cast<const Bytef*>(payload),
+                                            static_cast<uInt>(bytes)))};
+  // One buffer, one write(): a block is either wholly in the kernel's page cache or torn at
+  // the tail, which the reader detects by length and CRC.
+  std::vector<char> buf(sizeof h + bytes);
+  std::memcpy(buf.data(), &h, sizeof h);
+  if (bytes) std::memcpy(buf.data() + sizeof h, payload, bytes);
+  size_t off = 0;
+  while (off < buf.size()) {
+    ssize_t w = ::write(fd_, buf.data() + off, buf.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    off += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+void Writer::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+namespace {
+template <typename T>
+void append(std::vector<T>& out, const char* p, uint32_t count) {
+  size_t n = out.size();
+  out.resize(n + count);
+  std::memcpy(out.data() + n, p, count * sizeof(T));
+}
+}  // namespace
+
+Contents read(const std::string& path) {
+  Contents c;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    c.problem = "cannot open " + path;
+    c.truncated = true;
+    return c;
+  }
+  std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t off = 0;
+  auto stop = [&](const std::string& why) {
+    c.truncated = true;
+    c.problem = why + " at byte " + std::to_string(off);
+  };
+  while (off < data.size()) {
+    if (data.size() - off < sizeof(BlockHeader)) return stop("torn block header"), c;
+    BlockHeader h;
+    std::memcpy(&h, data.data() + off, sizeof h);
+    if (h.magic != kMagic || h.version != kVersion) return stop("bad block magic"), c;
+    if (data.size() - off - sizeof h < h.payload_bytes) return stop("torn block"), c;
+    const char* p = data.data() + off + sizeof h;
+    if (crc32(0L, reinterpret_cast<const Bytef*>(p), h.payload_bytes) != h.crc)
+      return stop("block checksum mismatch"), c;
+    size_t want = 0;
+    switch (static_cast<BlockType>(h.type)) {
+      case BlockType::Activities: want = h.count * sizeof(Activity); break;
+      case BlockType::Launches: want = h.count * sizeof(Launch); break;
+      case BlockType::Nccl: want = h.count * sizeof(Nccl); break;
+      case BlockType::Ranges: want = h.count * sizeof(Range); break;
+      case BlockType::Strings: want = h.payload_bytes; break;
+      default: return stop("unknown block type"), c;
+    }
+    if (want != h.payload_bytes) return stop("block size does not match its records"), c;
+    switch (static_cast<BlockType>(h.type)) {
+      case BlockType::Activities: append(c.activities, p, h.count); break;
+      case BlockType::Launches: append(c.launches, p, h.count); break;
+      case BlockType::Nccl: append(c.nccl, p, h.count); break;
+      case BlockType::Ranges: append(c.ranges, p, h.count); break;
+      case BlockType::Strings: {
+        // count strings, each NUL-terminated, continuing the id sequence.
+        const char* q = p;
+        const char* end = p + h.payload_bytes;
+        for (uint32_t i = 0; i < h.count; ++i) {
+          const char* z = static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
+          if (!z) return stop("bad string block"), c;
+          c.strings.emplace_back(q, z);
+          q = z + 1;
+        }
+        break;
+      }
+    }
+    off += sizeof h + h.payload_bytes;
+    c.bytes_valid = static_cast<int64_t>(off);
+    ++c.blocks;
+  }
+  return c;
+}
+
+}  // namespace kernalyse::spool

@@ -1,0 +1,81 @@
+// Per-rank spool: records are appended in self-checking blocks (header + CRC32), so memory stays
+// bounded while running and a torn tail is detected, never misread (docs/collector.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kernalyse::spool {
+
+inline constexpr uint32_t kMagic = 0x4C50534B;  // "KSPL"
+inline constexpr uint16_t kVersion = 1;
+
+enum class BlockType : uint16_t { Strings = 1, Activities = 2, Launches = 3, Nccl = 4, Ranges = 5 };
+
+#pragma pack(push, 1)
+struct BlockHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t type;
+  uint32_t count;          // records (or strings) in the block
+  uint32_t payload_bytes;  // bytes after the header
+  uint32_t crc;            // CRC32 of the payload
+};
+struct Activity {
+  int64_t start_ns, end_ns, correlation;
+  int32_t device, stream;
+  uint32_t name;
+  uint8_t kind;
+};
+struct Launch {
+  int64_t start_ns, end_ns, correlation, thread;
+  uint32_t name;
+};
+struct Nccl {
+  int64_t correlation, seq, count, bytes;
+  uint64_t comm_hash;
+  uint32_t collective, dtype;
+  int32_t nranks, peer;
+};
+struct Range {
+  int64_t start_ns, end_ns, thread;
+  uint32_t name;
+};
+#pragma pack(pop)
+
+// Everything read back from a spool file (string ids index `strings`).
+struct Contents {
+  std::vector<std::string> strings;
+  std::vector<Activity> activities;
+  std::vector<Launch> launches;
+  std::vector<Nccl> nccl;
+  std::vector<Range> ranges;
+  int64_t blocks = 0;
+  int64_t bytes_valid = 0;     // up to the end of the last complete, checked block
+  bool truncated = false;      // a torn or corrupt tail was dropped
+  std::string problem;         // what was wrong with the tail, if anything
+};
+
+class Writer {
+ public:
+  Writer() = default;
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  ~Writer();
+  // Opens (truncates) the file; false with errno set on failure.
+  bool open(const std::string& path);
+  // Appends one block; false on a write error (disk full, ...).
+  bool write_block(BlockType type, uint32_t count, const void* payload, size_t bytes);
+  void close();
+  const std::string& path() const { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// Reads every complete, checked block; stops at the first bad one (reported, not fatal).
+Contents read(const std::string& path);
+
+}  // namespace kernalyse::spool

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# kernalyse-run under a real mpirun: the emulated tensor-parallel example on 4 ranks with a slow
+# rank, the same without one, an application that never calls MPI, exit codes, output naming.
+source "$(dirname "$0")/lib.sh"
+use_mpi
+cd "$TMP"
+json() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# 1. Slow rank: the ledger must name it as last arriver in >= 90 % of collectives.
+mpirun -n 4 "$BIN/kernalyse-run" -o tp.h5 "$BIN/vicuna_tp" --layers 4 --steps 6 --slow-rank 2 --slow-factor 1.3 2>run.err
+expect_eq "slow run: exit code" "$?" "0"
+expect_contains "slow run: says it wrote the store" "$(cat run.err)" "wrote $TMP/tp.h5: 4 ranks"
+expect_contains "slow run: labelled emulated" "$(cat run.err)" "EMULATED"
+"$BIN/kernalyse-merge" tp.h5 --stragglers --json -q > slow.json
+expect_eq "slow: analysis exit code" "$?" "0"
+expect_eq "slow: 4 ranks" "$(json slow.json 'len(d["ranks"])')" "4"
+expect_eq "slow: store says emulated" "$(json slow.json 'd["emulated"]')" "True"
+expect_eq "slow: matched by collector tags" "$(json slow.json 'd["stragglers"]["match"].startswith("collector (communicator")')" "True"
+share=$(json slow.json 'sum(c["last_rank"] == 2 for c in d["stragglers"]["collectives"]) / len(d["stragglers"]["collectives"])')
+expect_eq "slow: rank 2 last in >= 90 % of collectives ($share)" "$(awk -v s="$share" 'BEGIN {print (s >= 0.9)}')" "1"
+expect_contains "slow: headline names rank 2" "$(json slow.json 'd["stragglers"]["headline"]')" "rank 2 arrived last"
+expect_eq "slow: happened-before violations after alignment" "$(json slow.json 'd["stragglers"]["clock_check"]["violations_aligned"]')" "0"
+expect_eq "slow: every rank's clock aligned with a stated error" \
+  "$(json slow.json 'all(r["clock_method"].startswith("mpi-pingpong") or r["rank"] == 0 for r in d["ranks"])')" "True"
+
+# 2. No slow rank: no consistent straggler.
+mpirun -n 4 "$BIN/kernalyse-run" -q -o even.h5 "$BIN/vicuna_tp" --layers 4 --steps 6 2>/dev/null
+expect_eq "even run: exit code" "$?" "0"
+"$BIN/kernalyse-merge" even.h5 --stragglers --json -q > even.json
+top=$(json even.json 'max(sum(c["last_rank"] == r for c in d["stragglers"]["collectives"]) for r in range(4)) / len(d["stragglers"]["collectives"])')
+expect_eq "even: no rank last in more than 60 % ($top)" "$(awk -v s="$top" 'BEGIN {print (s <= 0.6)}')" "1"
+
+# 3. An application that never calls MPI: the collector brings MPI up; ranks without records
+#    still take part.
+mpirun -n 2 "$BIN/kernalyse-run" -q -o nompi.h5 /bin/sleep 0.2
+expect_eq "non-MPI app: exit code" "$?" "0"
+"$BIN/kernalyse-merge" nompi.h5 --json -q > nompi.json
+expect_eq "non-MPI app: 2 ranks in the store" "$(json nompi.json 'len(d["ranks"])')" "2"
+
+# 4. Exit codes pass through, and the store is still written.
+mpirun -n 2 "$BIN/kernalyse-run" -q -o exit3.h5 "$BIN/vicuna_tp" --layers 1 --steps 1 --exit-code 3 >/dev/null 2>&1
+expect_eq "app exits 3: mpirun exit code" "$?" "3"
+expect_eq "app exits 3: store written" "$(test -f exit3.h5 && echo yes)" "yes"
+"$BIN/kernalyse-run" -q -o sh3.h5 /bin/bash -c 'exit 3' 2>/dev/null
+expect_eq "non-MPI app exits 3 (singleton)" "$?" "3"
+expect_eq "non-MPI app exits 3: store written" "$(test -f sh3.h5 && echo yes)" "yes"
+
+# 5. Bad input, like a shell: missing app 127, non-executable 126.
+"$BIN/kernalyse-run" -o bad.h5 ./no-such-app 2>err.txt
+expect_eq "missing app: exit 127" "$?" "127"
+expect_contains "missing app: message" "$(cat err.txt)" "./no-such-app: no such file"
+printf 'not a program' > notexec
+"$BIN/kernalyse-run" -o bad.h5 ./notexec 2>err.txt
+expect_eq "non-executable app: exit 126" "$?" "126"
+expect_contains "non-executable app: message" "$(cat err.txt)" "./notexec: not an executable file"
+expect_eq "bad input: no store" "$(ls | grep -c '^bad\.h5')" "0"
+
+# 6. An existing output is never overwritten: the next free name is used and reported.
+before=$(md5sum < nompi.h5)
+mpirun -n 2 "$BIN/kernalyse-run" -o nompi.h5 /bin/sleep 0.1 2>again.err
+expect_contains "existing output: reported" "$(cat again.err)" "nompi.h5 exists; writing $TMP/nompi-1.h5 instead"
+expect_eq "existing output: untouched" "$(md5sum < nompi.h5)" "$before"
+expect_eq "existing output: next name written" "$(test -f nompi-1.h5 && echo yes)" "yes"
+expect_eq "spool files removed after a good merge" "$(ls -d ./*.spool-* 2>/dev/null | wc -l)" "0"
+
+finish
