@@ -230,11 +230,30 @@ inline void write_file_attrs(hid_t file, const StoreAttrs& at) {
 }
 
 // Writes a whole vlen string dataset (serial; HDF5 cannot write vlen data in parallel).
-inline void write_string_rows(hid_t ds, const std::string& what,
-                              const std::vector<const char*>& ptrs) {
-  if (ptrs.empty()) return;
+// ---------------------------------------------------------------------------------------------
+// Serial (one process) writes of whole datasets
+
+template <class T>
+void write_column(hid_t group, const std::string& table, const char* name, const std::vector<T>& v,
+                  size_t rows) {
+  const std::string what = "/" + table + "/" + name;
+  if (v.size() != rows)
+    throw Failure("column " + what + " has " + std::to_string(v.size()) + " rows, expected " +
+                  std::to_string(rows));
+  Handle ds = create_dataset(group, what, name, H5Traits<T>::file(), rows, kChunkRows);
+  if (rows)
+    ok(H5Dwrite(ds, H5Traits<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+       "cannot write " + what);
+}
+
+// A variable-length string dataset. (Parallel HDF5 cannot write these, and allocates every
+// dataset's storage early, so they are created and written by one process, serially.)
+inline void write_strings(hid_t loc, const std::string& what, const char* name,
+                          const std::vector<const char*>& ptrs) {
   Handle type = vlen_string_type();
-  ok(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + what);
+  Handle ds = create_dataset(loc, what, name, type, ptrs.size(), kStringChunkRows);
+  if (!ptrs.empty())
+    ok(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + what);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -343,6 +362,28 @@ std::vector<disk_type_t<M>> rank_column(const std::vector<RankInfo>& r, M RankIn
   col.reserve(r.size());
   for (const RankInfo& x : r) col.push_back(static_cast<disk_type_t<M>>(x.*field));
   return col;
+}
+
+// /strings: the interned strings, id = index.
+inline void write_string_table(hid_t file, const StringTable& strings) {
+  std::vector<const char*> ptrs;
+  ptrs.reserve(strings.size());
+  for (const std::string& str : strings.all()) ptrs.push_back(str.c_str());
+  write_strings(file, "/strings", "strings", ptrs);
+}
+
+// /ranks: RankInfo is an array of structs in memory; transpose it into one column per field.
+inline void write_ranks_group(hid_t file, const std::vector<RankInfo>& r) {
+  const size_t n = r.size();
+  Handle g = create_group(file, "ranks");
+  rank_fields([&](const char* name,
+                  auto field) { write_column(g, "ranks", name, rank_column(r, field), n); },
+              [&](const char* name, std::string RankInfo::*field) {
+                std::vector<const char*> col;
+                col.reserve(n);
+                for (const RankInfo& x : r) col.push_back((x.*field).c_str());
+                write_strings(g, std::string("/ranks/") + name, name, col);
+              });
 }
 
 }  // namespace kernalyse::detail

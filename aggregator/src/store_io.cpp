@@ -24,38 +24,13 @@ using namespace detail;
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-template <class T>
-void write_column(hid_t group, const std::string& table, const char* name, const std::vector<T>& v,
-                  size_t rows) {
-  const std::string what = "/" + table + "/" + name;
-  if (v.size() != rows)
-    throw Failure("column " + what + " has " + std::to_string(v.size()) + " rows, expected " +
-                  std::to_string(rows));
-  Handle ds = create_dataset(group, what, name, H5Traits<T>::file(), rows, kChunkRows);
-  if (rows)
-    ok(H5Dwrite(ds, H5Traits<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
-       "cannot write " + what);
-}
-
-void write_strings(hid_t loc, const std::string& what, const char* name,
-                   const std::vector<const char*>& ptrs) {
-  Handle type = vlen_string_type();
-  Handle ds = create_dataset(loc, what, name, type, ptrs.size(), kStringChunkRows);
-  write_string_rows(ds, what, ptrs);
-}
-
 void write_file(const Store& s, const std::string& tmp) {
   Handle fapl = file_access();
   Handle file(h5(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "cannot create file"),
               H5Fclose);
 
   write_file_attrs(file, s.attrs);
-  {
-    std::vector<const char*> ptrs;
-    ptrs.reserve(s.strings.size());
-    for (const std::string& str : s.strings.all()) ptrs.push_back(str.c_str());
-    write_strings(file, "/strings", "strings", ptrs);
-  }
+  write_string_table(file, s.strings);
   {
     const size_t n = s.activities.size();
     Handle g = create_group(file, "activities");
@@ -89,20 +64,7 @@ void write_file(const Store& s, const std::string& tmp) {
         write_column(g, "nccl", name, col, n);
     });
   }
-  {
-    // RankInfo is an array of structs in memory; transpose it into one column per field.
-    const auto& r = s.ranks;
-    const size_t n = r.size();
-    Handle g = create_group(file, "ranks");
-    rank_fields([&](const char* name,
-                    auto field) { write_column(g, "ranks", name, rank_column(r, field), n); },
-                [&](const char* name, std::string RankInfo::*field) {
-                  std::vector<const char*> col;
-                  col.reserve(n);
-                  for (const RankInfo& x : r) col.push_back((x.*field).c_str());
-                  write_strings(g, std::string("/ranks/") + name, name, col);
-                });
-  }
+  write_ranks_group(file, s.ranks);
   // Closing flushes metadata: a failure here (disk full) must fail the write.
   ok(file.close(), "cannot finish writing the file");
 }

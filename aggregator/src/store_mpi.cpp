@@ -6,11 +6,13 @@
 // string tables, RankInfo rows, attributes and rank 0's choice of name) gives every process the
 // same plan: the process order (by first rank, like merge_stores), each one's row offsets and
 // the global string table (each part's strings interned in that order, like merge_stores). Then:
-//   phase 1, collective (MPI-IO driver): create the file, every group and dataset in the serial
-//            writer's order; each process writes its slice of every table column with one
-//            collective H5Dwrite, its own /ranks row(s) with independent writes;
-//   phase 2, rank 0 (sec2 driver): the variable-length strings (/strings, the text columns of
-//            /ranks) and the file attributes, which parallel HDF5 cannot write; then the rename.
+//   phase 1, collective (MPI-IO driver): create the file and the table groups and datasets in
+//            the serial writer's order; each process writes its slice of every column with one
+//            collective H5Dwrite (selecting nothing when it has no rows);
+//   phase 2, rank 0 (sec2 driver): /strings and /ranks, written with the serial writer's own
+//            code (variable-length strings cannot be written in parallel, and parallel HDF5
+//            allocates and fills datasets early, which makes overwriting vlen data slow), and
+//            the file attributes; then the rename.
 // The result reads back exactly as write_store(merge_stores(parts)) (same layout, same string
 // ids, same row order). Every failure is agreed on, so all processes throw the same Error.
 #include "kernalyse/store_mpi.h"
@@ -165,7 +167,7 @@ StoreAttrs get_attrs(In& in) {
 // What one process holds; exchanged with MPI_Allgather. Row counts, the merge order key and the
 // range of rank numbers its rows use.
 struct Summary {
-  int64_t act, launch, ann, nccl, ranks;
+  int64_t act, launch, ann, nccl;
   int64_t key;     // first rank, as merge_stores orders its parts
   int64_t lo, hi;  // min/max rank number over its RankInfo, activity, launch, annotation rows
   int64_t blob;    // bytes of its serialised metadata
@@ -315,7 +317,6 @@ Summary summarise(const Part& part) {
   m.launch = static_cast<int64_t>(s.launches.size());
   m.ann = static_cast<int64_t>(s.annotations.size());
   m.nccl = static_cast<int64_t>(s.nccl.size());
-  m.ranks = static_cast<int64_t>(s.ranks.size());
   m.lo = std::numeric_limits<int64_t>::max();
   m.hi = std::numeric_limits<int64_t>::min();
   auto see = [&](int64_t r) {
@@ -471,7 +472,6 @@ std::string exchange(MPI_Comm comm, const Part* part, const std::string& local_e
       off.launch += s.launch;
       off.ann += s.ann;
       off.nccl += s.nccl;
-      off.ranks += s.ranks;
       for (RankInfo& r : ranks[p]) plan.ranks.push_back(std::move(r));
     }
   });
@@ -521,16 +521,13 @@ class Phase1 {
 
   hid_t file() const { return *file_; }
 
-  // Creates the dataset with `rows` rows in all and writes `col` at [offset, offset + size):
-  // one collective write (every process takes part), or with `independent`, a write of its own
-  // by each process that has rows (for the one-row-per-rank /ranks columns, where a collective
-  // call per column would cost more than the bytes).
+  // Creates the dataset with `rows` rows in all and writes `col` at [offset, offset + size)
+  // with one collective write, in which every process takes part.
   template <class T>
   void column(hid_t group, const char* name, const std::string& what, const std::vector<T>& col,
-              size_t rows, size_t offset, bool independent = false) {
+              size_t rows, size_t offset) {
     Handle ds = create_dataset(group, what, name, H5Traits<T>::file(), rows, kChunkRows);
     if (!rows) return;  // every process knows: nobody writes
-    if (independent && col.empty()) return;
     Handle fspace(h5(H5Dget_space(ds), "cannot write " + what), H5Sclose);
     const hsize_t n = col.size();
     hsize_t mdims[1] = {std::max<hsize_t>(n, 1)};
@@ -545,15 +542,8 @@ class Phase1 {
       ok(H5Sselect_none(mspace), "cannot select rows of " + what);
     }
     static const T dummy{};
-    ok(H5Dwrite(ds, H5Traits<T>::mem(), mspace, fspace, independent ? H5P_DEFAULT : hid_t(*dxpl_),
-                n ? col.data() : &dummy),
+    ok(H5Dwrite(ds, H5Traits<T>::mem(), mspace, fspace, *dxpl_, n ? col.data() : &dummy),
        "cannot write " + what);
-  }
-
-  // Creates a vlen string dataset (written in phase 2, serially).
-  void string_dataset(hid_t loc, const std::string& what, const char* name, size_t rows) {
-    Handle type = vlen_string_type();
-    create_dataset(loc, what, name, type, rows, kStringChunkRows);
   }
 
   void finish() {
@@ -569,8 +559,7 @@ class Phase1 {
 
 void write_phase1(MPI_Comm comm, const std::string& tmp, const Part& part, const Plan& plan) {
   Phase1 w(comm, tmp);
-  // Creation order as write_store: /strings, then the tables in struct order.
-  w.string_dataset(w.file(), "/strings", "strings", plan.strings.size());
+  // The tables in the serial writer's order; /strings and /ranks follow in phase 2.
   auto table = [&](const char* name, const auto& tab, int64_t Summary::*count) {
     size_t rows = 0;
     for (const Summary& x : plan.all) rows += static_cast<size_t>(x.*count);
@@ -586,50 +575,21 @@ void write_phase1(MPI_Comm comm, const std::string& tmp, const Part& part, const
   table("launches", s.launches, &Summary::launch);
   table("annotations", s.annotations, &Summary::ann);
   table("nccl", s.nccl, &Summary::nccl);
-  {
-    size_t rows = 0;
-    for (const Summary& x : plan.all) rows += static_cast<size_t>(x.ranks);
-    const auto off = static_cast<size_t>(plan.offset.ranks);
-    Handle g = create_group(w.file(), "ranks");
-    rank_fields(
-        [&](const char* name, auto field) {
-          w.column(g, name, std::string("/ranks/") + name, rank_column(part.ranks, field), rows,
-                   off, /*independent=*/true);
-        },
-        [&](const char* name, std::string RankInfo::*) {
-          w.string_dataset(g, std::string("/ranks/") + name, name, rows);
-        });
-  }
   w.finish();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Phase 2: rank 0 alone
 
+// /strings and /ranks (variable-length data, which parallel HDF5 cannot write, and /ranks whole
+// so that its columns keep their creation order) and the file attributes, written exactly as
+// write_store writes them.
 void write_phase2(const std::string& tmp, const Plan& plan) {
   Handle fapl = file_access();
   Handle file(h5(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, fapl), "cannot reopen file"), H5Fclose);
   write_file_attrs(file, plan.attrs);
-  auto open = [&](hid_t loc, const char* name, const std::string& what) {
-    return Handle(h5(H5Dopen2(loc, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
-  };
-  {
-    std::vector<const char*> ptrs;
-    ptrs.reserve(plan.strings.size());
-    for (const std::string& str : plan.strings.all()) ptrs.push_back(str.c_str());
-    write_string_rows(open(file, "strings", "/strings"), "/strings", ptrs);
-  }
-  {
-    Handle g(h5(H5Gopen2(file, "ranks", H5P_DEFAULT), "cannot open /ranks"), H5Gclose);
-    rank_fields([](const char*, auto) {},
-                [&](const char* name, std::string RankInfo::*field) {
-                  const std::string what = std::string("/ranks/") + name;
-                  std::vector<const char*> col;
-                  col.reserve(plan.ranks.size());
-                  for (const RankInfo& x : plan.ranks) col.push_back((x.*field).c_str());
-                  write_string_rows(open(g, name, what), what, col);
-                });
-  }
+  write_string_table(file, plan.strings);
+  write_ranks_group(file, plan.ranks);
   ok(file.close(), "cannot finish writing the file");
 }
 

@@ -350,6 +350,28 @@ TEST_F(StoreMpi, MatchesSerialWriteOfMergedParts) {
   }
 }
 
+// Parts already in merge_stores form (sorted, complete: what a collector hands over) take the
+// writer's no-copy path; the file must be the same.
+TEST_F(StoreMpi, MatchesSerialWriteOfSortedParts) {
+  const int me = world_rank(), np = world_size();
+  auto sorted_part = [&](int p) {
+    std::vector<Store> one;
+    one.push_back(make_part(p, np));
+    return merge_stores(std::move(one));
+  };
+  ParallelWriteOptions opt;
+  opt.path = path("run.h5");
+  write_store_parallel(sorted_part(me), MPI_COMM_WORLD, opt);
+  if (me == 0) {
+    std::vector<Store> parts;
+    for (int p = 0; p < np; ++p) parts.push_back(sorted_part(p));
+    write_store(merge_stores(std::move(parts)), path("serial.h5"));
+    Store par = read_store(opt.path);
+    EXPECT_GT(par.nccl.size(), 0u);
+    expect_same(par, read_store(path("serial.h5")));
+  }
+}
+
 TEST_F(StoreMpi, AllPartsEmpty) {
   const int me = world_rank(), np = world_size();
   Store s;
@@ -446,6 +468,14 @@ TEST_F(StoreMpi, UnwritableDirectoryFailsEverywhereAndLeavesNothing) {
     expect_same_everywhere(err, "error");
     if (me == 0) fs::permissions(path("ro"), fs::perms::owner_all);
   }
+  // A directory in the way, even with force.
+  MPI_Barrier(MPI_COMM_WORLD);
+  opt.path = path("ro");
+  opt.force = true;
+  err = error_of([&] { write_store_parallel(make_part(me, np), MPI_COMM_WORLD, opt); });
+  EXPECT_EQ(err, opt.path + ": is a directory");
+  expect_same_everywhere(err, "error");
+
   MPI_Barrier(MPI_COMM_WORLD);
   if (me == 0) {
     EXPECT_EQ(listing(dir_), (std::vector<std::string>{"file", "ro"}));
