@@ -381,7 +381,43 @@ struct Device {
   int32_t device_id = 0;
   bool blocking_mpi = false;
   int64_t epoch = 0;  // raw ns before which no op starts (a common start on one host)
+  // The emulated hardware has one physical time; the ranks' raw clocks may not (other hosts,
+  // or the time namespaces of the clock tests). physical = raw + phys_offset (rank 0's clock).
+  int64_t phys_offset = 0;
 };
+
+// Each rank's raw-clock offset to rank 0 by min-RTT ping-pong, once at start-up. This is the
+// emulator's own physics (modelled times compared across ranks), not the measurement: the
+// collector aligns the recorded clocks independently.
+int64_t physical_offset(MPI_Comm comm) {
+  int rank = 0, n = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &n);
+  constexpr int kRounds = 12, kTag = 7701;
+  int64_t off = 0;
+  if (rank == 0) {
+    for (int p = 1; p < n; ++p) {
+      int64_t best_rtt = INT64_MAX, best = 0;
+      for (int k = 0; k < kRounds; ++k) {
+        int64_t t1 = raw_now(), tw = 0;
+        MPI_Send(&t1, 1, MPI_INT64_T, p, kTag, comm);
+        MPI_Recv(&tw, 1, MPI_INT64_T, p, kTag, comm, MPI_STATUS_IGNORE);
+        int64_t rtt = raw_now() - t1;
+        if (rtt < best_rtt) best_rtt = rtt, best = t1 + rtt / 2 - tw;
+      }
+      MPI_Send(&best, 1, MPI_INT64_T, p, kTag + 1, comm);
+    }
+  } else {
+    for (int k = 0; k < kRounds; ++k) {
+      int64_t t1 = 0;
+      MPI_Recv(&t1, 1, MPI_INT64_T, 0, kTag, comm, MPI_STATUS_IGNORE);
+      int64_t tw = raw_now();
+      MPI_Send(&tw, 1, MPI_INT64_T, 0, kTag, comm);
+    }
+    MPI_Recv(&off, 1, MPI_INT64_T, 0, kTag + 1, comm, MPI_STATUS_IGNORE);
+  }
+  return off;
+}
 
 // The MPI call carries the synchronisation (a small payload: each rank's modelled arrival time,
 // combined with MAX), the modelled transfer time carries the volume.
@@ -402,8 +438,9 @@ int64_t run_mpi(const Device& dev, const Op& op, int64_t arrival) {
   Comm& c = *op.comm;
   const int n = std::max(c.size, 1);
   const int part = std::max(kMpiElems / n, 1);
-  std::vector<int64_t> send(size_t(part) * size_t(n), arrival);
-  std::vector<int64_t> recv(size_t(part) * size_t(n), arrival);
+  const int64_t phys = arrival + dev.phys_offset;  // exchanged on the common physical clock
+  std::vector<int64_t> send(size_t(part) * size_t(n), phys);
+  std::vector<int64_t> recv(size_t(part) * size_t(n), phys);
   MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int nreq = 1;
   const bool block = dev.blocking_mpi;
@@ -444,9 +481,9 @@ int64_t run_mpi(const Device& dev, const Op& op, int64_t arrival) {
     default: return arrival;
   }
   if (!block) wait_request(req, nreq);
-  int64_t latest = arrival;
+  int64_t latest = phys;
   for (int64_t v : recv) latest = std::max(latest, v);
-  return latest;
+  return latest - dev.phys_offset;
 }
 
 // The device timeline is modelled, anchored to real time: an op starts when its launch call has
@@ -746,12 +783,14 @@ int main(int argc, char** argv) {
     if (started) return;
     started = true;
     const int64_t mine = raw_now();
-    int64_t latest = mine;
-    MPI_Allreduce(&mine, &latest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    dev.epoch = std::clamp(latest + 2000000, mine, raw_now() + 50000000);
+    const int64_t mine_phys = mine + dev.phys_offset;
+    int64_t latest = mine_phys;
+    MPI_Allreduce(&mine_phys, &latest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    dev.epoch = std::clamp(latest - dev.phys_offset + 2000000, mine, raw_now() + 50000000);
     compute_thread = std::thread(stream_main, std::ref(dev), int(kCompute));
     nccl_thread = std::thread(stream_main, std::ref(dev), int(kNccl));
   };
+  dev.phys_offset = physical_offset(MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
 
   const int64_t t0 = raw_now();
