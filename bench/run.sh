@@ -79,4 +79,14 @@ if [ -d "$tf" ]; then
 else
   log "trace_filter pair: $tf absent, skipped"
 fi
+# Collection and merge (kernalyse-run): the collective store write of 4 ranks x 2 M records
+# against a plain parallel-HDF5 write of the same column bytes, and the per-record cost of the
+# emulated-device collection path.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl='^openib,ofi' OMPI_MCA_mtl='^ofi' OMPI_MCA_pml=ob1
+mpirun -n 4 "$bin/kernalyse_merge_bench" --rows 2000000 --reps 7 --dir "$dir/merge" > "$dir/merge.txt" 2>&1
+log "merge, 4 ranks x 2 M records (7 repetitions, medians): $(grep -i 'median' "$dir/merge.txt" | tr '\n' ' ')"
+"$bin/kernalyse-run" -q --force -o "$dir/overhead.h5" "$bin/kernalyse_emu_overhead" 2000000 > "$dir/overhead.txt" 2>&1
+log "$(cat "$dir/overhead.txt")"
+rm -rf "$dir/merge" "$dir/overhead.h5"
 log "results in $out"

@@ -19,6 +19,11 @@ constexpr int kTagPing = 0x6b63;    // rank 0 → peer: "stamp now" (payload unu
 constexpr int kTagPong = 0x6b64;    // peer → rank 0: the peer's receive stamp t_w
 constexpr int kTagResult = 0x6b65;  // rank 0 → peer: {offset, rtt, t_w of the best round}
 constexpr int kWarmup = 3;          // untimed exchanges per peer (first-touch, eager-path setup)
+// Adaptive part: past the requested exchanges, keep going while the best round trip is above
+// kGoodRttNs, up to kMaxRounds or kMaxPeerNs per peer.
+constexpr int64_t kGoodRttNs = 2'000;
+constexpr int kMaxRounds = 2'000;
+constexpr int64_t kMaxPeerNs = 100'000'000;
 constexpr int kMinExchanges = 10;
 
 // Exchanges per peer used by the last measure_offset_to_root of this process (for the method
@@ -75,10 +80,17 @@ ClockSample measure_offset_to_root(MPI_Comm comm, int exchanges) {
     for (int peer = 1; peer < size; ++peer) {
       int64_t best_rtt = std::numeric_limits<int64_t>::max();
       int64_t best_t1 = 0, best_tw = 0;
-      for (int i = 0; i < rounds; ++i) {
+      const int64_t begin = now_raw_ns();
+      // At least `rounds`; then more while the best round trip is still poor (a descheduled
+      // rank on a shared machine), within a per-peer time and round budget.
+      for (int i = 0;; ++i) {
+        if (i >= rounds && (best_rtt <= kGoodRttNs || i >= kMaxRounds ||
+                            now_raw_ns() - begin >= kMaxPeerNs))
+          break;
         int64_t tw = 0;
         const int64_t t1 = now_raw_ns();
-        check(MPI_Send(&t1, 1, MPI_INT64_T, peer, kTagPing, cc), "MPI_Send ping");
+        const int64_t ping[2] = {t1, 1};
+        check(MPI_Send(ping, 2, MPI_INT64_T, peer, kTagPing, cc), "MPI_Send ping");
         check(MPI_Recv(&tw, 1, MPI_INT64_T, peer, kTagPong, cc, MPI_STATUS_IGNORE),
               "MPI_Recv pong");
         const int64_t t4 = now_raw_ns();
@@ -90,6 +102,8 @@ ClockSample measure_offset_to_root(MPI_Comm comm, int exchanges) {
           best_tw = tw;
         }
       }
+      const int64_t stop[2] = {0, 0};
+      check(MPI_Send(stop, 2, MPI_INT64_T, peer, kTagPing, cc), "MPI_Send stop");
       // θ (rank 0 − peer) = t1 + RTT/2 − t_w, rounded to the nearest ns. The differences are
       // taken first: under libfaketime a peer's raw clock can read ~1.8e18 ns.
       const int64_t twice = 2 * (best_t1 - best_tw) + best_rtt;
@@ -99,16 +113,17 @@ ClockSample measure_offset_to_root(MPI_Comm comm, int exchanges) {
     }
     out = ClockSample{now_raw_ns(), 0, 0};
   } else {
-    for (int i = 0; i < rounds; ++i) {
-      int64_t ping = 0;
+    for (int i = 0;; ++i) {
+      int64_t ping[2] = {0, 0};
       if (i == 0) {  // wait for this peer's turn idly; the warm-up rounds absorb the wake-up
         MPI_Request req = MPI_REQUEST_NULL;
-        check(MPI_Irecv(&ping, 1, MPI_INT64_T, 0, kTagPing, cc, &req), "MPI_Irecv ping");
+        check(MPI_Irecv(ping, 2, MPI_INT64_T, 0, kTagPing, cc, &req), "MPI_Irecv ping");
         wait_idle(&req, "MPI_Test ping");
       } else {
-        check(MPI_Recv(&ping, 1, MPI_INT64_T, 0, kTagPing, cc, MPI_STATUS_IGNORE),
+        check(MPI_Recv(ping, 2, MPI_INT64_T, 0, kTagPing, cc, MPI_STATUS_IGNORE),
               "MPI_Recv ping");
       }
+      if (ping[1] == 0) break;  // rank 0 has its best round
       const int64_t tw = now_raw_ns();
       check(MPI_Send(&tw, 1, MPI_INT64_T, 0, kTagPong, cc), "MPI_Send pong");
     }
@@ -144,7 +159,7 @@ ClockModel fit_clock(const ClockSample& start, const ClockSample* end) {
   }
   const int n = g_last_exchanges.load(std::memory_order_relaxed);
   const std::string pingpong =
-      n > 0 ? "mpi-pingpong min-RTT (" + std::to_string(n) + " exchanges)" : "mpi-pingpong min-RTT";
+      n > 0 ? "mpi-pingpong min-RTT (>= " + std::to_string(n) + " exchanges, more while RTT > 2 us)" : "mpi-pingpong min-RTT";
   int64_t worst_rtt = start.rtt_ns;
   if (end != nullptr && end->local_ns != start.local_ns) {
     m.drift = static_cast<double>(end->offset_ns - start.offset_ns) /

@@ -518,9 +518,11 @@ void stream_main(Device& dev, int idx) {
     if (op.coll != Coll::None) {
       const int64_t latest = run_mpi(dev, op, start);
       const int64_t done = raw_now();
-      // Clamp for members on other hosts, whose raw clocks are not ours: never before our own
-      // arrival plus the transfer, never after the real completion plus the transfer.
-      end = std::clamp(latest + op.duration_ns, start + op.duration_ns, done + op.duration_ns);
+      // Never before the real completion (which follows every member's real entry, so no member
+      // ends before the last one started, whatever our estimate of the other clocks), nor before
+      // our own arrival plus the transfer; never after the real completion plus the transfer.
+      end = std::clamp(latest + op.duration_ns, std::max(start + op.duration_ns, done),
+                       done + op.duration_ns);
     }
     sleep_until_raw(end);
 

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The recorded job with unaligned clocks: every rank of the emulated tensor-parallel run starts in
 # its own time namespace with a known CLOCK_MONOTONIC(_RAW) offset (seconds apart plus odd ns).
-# kernalyse-run must recover the offsets within the uncertainty it states, the aligned store must
+# kernalyse-run must recover the offsets within 2 µs and within the uncertainty it states, and
+# no drift (|drift| < 2 ppm); the aligned store must
 # have no happened-before violation while the unaligned clocks have many, and the straggler
-# ledger must still name the slow rank.
+# ledger must still name the slow rank. (Drift under libfaketime: test_clock_truth.sh, same code.)
 source "$(dirname "$0")/lib.sh"
 use_mpi
+# Spinning MPI waits (no yield) keep the ping-pong round trips sub-µs on this shared machine;
+# the ranks' own waits do not spin (the collector's and the example's idle waits sleep).
+export OMPI_MCA_mpi_yield_when_idle=0
 cd "$TMP"
 [ -x "$BIN/kernalyse_timens_exec" ] || { fail "kernalyse_timens_exec not built"; finish; exit; }
 
@@ -34,7 +38,6 @@ off, drift = R["clock_offset_ns"][:].tolist(), R["clock_drift"][:].tolist()
 base, unc = R["base_time_ns"][:].tolist(), R["clock_uncertainty_ns"][:].tolist()
 start = f["activities/start_ns"][:]
 t_run = int(start.min())  # a moment inside the run, on the aligned timeline
-span = float(f["activities/end_ns"][:].max() - start.min())
 passed = failed = 0
 def check(what, ok, detail=""):
     global passed, failed
@@ -49,19 +52,18 @@ for i, r in enumerate(ranks):
     measured = (t_run - base[i]) - t_local          # rank 0 clock − rank r clock
     expected = injected[0] - injected[r]
     err = abs(measured - expected)
-    check(f"rank {r}: offset {measured:.0f} ns vs injected {expected} ns within the stated ±{unc[i]} ns (+1 µs)",
-          err <= unc[i] + 1000, f"error {err:.0f} ns")
-    # Two-point drift over a short run: its error is bounded by the two samples' errors over
-    # the time between them (at least the recorded span), which the stated uncertainty covers.
-    bound = 2 * unc[i] / span + 2e-6
-    check(f"rank {r}: |drift| {abs(drift[i])*1e6:.2f} ppm within the bound {bound*1e6:.2f} ppm",
-          abs(drift[i]) <= bound, drift[i])
+    check(f"rank {r}: offset {measured:.0f} ns vs injected {expected} ns within 2 µs (stated ±{unc[i]} ns)",
+          err <= 2000, f"error {err:.0f} ns")
+    check(f"rank {r}: error within the stated uncertainty", err <= unc[i] + 50, f"error {err:.0f} ns")
+    check(f"rank {r}: |drift| {abs(drift[i])*1e6:.3f} ppm < 2 ppm", abs(drift[i]) < 2e-6)
 cc = d["stragglers"]["clock_check"]
 check("happened-before violations after alignment: 0", cc["violations_aligned"] == 0, cc)
 check("violations on the unaligned clocks: many", cc["violations_unaligned"] > cc["nxn_instances"] // 2, cc)
 c = d["stragglers"]["collectives"]
-share = sum(x["last_rank"] == 2 for x in c) / len(c)
-check(f"slow rank 2 last in >= 90 % of collectives ({share:.2f})", share >= 0.9)
+# (The >= 90 % share is asserted in test_run_mpi.sh; here: the aligned ledger blames rank 2.)
+counts = {r: sum(x["last_rank"] == r for x in c) for r in range(4)}
+check(f"slow rank 2 is last most often {counts}", max(counts, key=counts.get) == 2)
+check("headline names rank 2", d["stragglers"]["headline"].startswith("rank 2 arrived last"))
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
 PY
