@@ -520,11 +520,6 @@ int64_t dtype_bytes(std::string_view d) {
   return -1;
 }
 
-struct StepMark {
-  int64_t start, end;
-  int32_t step;
-};
-
 class Importer {
  public:
   Importer(const std::string& name, const ImportOptions& opt)
@@ -549,7 +544,6 @@ class Importer {
   const Classifier* classifier_;
   Store store_;
   std::vector<int8_t> category_of_;  // per name id; -1 = not classified yet
-  std::vector<StepMark> steps_;
   bool have_events_key_ = false;
   bool top_is_array_ = false;
   std::string distributed_info_, device_properties_;
@@ -797,16 +791,6 @@ void Importer::add_event(const RawEvent& ev) {
   an.end_ns.push_back(ev.ts + ev.dur);
   an.name_id.push_back(store_.strings.intern(ev.s[kName]));
   an.step.push_back(step);
-  if (ak == AnnotationKind::Step) steps_.push_back({ev.ts, ev.ts + ev.dur, step});
-}
-
-// Step containing t (CPU time), or kNoStep. steps_ is sorted by start.
-int32_t step_at(const std::vector<StepMark>& steps, int64_t t) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), t,
-                             [](int64_t v, const StepMark& s) { return v < s.start; });
-  if (it == steps.begin()) return kNoStep;
-  --it;
-  return t < it->end ? it->step : kNoStep;
 }
 
 void Importer::finish(ImportStats* stats) {
@@ -846,30 +830,10 @@ void Importer::finish(ImportStats* stats) {
   Annotations& an = store_.annotations;
   shift(a.start_ns), shift(a.end_ns), shift(l.start_ns), shift(l.end_ns), shift(an.start_ns),
       shift(an.end_ns);
-  for (auto& s : steps_) s.start += base, s.end += base;
-  std::sort(steps_.begin(), steps_.end(),
-            [](const StepMark& x, const StepMark& y) { return x.start < y.start; });
 
   for (auto* col : {&a.rank, &l.rank, &an.rank}) std::fill(col->begin(), col->end(), *rank);
 
-  // Steps: launches and annotations by CPU time; GPU work through its launch's correlation
-  // (HTA's rule), falling back to its own start when no launch is known.
-  std::unordered_map<int64_t, int32_t> step_of_corr;
-  if (!steps_.empty()) {
-    step_of_corr.reserve(l.size());
-    for (size_t i = 0; i < l.size(); ++i) {
-      l.step[i] = step_at(steps_, l.start_ns[i]);
-      if (l.correlation[i] != kNoCorrelation) step_of_corr[l.correlation[i]] = l.step[i];
-    }
-    for (size_t i = 0; i < an.size(); ++i)
-      if (an.kind[i] != static_cast<uint8_t>(AnnotationKind::Step))
-        an.step[i] = step_at(steps_, an.start_ns[i]);
-    for (size_t i = 0; i < a.size(); ++i) {
-      auto it = a.correlation[i] == kNoCorrelation ? step_of_corr.end()
-                                                  : step_of_corr.find(a.correlation[i]);
-      a.step[i] = it != step_of_corr.end() ? it->second : step_at(steps_, a.start_ns[i]);
-    }
-  }
+  assign_steps(store_);
 
   RankInfo info;
   info.rank = *rank;

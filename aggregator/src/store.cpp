@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <numeric>
 #include <thread>
 #include <tuple>
@@ -461,6 +462,54 @@ void sort_annotations(Annotations& a) {
 }
 
 }  // namespace
+
+void assign_steps(Store& s) {
+  struct Mark {
+    int64_t start, end;
+    int32_t step;
+  };
+  std::map<int32_t, std::vector<Mark>> steps;
+  const Annotations& an = s.annotations;
+  for (size_t i = 0; i < an.size(); ++i)
+    if (an.kind[i] == static_cast<uint8_t>(AnnotationKind::Step))
+      steps[an.rank[i]].push_back({an.start_ns[i], an.end_ns[i], an.step[i]});
+  if (steps.empty()) return;
+  for (auto& [r, v] : steps)
+    std::sort(v.begin(), v.end(), [](const Mark& x, const Mark& y) { return x.start < y.start; });
+  auto step_at = [&](int32_t rank, int64_t t) -> int32_t {
+    auto it = steps.find(rank);
+    if (it == steps.end()) return kNoStep;
+    const auto& v = it->second;
+    auto p = std::upper_bound(v.begin(), v.end(), t,
+                              [](int64_t x, const Mark& m) { return x < m.start; });
+    if (p == v.begin()) return kNoStep;
+    --p;
+    return t < p->end ? p->step : kNoStep;
+  };
+  LaunchCalls& l = s.launches;
+  std::map<int32_t, std::unordered_map<int64_t, int32_t>> step_of_corr;
+  for (size_t i = 0; i < l.size(); ++i) {
+    l.step[i] = step_at(l.rank[i], l.start_ns[i]);
+    if (l.correlation[i] != kNoCorrelation) step_of_corr[l.rank[i]][l.correlation[i]] = l.step[i];
+  }
+  Annotations& am = s.annotations;
+  for (size_t i = 0; i < am.size(); ++i)
+    if (am.kind[i] != static_cast<uint8_t>(AnnotationKind::Step))
+      am.step[i] = step_at(am.rank[i], am.start_ns[i]);
+  Activities& a = s.activities;
+  for (size_t i = 0; i < a.size(); ++i) {
+    int32_t st = kNoStep;
+    bool found = false;
+    if (a.correlation[i] != kNoCorrelation) {
+      auto rc = step_of_corr.find(a.rank[i]);
+      if (rc != step_of_corr.end()) {
+        auto it = rc->second.find(a.correlation[i]);
+        if (it != rc->second.end()) st = it->second, found = true;
+      }
+    }
+    a.step[i] = found ? st : step_at(a.rank[i], a.start_ns[i]);
+  }
+}
 
 void sort_activities(Store& s) {
   Activities& a = s.activities;

@@ -293,12 +293,7 @@ class Collector {
       l.correlation.push_back(r.correlation);
       l.step.push_back(kNoStep);
     }
-    // Ranges: "ProfilerStep#N" are steps; steps then tag launches and, through them, GPU work.
-    struct StepMark {
-      int64_t start, end;
-      int32_t step;
-    };
-    std::vector<StepMark> steps;
+    // Ranges: "ProfilerStep#N" are steps (which then tag launches and GPU work); others NVTX.
     for (const auto& r : c.ranges) {
       auto& an = s.annotations;
       const std::string& name = s.strings.at(r.name);
@@ -312,27 +307,8 @@ class Collector {
       an.end_ns.push_back(t(r.end_ns));
       an.name_id.push_back(r.name);
       an.step.push_back(step);
-      if (step != kNoStep) steps.push_back({t(r.start_ns), t(r.end_ns), step});
     }
-    if (!steps.empty()) {
-      std::sort(steps.begin(), steps.end(), [](auto& x, auto& y) { return x.start < y.start; });
-      auto step_at = [&](int64_t ts) {
-        auto it = std::upper_bound(steps.begin(), steps.end(), ts,
-                                   [](int64_t v, const StepMark& m) { return v < m.start; });
-        if (it == steps.begin()) return kNoStep;
-        --it;
-        return ts < it->end ? it->step : kNoStep;
-      };
-      std::unordered_map<int64_t, int32_t> step_of_corr;
-      for (size_t i = 0; i < s.launches.size(); ++i) {
-        s.launches.step[i] = step_at(s.launches.start_ns[i]);
-        step_of_corr[s.launches.correlation[i]] = s.launches.step[i];
-      }
-      for (size_t i = 0; i < a.size(); ++i) {
-        auto it = step_of_corr.find(a.correlation[i]);
-        a.step[i] = it != step_of_corr.end() ? it->second : step_at(a.start_ns[i]);
-      }
-    }
+    assign_steps(s);
     for (const auto& r : c.nccl) {
       auto it = act_of_corr.find(r.correlation);
       if (it == act_of_corr.end()) continue;  // tag without its kernel (kernel dropped)

@@ -168,6 +168,11 @@ struct ColumnSelection {
 // Joins per-rank stores into one; string ids are remapped. Fails on duplicate ranks.
 Store merge_stores(std::vector<Store> parts);
 
+// Fills the step columns from each rank's ProfilerStep#N annotations: launches and other
+// annotations by CPU time; GPU work through its launch's correlation id (HTA's rule), else by
+// its own start. Every producer (importer, collector) calls this one function.
+void assign_steps(Store& s);
+
 // Sorts activities by (rank, device, stream, start, end), keeping nccl.activity consistent.
 void sort_activities(Store& s);
 
