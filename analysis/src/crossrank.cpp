@@ -240,79 +240,69 @@ Store hta_view(const Store& in) {
   return s;
 }
 
-void overlap_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+namespace {
+// One per-rank table over the union statistics, and its per-step twin (native mode, when steps
+// exist): overlap and breakdown differ only in their columns.
+void union_tables(const Store& s, const CrossRankOptions& opt, const std::string& key,
+                  const std::string& title, const std::string& step_title,
+                  const std::vector<std::string>& columns,
+                  const std::function<std::vector<Cell>(const UnionStats&)>& values, Report* out) {
   std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  auto make = [](const std::string& key, const std::string& title, bool step) {
+  auto table = [&](bool per_step) {
     Table t;
-    t.key = key;
-    t.title = title;
+    t.key = per_step ? key + "_steps" : key;
+    t.title = per_step ? step_title : title;
     t.columns = {"rank"};
-    if (step) t.columns.push_back("step");
-    for (const char* c : {"comm_us", "overlap_us", "overlap_pct", "exposed_comm_us",
-                          "exposed_comm_pct", "span_us", "note"})
-      t.columns.push_back(c);
-    return t;
+    if (per_step) t.columns.push_back("step");
+    t.columns.insert(t.columns.end(), columns.begin(), columns.end());
+    add_rank_rows(s, rows, opt, per_step, [&](int32_t rank, int32_t step, const UnionStats& u) {
+      std::vector<Cell> row{int64_t{rank}};
+      if (per_step) row.push_back(int64_t{step});
+      for (Cell& c : values(u)) row.push_back(std::move(c));
+      t.rows.push_back(std::move(row));
+    });
+    out->tables.push_back(std::move(t));
   };
-  auto fill = [](Table& t, int32_t rank, int32_t step, const UnionStats& u) {
-    std::vector<Cell> row{int64_t{rank}};
-    if (step != kNoStep) row.push_back(int64_t{step});
-    row.push_back(us(u.comm_ns));
-    row.push_back(us(u.overlap_ns));
-    row.push_back(pct(u.overlap_ns, u.comm_ns));
-    row.push_back(us(u.comm_excl_ns));
-    row.push_back(pct(u.comm_excl_ns, u.span_ns));
-    row.push_back(us(u.span_ns));
-    row.push_back(std::string(u.comm_ns > 0 ? "" : "no communication kernels"));
-    t.rows.push_back(std::move(row));
-  };
-  Table whole = make("overlap", "Communication/computation overlap per rank", false);
-  add_rank_rows(s, rows, opt, false,
-                [&](int32_t r, int32_t st, const UnionStats& u) { fill(whole, r, st, u); });
-  out->tables.push_back(std::move(whole));
-  if (opt.compat == Compat::Native && has_steps(s, rows)) {
-    Table steps = make("overlap_steps", "Overlap per rank and step", true);
-    add_rank_rows(s, rows, opt, true,
-                  [&](int32_t r, int32_t st, const UnionStats& u) { fill(steps, r, st, u); });
-    out->tables.push_back(std::move(steps));
-  }
+  table(false);
+  if (opt.compat == Compat::Native && has_steps(s, rows)) table(true);
+}
+}  // namespace
+
+void overlap_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  union_tables(
+      s, opt, "overlap", "Communication/computation overlap per rank", "Overlap per rank and step",
+      {"comm_us", "overlap_us", "overlap_pct", "exposed_comm_us", "exposed_comm_pct", "span_us",
+       "note"},
+      [](const UnionStats& u) {
+        std::vector<Cell> v;
+        for (int64_t x : {u.comm_ns, u.overlap_ns}) v.push_back(us(x));
+        v.push_back(pct(u.overlap_ns, u.comm_ns));
+        v.push_back(us(u.comm_excl_ns));
+        v.push_back(pct(u.comm_excl_ns, u.span_ns));
+        v.push_back(us(u.span_ns));
+        v.push_back(std::string(u.comm_ns > 0 ? "" : "no communication kernels"));
+        return v;
+      },
+      out);
 }
 
 void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  auto make = [](const std::string& key, const std::string& title, bool step) {
-    Table t;
-    t.key = key;
-    t.title = title;
-    t.columns = {"rank"};
-    if (step) t.columns.push_back("step");
-    for (const char* c : {"span_us", "idle_us", "compute_us", "non_compute_us", "comm_us",
-                          "memory_us", "other_us", "idle_pct", "compute_pct", "non_compute_pct"})
-      t.columns.push_back(c);
-    return t;
-  };
-  auto fill = [](Table& t, int32_t rank, int32_t step, const UnionStats& u) {
-    int64_t idle = u.span_ns - u.busy_ns;
-    int64_t non_compute = u.span_ns - u.compute_ns - idle;
-    std::vector<Cell> row{int64_t{rank}};
-    if (step != kNoStep) row.push_back(int64_t{step});
-    for (int64_t v : {u.span_ns, idle, u.compute_ns, non_compute, u.comm_excl_ns,
-                      u.memory_excl_ns, u.other_excl_ns})
-      row.push_back(us(v));
-    row.push_back(pct(idle, u.span_ns));
-    row.push_back(pct(u.compute_ns, u.span_ns));
-    row.push_back(pct(non_compute, u.span_ns));
-    t.rows.push_back(std::move(row));
-  };
-  Table whole = make("breakdown", "Temporal breakdown per rank (non-compute = comm + memory + other)", false);
-  add_rank_rows(s, rows, opt, false,
-                [&](int32_t r, int32_t st, const UnionStats& u) { fill(whole, r, st, u); });
-  out->tables.push_back(std::move(whole));
-  if (opt.compat == Compat::Native && has_steps(s, rows)) {
-    Table steps = make("breakdown_steps", "Temporal breakdown per rank and step", true);
-    add_rank_rows(s, rows, opt, true,
-                  [&](int32_t r, int32_t st, const UnionStats& u) { fill(steps, r, st, u); });
-    out->tables.push_back(std::move(steps));
-  }
+  union_tables(
+      s, opt, "breakdown", "Temporal breakdown per rank (non-compute = comm + memory + other)",
+      "Temporal breakdown per rank and step",
+      {"span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "memory_us", "other_us",
+       "idle_pct", "compute_pct", "non_compute_pct"},
+      [](const UnionStats& u) {
+        int64_t idle = u.span_ns - u.busy_ns;
+        int64_t non_compute = u.span_ns - u.compute_ns - idle;
+        std::vector<Cell> v;
+        for (int64_t x : {u.span_ns, idle, u.compute_ns, non_compute, u.comm_excl_ns,
+                          u.memory_excl_ns, u.other_excl_ns})
+          v.push_back(us(x));
+        for (int64_t x : {idle, u.compute_ns, non_compute}) v.push_back(pct(x, u.span_ns));
+        return v;
+      },
+      out);
 }
 
 void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
