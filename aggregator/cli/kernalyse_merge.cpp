@@ -14,6 +14,7 @@
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/crossrank.h"
+#include "kernalyse/export.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/store_io.h"
 
@@ -40,6 +41,7 @@ struct Options {
   bool verbose = false, json = false, quiet = false;
   std::string csv_dir;
   std::vector<std::string> comm_regex;
+  std::string perfetto, export_kineto, from, to;  // exports (docs/exports.md)
 };
 
 bool is_trace_name(const fs::path& p) {
@@ -145,16 +147,19 @@ int run(const Options& o, const std::string& command_line) {
 
   Store store;
   bool cross = o.overlap || o.breakdown || o.idle || o.stragglers;
-  bool analyse = o.summary || o.gaps || cross || o.output.empty();
+  bool exporting = !o.perfetto.empty() || !o.export_kineto.empty();
+  bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
     // Read only what the chosen analyses use (peak RSS stays near the columns read).
     bool need_launches = o.idle || o.stragglers || o.compat == "hta";
     ColumnSelection sel;
-    sel.launches = need_launches;
-    sel.launch_detail = false;  // the analyses join launches by correlation and use their start
-    sel.nccl = o.stragglers;
-    sel.activity_correlation = need_launches;
+    if (!exporting) {  // exports write every column
+      sel.launches = need_launches;
+      sel.launch_detail = false;  // the analyses join launches by correlation and use their start
+      sel.nccl = o.stragglers;
+      sel.activity_correlation = need_launches;
+    }
     store = read_store(files[0], sel);
   } else {
     // Refuse early, before a long import, if the output exists and --force is not given.
@@ -184,6 +189,24 @@ int run(const Options& o, const std::string& command_line) {
     if (!o.output.empty()) {
       write_store(store, o.output, WriteOptions{o.force});
       if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
+    }
+  }
+  if (exporting) {
+    ExportOptions eo;
+    eo.rank = o.rank, eo.step = o.step, eo.force = o.force;
+    if (!o.from.empty()) eo.from_ns = parse_time_to_ns(o.from);
+    if (!o.to.empty()) eo.to_ns = parse_time_to_ns(o.to);
+    if (!o.perfetto.empty()) {
+      ExportStats es = export_perfetto(store, o.perfetto, eo);
+      if (!o.quiet)
+        std::cerr << "wrote " << o.perfetto << " (" << es.events << " events, " << es.flows
+                  << " collective flows)\n";
+    }
+    if (!o.export_kineto.empty()) {
+      ExportStats es = export_kineto(store, o.export_kineto, eo);
+      if (!o.quiet)
+        std::cerr << "wrote " << es.files << " Kineto trace(s) into " << o.export_kineto << " ("
+                  << es.events << " events)\n";
     }
   }
   if (!analyse) return 0;
@@ -305,6 +328,12 @@ int main(int argc, char** argv) {
   app.add_option("--csv", o.csv_dir, "also write one CSV per table into DIR");
   app.add_option("--comm-regex", o.comm_regex,
                  "extra regex for communication kernels (repeatable)");
+  app.add_option("--perfetto", o.perfetto,
+                 "write a Chrome trace-event JSON (.json or .json.gz) for Perfetto UI / chrome://tracing");
+  app.add_option("--export-kineto", o.export_kineto,
+                 "write one Kineto-style JSON per rank (DIR/rank-<r>.json) for HTA / TraceLens");
+  app.add_option("--from", o.from, "exports: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
+  app.add_option("--to", o.to, "exports: keep events starting before T (same units as --from)");
   app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");
   app.set_version_flag("--version", std::string("kernalyse-merge ") + KERNALYSE_VERSION);
   try {

@@ -1,0 +1,47 @@
+// Exports of a store: one Chrome trace-event JSON for Perfetto UI / chrome://tracing (all ranks,
+// aligned), and one Kineto-style JSON per rank for HTA / TraceLens. Streaming writers: no JSON
+// DOM of the events is built. Formats and conventions in docs/exports.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kernalyse/store.h"
+
+namespace kernalyse {
+
+// What to export. Times (from/to) are ns offsets from export_base_ns(store), the run's origin
+// that the Perfetto output's ts count from; an event is kept if it overlaps [from, to).
+struct ExportOptions {
+  std::optional<int32_t> rank;
+  std::optional<int32_t> step;
+  std::optional<int64_t> from_ns, to_ns;
+  bool force = false;  // replace an existing output
+};
+
+struct ExportStats {
+  int64_t events = 0;  // trace events written (all files)
+  int64_t flows = 0;   // flow pairs (Perfetto)
+  int64_t files = 0;
+};
+
+// The run's origin for exported ts: the earliest time in the store (activities, launches,
+// annotations), rounded down to a whole µs; 0 for an empty store.
+int64_t export_base_ns(const Store& s);
+
+// "12.5" (µs), "12500ns", "12.5us", "12.5µs", "3ms", "1s" → ns (exact decimal). Throws Error.
+int64_t parse_time_to_ns(std::string_view text);
+
+// int64 ns → exact decimal µs with three fraction digits ("-0.001", "1234.567").
+std::string ns_to_us_text(int64_t ns);
+
+// Chrome trace-event JSON (.json, or gzip when the name ends in .gz). Written to a temporary name
+// and renamed; refuses an existing file without opt.force. Throws Error.
+ExportStats export_perfetto(const Store& s, const std::string& path, const ExportOptions& opt);
+
+// Kineto-style JSON per rank: DIR/rank-<r>.json (created if absent). Throws Error.
+ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOptions& opt);
+
+}  // namespace kernalyse

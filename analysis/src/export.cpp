@@ -1,0 +1,707 @@
+// Perfetto (Chrome trace-event) and Kineto-style JSON exports of a store. Streaming: events are
+// written as they are visited through a buffered (optionally gzip) writer; no JSON DOM of events.
+// Conventions in docs/exports.md.
+#include "kernalyse/export.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "kernalyse/store_io.h"
+
+namespace fs = std::filesystem;
+
+namespace kernalyse {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view e) {
+  return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+}
+
+// Buffered writer to a temporary file (plain or gzip), renamed onto the target by commit().
+class Writer {
+ public:
+  Writer(const std::string& path, bool force) : path_(path) {
+    std::error_code ec;
+    if (!force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
+    tmp_ = path + ".tmp." + std::to_string(::getpid());
+    gz_mode_ = ends_with(path, ".gz");
+    if (gz_mode_) {
+      gz_ = gzopen(tmp_.c_str(), "wb6");
+      if (!gz_) throw Error(path + ": cannot create: " + std::strerror(errno));
+    } else {
+      f_ = std::fopen(tmp_.c_str(), "wb");
+      if (!f_) throw Error(path + ": cannot create: " + std::strerror(errno));
+    }
+    buf_.reserve(kCap + 4096);
+  }
+  ~Writer() {
+    if (f_) std::fclose(f_);
+    if (gz_) gzclose(gz_);
+    if (!committed_) {
+      std::error_code ec;
+      fs::remove(tmp_, ec);
+    }
+  }
+  Writer& operator<<(std::string_view s) {
+    buf_.append(s);
+    if (buf_.size() >= kCap) flush();
+    return *this;
+  }
+  Writer& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  Writer& num(int64_t v) {
+    char b[24];
+    int n = std::snprintf(b, sizeof b, "%lld", static_cast<long long>(v));
+    buf_.append(b, static_cast<size_t>(n));
+    return *this;
+  }
+  Writer& us(int64_t ns) { return *this << ns_to_us_text(ns); }
+  // A JSON string literal (quotes included), escaped.
+  Writer& str(std::string_view s) {
+    buf_.push_back('"');
+    for (char ch : s) {
+      auto c = static_cast<unsigned char>(ch);
+      if (c == '"' || c == '\\') {
+        buf_.push_back('\\');
+        buf_.push_back(ch);
+      } else if (c < 0x20) {
+        char b[8];
+        std::snprintf(b, sizeof b, "\\u%04x", c);
+        buf_.append(b);
+      } else {
+        buf_.push_back(ch);
+      }
+    }
+    buf_.push_back('"');
+    return *this;
+  }
+  void flush() {
+    if (buf_.empty()) return;
+    if (gz_mode_) {
+      if (gzwrite(gz_, buf_.data(), static_cast<unsigned>(buf_.size())) !=
+          static_cast<int>(buf_.size()))
+        throw Error(path_ + ": write error (gzip)");
+    } else if (std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) {
+      throw Error(path_ + ": write error: " + std::strerror(errno));
+    }
+    buf_.clear();
+  }
+  void commit() {
+    flush();
+    if (gz_mode_) {
+      int rc = gzclose(gz_);
+      gz_ = nullptr;
+      if (rc != Z_OK) throw Error(path_ + ": write error (gzip close)");
+    } else {
+      int rc = std::fclose(f_);
+      f_ = nullptr;
+      if (rc != 0) throw Error(path_ + ": write error: " + std::strerror(errno));
+    }
+    std::error_code ec;
+    fs::rename(tmp_, path_, ec);
+    if (ec) throw Error(path_ + ": cannot rename the temporary file: " + ec.message());
+    committed_ = true;
+  }
+
+ private:
+  static constexpr size_t kCap = 1 << 20;
+  std::string path_, tmp_;
+  bool gz_mode_ = false, committed_ = false;
+  FILE* f_ = nullptr;
+  gzFile gz_ = nullptr;
+  std::string buf_;
+};
+
+const char* kineto_cat(Kind k) {
+  switch (k) {
+    case Kind::Kernel: return "kernel";
+    case Kind::Memcpy: return "gpu_memcpy";
+    case Kind::Memset: return "gpu_memset";
+    case Kind::Sync: return "cuda_sync";
+    case Kind::HostOnStream: return "host_on_stream";
+    default: return "gpu_other";
+  }
+}
+
+// Row selection shared by both exports.
+struct Selection {
+  const Store& s;
+  const ExportOptions& o;
+  int64_t base;
+  bool rank_ok(int32_t r) const { return !o.rank || *o.rank == r; }
+  bool time_ok(int64_t st, int64_t en) const {
+    if (o.from_ns && en - base < *o.from_ns) return false;
+    if (o.from_ns && en - base == *o.from_ns && st != en) return false;
+    if (o.to_ns && st - base >= *o.to_ns) return false;
+    return true;
+  }
+  bool activity(size_t i) const {
+    const auto& a = s.activities;
+    return rank_ok(a.rank[i]) && (!o.step || a.step[i] == *o.step) && time_ok(a.start_ns[i], a.end_ns[i]);
+  }
+  bool launch(size_t i) const {
+    const auto& l = s.launches;
+    return rank_ok(l.rank[i]) && (!o.step || l.step[i] == *o.step) && time_ok(l.start_ns[i], l.end_ns[i]);
+  }
+  bool annotation(size_t i) const {
+    const auto& n = s.annotations;
+    return rank_ok(n.rank[i]) && (!o.step || n.step[i] == *o.step) && time_ok(n.start_ns[i], n.end_ns[i]);
+  }
+};
+
+std::vector<int32_t> nccl_index(const Store& s) {
+  std::vector<int32_t> v(s.activities.size(), -1);
+  for (size_t i = 0; i < s.nccl.size(); ++i)
+    if (s.nccl.activity[i] < v.size()) v[s.nccl.activity[i]] = static_cast<int32_t>(i);
+  return v;
+}
+
+// NCCL arguments in Kineto's spelling (what our importer, HTA and TraceLens read).
+void write_nccl_args(Writer& w, const Store& s, int32_t n) {
+  const NcclInfo& c = s.nccl;
+  w << ",\"Collective name\":";
+  w.str(s.strings.at(c.collective_id[n]));
+  if (c.seq[n] >= 0) w << ",\"Seq\":", w.num(c.seq[n]);
+  if (c.in_nelems[n] >= 0) w << ",\"In msg nelems\":", w.num(c.in_nelems[n]);
+  if (c.out_nelems[n] >= 0) w << ",\"Out msg nelems\":", w.num(c.out_nelems[n]);
+  if (c.msg_bytes[n] >= 0) w << ",\"In msg size\":", w.num(c.msg_bytes[n]);
+  if (c.group_size[n] >= 0) w << ",\"Group size\":", w.num(c.group_size[n]);
+  if (c.dtype_id[n]) w << ",\"dtype\":", w.str(s.strings.at(c.dtype_id[n]));
+  w << ",\"Process Group Name\":";
+  w.str(s.strings.at(c.pg_name_id[n]));
+  if (c.pg_desc_id[n]) w << ",\"Process Group Description\":", w.str(s.strings.at(c.pg_desc_id[n]));
+  if (c.pg_ranks_id[n]) w << ",\"Process Group Ranks\":", w.str(s.strings.at(c.pg_ranks_id[n]));
+  if (n < static_cast<int32_t>(c.comm_hash.size()) && c.comm_hash[n])
+    w << ",\"comm hash\":" << std::to_string(c.comm_hash[n]);
+  if (n < static_cast<int32_t>(c.peer.size()) && c.peer[n] >= 0) w << ",\"peer\":", w.num(c.peer[n]);
+}
+
+// ---------------------------------------------------------------- collective matching
+// One matched collective: its kernel row on each rank (sorted by rank).
+struct Matched {
+  int64_t id;
+  std::vector<std::pair<int32_t, uint32_t>> rows;  // (rank, activity row)
+};
+
+// Communication kernels matched across ranks by (communicator or process group, collective,
+// seq) when every one carries NCCL metadata with a seq, (process group, collective, occurrence)
+// when all carry metadata, else (kernel name, occurrence). Instances seen on >= 2 ranks.
+std::vector<Matched> match_collectives(const Store& s, const std::vector<int32_t>& nccl_of,
+                                       std::vector<int64_t>* coll_of) {
+  const auto& a = s.activities;
+  const auto& c = s.nccl;
+  coll_of->assign(a.size(), -1);
+  std::map<int32_t, std::vector<uint32_t>> comm;  // per rank, in start order
+  bool all_meta = true, all_seq = true;
+  for (uint32_t i = 0; i < a.size(); ++i) {
+    if (a.kind[i] != static_cast<uint8_t>(Kind::Kernel) ||
+        a.category[i] != static_cast<uint8_t>(Category::Communication))
+      continue;
+    comm[a.rank[i]].push_back(i);
+    int32_t n = nccl_of[i];
+    all_meta = all_meta && n >= 0;
+    all_seq = all_seq && n >= 0 && c.seq[n] >= 0;
+  }
+  std::map<std::string, std::vector<std::pair<int32_t, uint32_t>>> inst;
+  std::vector<std::string> order;
+  for (auto& [r, v] : comm) {
+    std::stable_sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) {
+      return std::tie(a.start_ns[x], a.end_ns[x]) < std::tie(a.start_ns[y], a.end_ns[y]);
+    });
+    std::unordered_map<std::string, int64_t> occ;
+    for (uint32_t i : v) {
+      int32_t n = nccl_of[i];
+      std::string base;
+      if (all_meta) {
+        uint64_t h = n < static_cast<int32_t>(c.comm_hash.size()) ? c.comm_hash[n] : 0;
+        base = (h ? std::to_string(h) : s.strings.at(c.pg_name_id[n])) + "\x1f" +
+               s.strings.at(c.collective_id[n]);
+      } else {
+        base = s.strings.at(a.name_id[i]);
+      }
+      std::string key = base + "\x1f" + std::to_string(all_seq ? c.seq[n] : occ[base]++);
+      auto [it, fresh] = inst.try_emplace(key);
+      if (fresh) order.push_back(key);
+      if (std::none_of(it->second.begin(), it->second.end(),
+                       [&](const auto& x) { return x.first == r; }))
+        it->second.emplace_back(r, i);
+    }
+  }
+  std::vector<Matched> out;
+  for (const auto& k : order) {
+    auto& rows = inst[k];
+    if (rows.size() < 2) continue;
+    Matched m{static_cast<int64_t>(out.size()), rows};
+    for (auto& [r, i] : m.rows) (*coll_of)[i] = m.id;
+    out.push_back(std::move(m));
+  }
+  // Number instances in time order of their first arrival.
+  std::vector<size_t> idx(out.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  auto first = [&](const Matched& m) {
+    int64_t t = INT64_MAX;
+    for (auto& [r, i] : m.rows) t = std::min(t, a.start_ns[i]);
+    return t;
+  };
+  std::vector<int64_t> firsts(out.size());
+  for (size_t i = 0; i < out.size(); ++i) firsts[i] = first(out[i]);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return firsts[x] < firsts[y]; });
+  std::vector<Matched> sorted;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    Matched m = std::move(out[idx[k]]);
+    m.id = static_cast<int64_t>(k);
+    for (auto& [r, i] : m.rows) (*coll_of)[i] = m.id;
+    sorted.push_back(std::move(m));
+  }
+  return sorted;
+}
+
+std::string rank_label(const RankInfo* ri, int32_t rank) {
+  std::string s = "rank " + std::to_string(rank);
+  if (ri && !ri->host.empty()) s += " \xC2\xB7 " + ri->host;
+  if (ri && !ri->devices.empty())
+    s += std::string(" \xC2\xB7 GPU") + (ri->devices.find(',') != std::string::npos ? "s " : " ") +
+         ri->devices;
+  if (ri && ri->emulated) s += " (EMULATED)";
+  return s;
+}
+
+}  // namespace
+
+int64_t export_base_ns(const Store& s) {
+  int64_t m = INT64_MAX;
+  for (int64_t t : s.activities.start_ns) m = std::min(m, t);
+  for (int64_t t : s.launches.start_ns) m = std::min(m, t);
+  for (int64_t t : s.annotations.start_ns) m = std::min(m, t);
+  if (m == INT64_MAX) return 0;
+  int64_t f = m / 1000 * 1000;
+  if (f > m) f -= 1000;  // negative times: round down
+  return f;
+}
+
+std::string ns_to_us_text(int64_t ns) {
+  char b[32];
+  uint64_t u = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  std::snprintf(b, sizeof b, "%s%llu.%03llu", ns < 0 ? "-" : "",
+                static_cast<unsigned long long>(u / 1000), static_cast<unsigned long long>(u % 1000));
+  return b;
+}
+
+int64_t parse_time_to_ns(std::string_view text) {
+  std::string_view t = text;
+  int64_t mul_num = 1000, mul_den = 1;  // ns per unit, default µs
+  auto strip = [&](std::string_view suf, int64_t num, int64_t den) {
+    if (ends_with(t, suf)) {
+      t.remove_suffix(suf.size());
+      mul_num = num, mul_den = den;
+      return true;
+    }
+    return false;
+  };
+  strip("ns", 1, 1) || strip("us", 1000, 1) || strip("\xC2\xB5s", 1000, 1) ||
+      strip("ms", 1000000, 1) || strip("s", 1000000000, 1);
+  // Exact decimal: integer part and up to 9 fraction digits.
+  bool neg = false;
+  size_t i = 0;
+  if (i < t.size() && (t[i] == '-' || t[i] == '+')) neg = t[i++] == '-';
+  __int128 ip = 0, frac = 0, fscale = 1;
+  size_t digits = 0;
+  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i, ++digits) ip = ip * 10 + (t[i] - '0');
+  if (i < t.size() && t[i] == '.') {
+    for (++i; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i, ++digits)
+      if (fscale < 1000000000000LL) frac = frac * 10 + (t[i] - '0'), fscale *= 10;
+  }
+  if (digits == 0 || i != t.size() || ip > (__int128)1 << 80)
+    throw Error("invalid time '" + std::string(text) + "' (examples: 1500, 1500us, 1.5ms, 20ns)");
+  __int128 v = ip * mul_num / mul_den + frac * mul_num / (fscale * mul_den);
+  if (v > INT64_MAX) throw Error("time out of range: '" + std::string(text) + "'");
+  return static_cast<int64_t>(neg ? -v : v);
+}
+
+// ------------------------------------------------------------------------------- Perfetto
+ExportStats export_perfetto(const Store& s, const std::string& path, const ExportOptions& opt) {
+  const auto& a = s.activities;
+  const auto& l = s.launches;
+  const auto& an = s.annotations;
+  int64_t base = export_base_ns(s);
+  Selection sel{s, opt, base};
+  std::vector<int32_t> nccl_of = nccl_index(s);
+  std::vector<int64_t> coll_of;
+  std::vector<Matched> matched = match_collectives(s, nccl_of, &coll_of);
+
+  std::map<int32_t, const RankInfo*> rinfo;
+  for (const auto& r : s.ranks) rinfo[r.rank] = &r;
+  std::vector<int32_t> ranks;
+  for (const auto& r : s.ranks)
+    if (sel.rank_ok(r.rank)) ranks.push_back(r.rank);
+  for (int32_t r : a.rank)
+    if (sel.rank_ok(r) && !rinfo.count(r)) rinfo[r] = nullptr, ranks.push_back(r);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+
+  // Tracks (tid) per rank: 1 steps, 2 collective waits, 10+ streams by (device, stream), then
+  // GPU annotation tracks, CPU annotation/NVTX threads and CPU launch threads.
+  using TrackKey = std::tuple<int32_t, int, int64_t, int64_t>;  // rank, group, a, b
+  std::map<TrackKey, int64_t> tid_of;
+  std::map<TrackKey, std::string> tname;
+  auto track = [&](int32_t r, int g, int64_t x, int64_t y, auto&& name) {
+    TrackKey k{r, g, x, y};
+    auto it = tid_of.find(k);
+    if (it != tid_of.end()) return it->second;
+    tname[k] = name();
+    return tid_of[k] = 0;  // numbered below
+  };
+  for (size_t i = 0; i < a.size(); ++i)
+    if (sel.activity(i))
+      track(a.rank[i], 10, a.device[i], a.stream[i], [&] {
+        return "GPU " + std::to_string(a.device[i]) + " stream " + std::to_string(a.stream[i]);
+      });
+  for (size_t i = 0; i < an.size(); ++i) {
+    if (!sel.annotation(i)) continue;
+    auto k = static_cast<AnnotationKind>(an.kind[i]);
+    if (k == AnnotationKind::Step) track(an.rank[i], 1, 0, 0, [] { return std::string("steps"); });
+    else if (k == AnnotationKind::GpuUser)
+      track(an.rank[i], 20, an.pid[i], an.tid[i], [&] {
+        return "GPU " + std::to_string(an.pid[i]) + " stream " + std::to_string(an.tid[i]) + " annotations";
+      });
+    else
+      track(an.rank[i], 30, an.pid[i], an.tid[i] * 2 + (k == AnnotationKind::Nvtx), [&] {
+        return std::string(k == AnnotationKind::Nvtx ? "NVTX" : "annotations") + " thread " +
+               std::to_string(an.tid[i]);
+      });
+  }
+  for (size_t i = 0; i < l.size(); ++i)
+    if (sel.launch(i))
+      track(l.rank[i], 40, l.pid[i], l.tid[i], [&] {
+        return "CPU thread " + std::to_string(l.tid[i]) + " (CUDA API)";
+      });
+
+  // Waits at matched collectives: each rank waits from its own arrival until the last arrival
+  // (clamped to its kernel), on the rank's "collective wait" track.
+  struct Wait {
+    int32_t rank;
+    int64_t start, end, coll;
+    int32_t last;
+  };
+  std::vector<Wait> waits;
+  for (const auto& m : matched) {
+    int64_t smax = INT64_MIN;
+    int32_t last = -1;
+    for (auto& [r, i] : m.rows)
+      if (a.start_ns[i] > smax) smax = a.start_ns[i], last = r;
+    for (auto& [r, i] : m.rows) {
+      int64_t w = std::clamp(smax - a.start_ns[i], int64_t{0}, a.end_ns[i] - a.start_ns[i]);
+      if (w > 0 && sel.activity(i)) {
+        waits.push_back({r, a.start_ns[i], a.start_ns[i] + w, m.id, last});
+        track(r, 2, 0, 0, [] { return std::string("collective wait"); });
+      }
+    }
+  }
+  std::stable_sort(waits.begin(), waits.end(), [](const Wait& x, const Wait& y) {
+    return std::tie(x.rank, x.start) < std::tie(y.rank, y.start);
+  });
+  {
+    int32_t cur = INT32_MIN;
+    int64_t next = 0;
+    for (auto& [k, tid] : tid_of) {
+      if (std::get<0>(k) != cur) cur = std::get<0>(k), next = 1;
+      tid = next++;
+    }
+  }
+
+  Writer w(path, opt.force);
+  ExportStats st;
+  st.files = 1;
+  w << "{\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":";
+  w.num(base);
+  if (ranks.size() == 1) {
+    const RankInfo* ri = rinfo[ranks[0]];
+    w << ",\"distributedInfo\":{\"rank\":";
+    w.num(ranks[0]);
+    w << ",\"world_size\":";
+    w.num(ri ? ri->world_size : -1);
+    w << "}";
+  }
+  if (s.attrs.emulated) w << ",\"kernalyseSynthetic\":true";
+  w << ",\"otherData\":{\"producer\":\"kernalyse export\",\"clock_domain\":";
+  w.str(s.attrs.clock_domain);
+  w << ",\"ts_origin_epoch_ns\":";
+  w.num(base);
+  w << "},\n\"traceEvents\":[\n";
+  bool first = true;
+  auto begin = [&](std::string_view ph, int32_t pid, int64_t tid) {
+    w << (first ? "" : ",\n") << "{\"ph\":\"" << ph << "\",\"pid\":";
+    first = false;
+    w.num(pid);
+    w << ",\"tid\":";
+    w.num(tid);
+    ++st.events;
+  };
+  // Metadata: one process per rank, one thread per track, sorted by rank and track.
+  for (int32_t r : ranks) {
+    begin("M", r, 0);
+    w << ",\"name\":\"process_name\",\"args\":{\"name\":";
+    w.str(rank_label(rinfo[r], r));
+    w << "}}";
+    begin("M", r, 0);
+    w << ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":";
+    w.num(r);
+    w << "}}";
+  }
+  for (auto& [k, tid] : tid_of) {
+    begin("M", std::get<0>(k), tid);
+    w << ",\"name\":\"thread_name\",\"args\":{\"name\":";
+    w.str(tname[k]);
+    w << "}}";
+    begin("M", std::get<0>(k), tid);
+    w << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":";
+    w.num(tid);
+    w << "}}";
+  }
+  auto xev = [&](int32_t pid, int64_t tid, int64_t start, int64_t end, std::string_view name,
+                 std::string_view cat) {
+    begin("X", pid, tid);
+    w << ",\"ts\":";
+    w.us(start - base);
+    w << ",\"dur\":";
+    w.us(end - start);
+    w << ",\"name\":";
+    w.str(name);
+    w << ",\"cat\":\"" << cat << "\",\"args\":{";
+  };
+  // GPU activities, per (rank, device, stream) in time order (the store's sort order).
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!sel.activity(i)) continue;
+    int64_t tid = tid_of[{a.rank[i], 10, a.device[i], a.stream[i]}];
+    auto kind = static_cast<Kind>(a.kind[i]);
+    xev(a.rank[i], tid, a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]), kineto_cat(kind));
+    w << "\"device\":";
+    w.num(a.device[i]);
+    w << ",\"stream\":";
+    w.num(a.stream[i]);
+    if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
+    w << ",\"category\":\"" << to_string(static_cast<Category>(a.category[i])) << "\"";
+    if (a.step[i] != kNoStep) w << ",\"step\":", w.num(a.step[i]);
+    if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
+    if (coll_of[i] >= 0) w << ",\"collective id\":", w.num(coll_of[i]);
+    w << "}}";
+  }
+  // Annotations (steps, user ranges, GPU annotations, NVTX), per rank in start order.
+  for (size_t i = 0; i < an.size(); ++i) {
+    if (!sel.annotation(i)) continue;
+    auto k = static_cast<AnnotationKind>(an.kind[i]);
+    int64_t tid = k == AnnotationKind::Step ? tid_of[{an.rank[i], 1, 0, 0}]
+                  : k == AnnotationKind::GpuUser
+                      ? tid_of[{an.rank[i], 20, an.pid[i], an.tid[i]}]
+                      : tid_of[{an.rank[i], 30, an.pid[i], an.tid[i] * 2 + (k == AnnotationKind::Nvtx)}];
+    const char* cat = k == AnnotationKind::GpuUser ? "gpu_user_annotation"
+                      : k == AnnotationKind::Nvtx  ? "nvtx"
+                                                   : "user_annotation";
+    xev(an.rank[i], tid, an.start_ns[i], an.end_ns[i], s.strings.at(an.name_id[i]), cat);
+    // GPU annotations carry no device/stream args: with a stream arg the importer (like HTA)
+    // would take them for GPU work; the track name says where they ran.
+    if (k != AnnotationKind::GpuUser) {
+      w << "\"os pid\":";
+      w.num(an.pid[i]);
+      w << ",\"os tid\":";
+      w.num(an.tid[i]);
+    }
+    w << "}}";
+  }
+  // CUDA API calls (launches), per CPU thread in start order.
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (!sel.launch(i)) continue;
+    xev(l.rank[i], tid_of[{l.rank[i], 40, l.pid[i], l.tid[i]}], l.start_ns[i], l.end_ns[i],
+        s.strings.at(l.name_id[i]), "cuda_runtime");
+    w << "\"os pid\":";
+    w.num(l.pid[i]);
+    w << ",\"os tid\":";
+    w.num(l.tid[i]);
+    if (l.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(l.correlation[i]);
+    w << "}}";
+  }
+  // Collective waits.
+  for (const auto& x : waits) {
+    const Matched& m = matched[static_cast<size_t>(x.coll)];
+    uint32_t row0 = m.rows[0].second;
+    int32_t n = nccl_of[row0];
+    std::string op = n >= 0 ? s.strings.at(s.nccl.collective_id[n]) : s.strings.at(a.name_id[row0]);
+    xev(x.rank, tid_of[{x.rank, 2, 0, 0}], x.start, x.end,
+        "wait for rank " + std::to_string(x.last) + " (" + op + ")", "wait");
+    w << "\"collective id\":";
+    w.num(x.coll);
+    w << ",\"last rank\":";
+    w.num(x.last);
+    w << ",\"wait_ns\":";
+    w.num(x.end - x.start);
+    w << "}}";
+  }
+  // Flows: from the last arriver's kernel to each other rank's kernel of the same instance.
+  int64_t flow_id = 0;
+  for (const auto& m : matched) {
+    uint32_t li = m.rows[0].second;
+    int32_t lr = m.rows[0].first;
+    for (auto& [r, i] : m.rows)
+      if (a.start_ns[i] > a.start_ns[li]) li = i, lr = r;
+    if (!sel.activity(li)) continue;
+    int32_t n = nccl_of[li];
+    std::string name = n >= 0 ? s.strings.at(s.nccl.collective_id[n]) : "collective";
+    for (auto& [r, i] : m.rows) {
+      if (i == li || !sel.activity(i)) continue;
+      ++flow_id;
+      begin("s", lr, tid_of[{lr, 10, a.device[li], a.stream[li]}]);
+      w << ",\"ts\":";
+      w.us(a.start_ns[li] - base);
+      w << ",\"id\":";
+      w.num(flow_id);
+      w << ",\"name\":";
+      w.str(name);
+      w << ",\"cat\":\"collective\",\"args\":{\"collective id\":";
+      w.num(m.id);
+      w << "}}";
+      begin("f", r, tid_of[{r, 10, a.device[i], a.stream[i]}]);
+      w << ",\"ts\":";
+      w.us(a.start_ns[i] - base);
+      w << ",\"id\":";
+      w.num(flow_id);
+      w << ",\"bp\":\"e\",\"name\":";
+      w.str(name);
+      w << ",\"cat\":\"collective\",\"args\":{\"collective id\":";
+      w.num(m.id);
+      w << "}}";
+      ++st.flows;
+    }
+  }
+  w << "\n]}\n";
+  w.commit();
+  return st;
+}
+
+// --------------------------------------------------------------------------------- Kineto
+ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOptions& opt) {
+  const auto& a = s.activities;
+  const auto& l = s.launches;
+  const auto& an = s.annotations;
+  int64_t base = export_base_ns(s);
+  Selection sel{s, opt, base};
+  std::vector<int32_t> nccl_of = nccl_index(s);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw Error(dir + ": cannot create directory: " + ec.message());
+
+  std::vector<const RankInfo*> ranks;
+  for (const auto& r : s.ranks)
+    if (sel.rank_ok(r.rank)) ranks.push_back(&r);
+  int32_t world = 0;
+  for (const auto& r : s.ranks) world = std::max(world, std::max(r.world_size, r.rank + 1));
+  // Refuse before writing anything if any output exists.
+  if (!opt.force)
+    for (const RankInfo* ri : ranks) {
+      std::string p = (fs::path(dir) / ("rank-" + std::to_string(ri->rank) + ".json")).string();
+      if (fs::exists(p, ec)) throw Error(p + ": exists (use --force to replace it)");
+    }
+  ExportStats st;
+  for (const RankInfo* ri : ranks) {
+    int32_t r = ri->rank;
+    std::string p = (fs::path(dir) / ("rank-" + std::to_string(r) + ".json")).string();
+    Writer w(p, opt.force);
+    ++st.files;
+    w << "{\"schemaVersion\":1,\"deviceProperties\":[";
+    {
+      std::string d = ri->devices;
+      bool firstd = true;
+      size_t pos = 0;
+      while (!d.empty() && pos <= d.size()) {
+        size_t c = d.find(',', pos);
+        std::string id = d.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+        if (!id.empty()) {
+          w << (firstd ? "" : ",") << "{\"id\":" << id << ",\"name\":";
+          w.str(ri->device_name);
+          w << "}";
+          firstd = false;
+        }
+        if (c == std::string::npos) break;
+        pos = c + 1;
+      }
+    }
+    w << "],\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":";
+    w.num(r);
+    w << ",\"world_size\":";
+    w.num(ri->world_size >= 0 ? ri->world_size : world);
+    w << "},\"baseTimeNanoseconds\":";
+    w.num(base);
+    if (ri->emulated) w << ",\"kernalyseSynthetic\":true";
+    w << ",\"displayTimeUnit\":\"ms\",\"traceName\":";
+    w.str(ri->source);
+    w << ",\"kernalyseClock\":{\"clock_method\":";
+    w.str(ri->clock_method);
+    w << ",\"clock_uncertainty_ns\":";
+    w.num(ri->clock_uncertainty_ns);
+    w << ",\"host\":";
+    w.str(ri->host);
+    w << "},\n\"traceEvents\":[\n";
+    bool first = true;
+    auto xev = [&](int64_t pid, int64_t tid, int64_t start, int64_t end, std::string_view name,
+                   std::string_view cat) {
+      w << (first ? "" : ",\n") << "{\"ph\":\"X\",\"cat\":\"" << cat << "\",\"name\":";
+      first = false;
+      w.str(name);
+      w << ",\"pid\":";
+      w.num(pid);
+      w << ",\"tid\":";
+      w.num(tid);
+      w << ",\"ts\":";
+      w.us(start - base);
+      w << ",\"dur\":";
+      w.us(end - start);
+      w << ",\"args\":{";
+      ++st.events;
+    };
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a.rank[i] != r || !sel.activity(i)) continue;
+      auto kind = static_cast<Kind>(a.kind[i]);
+      xev(a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
+          kineto_cat(kind));
+      w << "\"device\":";
+      w.num(a.device[i]);
+      w << ",\"stream\":";
+      w.num(a.stream[i]);
+      if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
+      if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
+      w << "}}";
+    }
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (l.rank[i] != r || !sel.launch(i)) continue;
+      xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]), "cuda_runtime");
+      if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
+      w << "}}";
+    }
+    for (size_t i = 0; i < an.size(); ++i) {
+      if (an.rank[i] != r || !sel.annotation(i)) continue;
+      auto k = static_cast<AnnotationKind>(an.kind[i]);
+      // Kineto has no NVTX category: NVTX ranges become user annotations. GPU annotations: pid
+      // device, tid stream, no stream arg (with one, importers take them for GPU work).
+      bool gpu = k == AnnotationKind::GpuUser;
+      xev(an.pid[i], an.tid[i], an.start_ns[i], an.end_ns[i], s.strings.at(an.name_id[i]),
+          gpu ? "gpu_user_annotation" : "user_annotation");
+      w << "}}";
+    }
+    w << "\n]}\n";
+    w.commit();
+  }
+  return st;
+}
+
+}  // namespace kernalyse
