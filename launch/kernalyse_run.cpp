@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   if (!flush_records.empty()) setenv("KERNALYSE_FLUSH_RECORDS", flush_records.c_str(), 1);
   if (!flush_ms.empty()) setenv("KERNALYSE_FLUSH_MS", flush_ms.c_str(), 1);
   std::string preload = collector;
-  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload.append(":").append(old);
   setenv("LD_PRELOAD", preload.c_str(), 1);
 
   // A close-on-exec pipe tells the parent whether exec itself failed.
