@@ -149,7 +149,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string cmd;
-  for (int k = i; k < argc; ++k) cmd += (k > i ? " " : "") + std::string(argv[k]);
+  for (int k = i; k < argc; ++k) {
+    if (k > i) cmd += ' ';
+    cmd += argv[k];
+  }
 
   setenv("KERNALYSE_OUTPUT", out_abs.c_str(), 1);
   setenv("KERNALYSE_FORCE", force ? "1" : "0", 1);
