@@ -268,6 +268,14 @@ std::vector<Matched> match_collectives(const Store& s, const std::vector<int32_t
   return sorted;
 }
 
+// Rows [lo, hi) of rank r in a table sorted by rank (the store's order); all rows otherwise.
+std::pair<size_t, size_t> rank_rows(const std::vector<int32_t>& col, int32_t r, bool sorted) {
+  if (!sorted) return {0, col.size()};
+  auto lo = std::lower_bound(col.begin(), col.end(), r);
+  auto hi = std::upper_bound(lo, col.end(), r);
+  return {static_cast<size_t>(lo - col.begin()), static_cast<size_t>(hi - col.begin())};
+}
+
 std::string rank_label(const RankInfo* ri, int32_t rank) {
   std::string s = "rank " + std::to_string(rank);
   if (ri && !ri->host.empty()) s += " \xC2\xB7 " + ri->host;
@@ -612,6 +620,9 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       std::string p = (fs::path(dir) / ("rank-" + std::to_string(ri->rank) + ".json")).string();
       if (fs::exists(p, ec)) throw Error(p + ": exists (use --force to replace it)");
     }
+  bool a_sorted = std::is_sorted(a.rank.begin(), a.rank.end());
+  bool l_sorted = std::is_sorted(l.rank.begin(), l.rank.end());
+  bool n_sorted = std::is_sorted(an.rank.begin(), an.rank.end());
   ExportStats st;
   for (const RankInfo* ri : ranks) {
     int32_t r = ri->rank;
@@ -669,7 +680,8 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       w << ",\"args\":{";
       ++st.events;
     };
-    for (size_t i = 0; i < a.size(); ++i) {
+    auto [a_lo, a_hi] = rank_rows(a.rank, r, a_sorted);
+    for (size_t i = a_lo; i < a_hi; ++i) {
       if (a.rank[i] != r || !sel.activity(i)) continue;
       auto kind = static_cast<Kind>(a.kind[i]);
       xev(a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
@@ -682,13 +694,15 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
       w << "}}";
     }
-    for (size_t i = 0; i < l.size(); ++i) {
+    auto [l_lo, l_hi] = rank_rows(l.rank, r, l_sorted);
+    for (size_t i = l_lo; i < l_hi; ++i) {
       if (l.rank[i] != r || !sel.launch(i)) continue;
       xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]), "cuda_runtime");
       if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
       w << "}}";
     }
-    for (size_t i = 0; i < an.size(); ++i) {
+    auto [n_lo, n_hi] = rank_rows(an.rank, r, n_sorted);
+    for (size_t i = n_lo; i < n_hi; ++i) {
       if (an.rank[i] != r || !sel.annotation(i)) continue;
       auto k = static_cast<AnnotationKind>(an.kind[i]);
       // Kineto has no NVTX category: NVTX ranges become user annotations. GPU annotations: pid
