@@ -89,7 +89,7 @@ slurm_start() {
   SLURM_DIR=$(cd "$dir" && pwd)
   d=$SLURM_DIR
   m=$d/munge
-  mkdir -p "$d/log" "$d/state" "$d/spool" "$d/run" "$m" || return 1
+  mkdir -p "$d/log" "$d/state" "$d/spool" "$d/run" "$d/tmp" "$m" || return 1
   # munged (as munge) must reach its socket: every parent traversable, its own dir 0711 and
   # owned by munge, nothing group/world-writable.
   local p=$d
@@ -120,6 +120,9 @@ slurm_start() {
   # --- slurm.conf ----------------------------------------------------------------------------------
   cport=$(slurm_free_port) && dport=$(slurm_free_port "$cport") || {
     slurm_log "no free TCP port"; return 1; }
+  # Two clusters at once (tests of two builds) must not share job ids: Slurm's PMIx plugin and
+  # Open MPI name their scratch directories after them. Random first id, own TmpFS.
+  local first_job=$((1000 + RANDOM * 30))
   cat >"$d/slurm.conf" <<EOF
 ClusterName=kernalyse-test
 SlurmctldHost=localhost(127.0.0.1)
@@ -148,6 +151,8 @@ SlurmctldDebug=info
 SlurmdDebug=info
 ReturnToService=2
 MinJobAge=60
+FirstJobId=$first_job
+TmpFS=$d/tmp
 InactiveLimit=0
 KillWait=5
 GresTypes=gpu

@@ -23,8 +23,9 @@ SBATCH=$SRC/launch/slurm/kernalyse.sbatch
 SBATCH_MPIRUN=$SRC/launch/slurm/kernalyse-mpirun.sbatch
 # The templates find the tools through KERNALYSE_BIN; the store goes to KERNALYSE_OUT_DIR. sbatch
 # passes the environment (these, the Open MPI settings of use_mpi) on to the job.
-export KERNALYSE_BIN=$BIN KERNALYSE_OUT_DIR=$TMP/out
-mkdir -p "$TMP/out"
+# TMPDIR: Open MPI's session directories, away from those of other jobs and clusters.
+export KERNALYSE_BIN=$BIN KERNALYSE_OUT_DIR=$TMP/out TMPDIR=$TMP/tmp
+mkdir -p "$TMP/out" "$TMP/tmp"
 APP=("$BIN/vicuna_tp" --layers 4 --steps 6)
 show_on_fail() { [ "$FAILS" -eq "$1" ] || { echo "--- $2"; cat "$2"; }; }
 
@@ -104,7 +105,7 @@ expect_eq "non-MPI app: 2 ranks in the store" "$(json torch.json 'len(d["ranks"]
 show_on_fail "$f0" "$TMP/torch.log"
 
 # 5. Never overwrite, and the application's exit code: the next job's default name is taken
-#    already (job ids count up from 1 on this fresh cluster); the app exits 3.
+#    already (job ids count up by one); the app exits 3.
 f0=$FAILS
 next=$((job + 1))
 echo "not a store" > "$TMP/out/run-$next.0.h5"
