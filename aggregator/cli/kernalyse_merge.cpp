@@ -17,6 +17,7 @@
 #include "kernalyse/export.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/store_io.h"
+#include "kernalyse/spool_store.h"
 
 namespace fs = std::filesystem;
 using namespace kernalyse;
@@ -29,6 +30,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string output;
   bool force = false;
+  std::string spool;  // --spool DIR: crash recovery from the ranks' spool files
   std::optional<int32_t> rank, step;
   bool summary = false, gaps = false, overlap = false, breakdown = false, idle = false,
        stragglers = false, all = false;
@@ -133,7 +135,44 @@ GapSort parse_gap_sort(const std::string& s) {
   return GapSort::Total;
 }
 
+// --spool DIR: builds a store from whatever the ranks' spool files hold, offline, without MPI
+// (docs/collector.md, "Crash recovery"); one line per rank names the missing and truncated ones.
+int run_spool(const Options& o, const std::string& command_line) {
+  if (!o.inputs.empty()) throw Error("--spool takes the spool directory; give no other input");
+  if (!o.output.empty() && !o.force && fs::exists(o.output))
+    throw Error(o.output + ": exists (use --force to replace it)");
+  RecoveryReport rep;
+  Store store = recover_spool_dir(o.spool, &rep);
+  store.attrs.tool_version = KERNALYSE_VERSION;
+  store.attrs.command_line = command_line;
+  store.attrs.created_utc = utc_now();
+  int recovered = 0;
+  for (const auto& r : rep.ranks) recovered += r.recovered;
+  if (o.json) {  // the same, for scripts: per rank its status, record counts and data end
+    nlohmann::json jr = nlohmann::json::array();
+    for (const auto& r : rep.ranks)
+      jr.push_back({{"rank", r.rank}, {"missing", r.missing}, {"recovered", r.recovered},
+                    {"truncated", r.truncated}, {"problem", r.problem}, {"cut_byte", r.cut_byte},
+                    {"file_bytes", r.file_bytes}, {"blocks", r.blocks}, {"records", r.records},
+                    {"has_end_sample", r.has_end_sample}, {"data_end_ns", r.data_end_ns}});
+    std::cout << nlohmann::json{{"spool", o.spool}, {"world_size", rep.world_size},
+                                {"last_end_ns", rep.last_end_ns}, {"lines", rep.lines()},
+                                {"ranks", jr}}.dump(1)
+              << "\n";
+  } else {
+    std::cout << "recovered " << recovered << " of " << rep.world_size << " rank(s) from "
+              << o.spool << "\n";
+    for (const auto& line : rep.lines()) std::cout << line << "\n";
+  }
+  if (!o.output.empty()) {
+    write_store(store, o.output, WriteOptions{o.force});
+    if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
+  }
+  return 0;
+}
+
 int run(const Options& o, const std::string& command_line) {
+  if (!o.spool.empty()) return run_spool(o, command_line);
   if (o.inputs.empty()) throw Error("no input: give trace files, a directory of traces, or a store");
   if (o.hist_min >= o.hist_max) throw Error("--hist-min must be below --hist-max");
   if (o.bins < 1) throw Error("--bins must be at least 1");
@@ -296,6 +335,8 @@ int main(int argc, char** argv) {
   app.add_option("inputs", o.inputs, "trace files (.json/.json.gz), directories of them, or a store");
   app.add_option("-o,--output", o.output, "write the merged store to FILE");
   app.add_flag("--force", o.force, "replace an existing output file");
+  app.add_option("--spool", o.spool,
+                 "crash recovery: build the store (-o) from a run's spool directory, offline");
   app.add_option("--rank", o.rank,
                  "analyse only rank R (also names the rank of a single trace that has none)");
   app.add_option("--step", o.step, "analyse only ProfilerStep#N");

@@ -141,37 +141,8 @@ ClockSample measure_offset_to_root(MPI_Comm comm, int exchanges) {
   return out;
 }
 
-int64_t ClockModel::to_root(int64_t local_ns) const {
-  const double dt = static_cast<double>(local_ns - t0_local);
-  return local_ns + offset0_ns + static_cast<int64_t>(std::llround(drift * dt));
-}
-
 ClockModel fit_clock(const ClockSample& start, const ClockSample* end) {
-  ClockModel m;
-  m.t0_local = start.local_ns;
-  m.offset0_ns = start.offset_ns;
-  // Rank 0 measures nothing: its samples have rtt 0 and offset 0.
-  const bool reference = start.rtt_ns == 0 && start.offset_ns == 0 &&
-                         (end == nullptr || (end->rtt_ns == 0 && end->offset_ns == 0));
-  if (reference) {
-    m.method = "reference (rank 0)";
-    return m;
-  }
-  const int n = g_last_exchanges.load(std::memory_order_relaxed);
-  const std::string pingpong =
-      n > 0 ? "mpi-pingpong min-RTT (>= " + std::to_string(n) + " exchanges, more while RTT > 2 us)" : "mpi-pingpong min-RTT";
-  int64_t worst_rtt = start.rtt_ns;
-  if (end != nullptr && end->local_ns != start.local_ns) {
-    m.drift = static_cast<double>(end->offset_ns - start.offset_ns) /
-              static_cast<double>(end->local_ns - start.local_ns);
-    worst_rtt = std::max(worst_rtt, end->rtt_ns);
-    m.method = pingpong + " at start and end, linear drift";
-  } else {
-    m.method = pingpong + " at one point, no drift";
-  }
-  // Each offset is within RTT/2 of the truth; a line through two points has no residual.
-  m.uncertainty_ns = (worst_rtt + 1) / 2;
-  return m;
+  return fit_clock_samples(start, end, g_last_exchanges.load(std::memory_order_relaxed));
 }
 
 }  // namespace kernalyse

@@ -8,25 +8,29 @@
 #include <fcntl.h>
 #include <link.h>
 #include <mpi.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include "kernalyse/classify.h"
 #include "kernalyse/clocksync.h"
 #include "kernalyse/emu.h"
+#include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/store_mpi.h"
 #include "spool.h"
@@ -48,6 +52,16 @@ int env_rank() {
   }
   return 0;
 }
+
+// Set while this thread holds the collector's mutex in record intake: a SIGTERM handler running
+// on such a thread must not wait for the flush thread (which needs that mutex).
+__attribute__((tls_model("initial-exec"))) thread_local bool t_in_intake = false;
+struct IntakeGuard {
+  IntakeGuard() { t_in_intake = true; }
+  ~IntakeGuard() { t_in_intake = false; }
+};
+
+void on_sigterm(int sig);
 
 class Collector {
  public:
@@ -80,6 +94,13 @@ class Collector {
     string_ids_[""] = 0;
     open_spool();
     last_flush_ns_ = now_raw_ns();
+    if (!active_) return;
+    pid_ = getpid();
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    host_ = host;
+    start_flusher();
+    install_sigterm();
   }
 
   // --- record intake (any thread) ---
@@ -93,6 +114,7 @@ class Collector {
     return id;
   }
   void add(const kernalyse_emu_activity* a) {
+    IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
     acts_.push_back({a->start_ns, a->end_ns, a->correlation, a->device, a->stream, intern(a->name),
                      static_cast<uint8_t>(a->kind)});
@@ -100,17 +122,20 @@ class Collector {
     after_add();
   }
   void add(const kernalyse_emu_launch* l) {
+    IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
     launches_.push_back({l->start_ns, l->end_ns, l->correlation, l->thread, intern(l->name)});
     after_add();
   }
   void add(const kernalyse_emu_nccl* n) {
+    IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
     nccl_.push_back({n->correlation, n->seq, n->count, n->bytes, n->comm_hash, intern(n->collective),
                      intern(n->dtype), n->nranks, n->peer});
     after_add();
   }
   void add(const kernalyse_emu_range* r) {
+    IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
     ranges_.push_back({r->start_ns, r->end_ns, r->thread, intern(r->name)});
     after_add();
@@ -131,7 +156,14 @@ class Collector {
       anchor = static_cast<int64_t>(rt.tv_sec) * 1'000'000'000 + rt.tv_nsec - now_raw_ns();
     }
     MPI_Bcast(&anchor, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::lock_guard<std::mutex> g(mu_);
     anchor_ = anchor;
+    rank_ = r;
+    size_ = size;
+    meta_ready_ = meta_dirty_ = true;  // the Meta block (rank, size, start sample, anchor) now
+    flush_locked();
   }
 
   // Collective: end sync, then the parallel write. Returns with MPI still initialised.
@@ -144,13 +176,29 @@ class Collector {
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    stop_flusher();
     {
       std::lock_guard<std::mutex> g(mu_);
+      end_ = end;
+      has_end_ = true;
+      meta_dirty_ = true;  // the Meta block again, with the end sample
       flush_locked();
       spool_.close();
+      closed_ = true;
     }
+    // Everything is on disk: from here a SIGTERM just ends the process.
+    if (sigterm_installed_) std::signal(SIGTERM, SIG_DFL);
     spool::Contents c = spool::read(spool_.path());
-    Store local = build_store(c, clock, rank, size);
+    SpoolMeta meta;
+    meta.rank = rank;
+    meta.world_size = size;
+    meta.pid = pid_;
+    meta.host = host_;
+    meta.command = command_;
+    meta.anchor_ns = anchor_;
+    meta.emulated = emulated_;
+    meta.tool_version = KERNALYSE_VERSION;
+    Store local = spool_to_store(c, meta, clock);
     std::string written;
     std::string error;
     try {
@@ -194,8 +242,119 @@ class Collector {
   void set_app_links_mpi(bool v) { app_links_mpi_ = v; }
   bool we_initialised_mpi = false;
 
+  // SIGTERM (async-signal-safe part): ask the flush thread for a flush through the pipe and wait
+  // for it, at most 2 s, with nanosleep; then the caller re-raises with the default action.
+  void flush_for_signal() {
+    if (getpid() != pid_ || flusher_wake_w_ < 0 || t_in_intake) return;
+    term_requested_.store(true);
+    char b = 't';
+    if (::write(flusher_wake_w_, &b, 1) < 0) return;
+    const timespec nap{0, 5'000'000};
+    for (int i = 0; i < 400 && !term_flushed_.load(); ++i) nanosleep(&nap, nullptr);
+  }
+
  private:
   Collector() = default;
+
+  // The time-based flush for quiet ranks: a thread that wakes when the oldest pending record is
+  // --flush-ms old (or when SIGTERM asks, through a pipe) and flushes.
+  void start_flusher() {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    flusher_wake_r_ = p[0];
+    flusher_wake_w_ = p[1];
+    // The thread must not take SIGTERM itself (the handler waits for it): block it while
+    // creating the thread, which inherits the mask.
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &term, &old);
+    try {
+      flusher_ = std::thread([this] { flusher_loop(); });
+    } catch (const std::exception&) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+
+  void stop_flusher() {
+    if (!flusher_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_flusher_ = true;
+    }
+    char b = 'q';
+    if (::write(flusher_wake_w_, &b, 1) < 0) {
+    }
+    flusher_.join();
+  }
+
+  void flusher_loop() {
+    for (;;) {
+      int timeout_ms;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (stop_flusher_) return;
+        const int64_t due = pending_ > 0 ? last_flush_ns_ + flush_ns_ - now_raw_ns() : flush_ns_;
+        timeout_ms = static_cast<int>(std::max<int64_t>(0, due) / 1'000'000 + 1);
+      }
+      pollfd pf{flusher_wake_r_, POLLIN, 0};
+      ::poll(&pf, 1, timeout_ms);
+      char buf[64];
+      while (::read(flusher_wake_r_, buf, sizeof buf) > 0) {
+      }
+      std::lock_guard<std::mutex> g(mu_);
+      if (stop_flusher_) return;
+      const bool term = term_requested_.load();
+      if (!closed_ && (term || (pending_ > 0 && now_raw_ns() - last_flush_ns_ >= flush_ns_)))
+        flush_locked();
+      if (term) term_flushed_.store(true);
+    }
+  }
+
+  void install_sigterm() {
+    struct sigaction old {};
+    if (sigaction(SIGTERM, nullptr, &old) != 0) return;
+    // Leave an inherited "ignore" or a handler someone else installed alone.
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigterm_installed_ = sigaction(SIGTERM, &sa, nullptr) == 0;
+  }
+
+  void write_meta_locked() {
+    spool::Meta m;
+    auto& f = m.fixed;
+    f.rank = rank_;
+    f.world_size = size_;
+    f.pid = pid_;
+    f.start_local_ns = start_.local_ns;
+    f.start_offset_ns = start_.offset_ns;
+    f.start_rtt_ns = start_.rtt_ns;
+    f.has_start = meta_ready_ ? 1 : 0;
+    f.end_local_ns = end_.local_ns;
+    f.end_offset_ns = end_.offset_ns;
+    f.end_rtt_ns = end_.rtt_ns;
+    f.has_end = has_end_ ? 1 : 0;
+    f.anchor_ns = anchor_;
+    f.written_ns = now_raw_ns();
+    f.exchanges = 20;  // measure_offset_to_root's default, as the collector calls it
+    f.emulated = emulated_ ? 1 : 0;
+    m.host = host_;
+    m.command = command_;
+    meta_emulated_ = emulated_;
+    if (!spool_.write_meta(m)) spool_write_failed();
+    meta_dirty_ = false;
+  }
+
+  void spool_write_failed() {
+    if (spool_failed_) return;
+    spool_failed_ = true;
+    std::fprintf(err_, "kernalyse-run: writing spool %s failed: %s; records are being lost\n",
+                 spool_.path().c_str(), std::strerror(errno));
+    std::fflush(err_);
+  }
 
   static bool emulated_any(const Store& s) { return s.attrs.emulated; }
 
@@ -228,6 +387,7 @@ class Collector {
   }
 
   void flush_locked() {
+    if (closed_) return;
     bool ok = true;
     if (strings_.size() > strings_flushed_) {
       std::string blob;
@@ -247,128 +407,12 @@ class Collector {
     put(spool::BlockType::Launches, launches_);
     put(spool::BlockType::Nccl, nccl_);
     put(spool::BlockType::Ranges, ranges_);
-    if (!ok && !spool_failed_) {
-      spool_failed_ = true;
-      std::fprintf(err_, "kernalyse-run: writing spool %s failed: %s; records are being lost\n",
-                   spool_.path().c_str(), std::strerror(errno));
-    }
+    if (!ok) spool_write_failed();
+    // Meta after the records it describes: rank, size and clock once MPI is up; again when the
+    // emulated flag turns on, and at finish with the end sample.
+    if (meta_ready_ && (meta_dirty_ || meta_emulated_ != emulated_)) write_meta_locked();
     pending_ = 0;
     last_flush_ns_ = now_raw_ns();
-  }
-
-  Store build_store(const spool::Contents& c, const ClockModel& clock, int rank, int size) {
-    Store s;
-    s.strings.assign(c.strings.empty() ? std::vector<std::string>{""} : c.strings);
-    auto t = [&](int64_t local) { return clock.to_root(local) + anchor_; };
-    Classifier cls;
-    std::vector<int8_t> cat(s.strings.size(), -1);
-    std::unordered_map<int64_t, uint64_t> act_of_corr;
-    auto& a = s.activities;
-    a.reserve(c.activities.size());
-    for (const auto& r : c.activities) {
-      Kind kind = r.kind == KERNALYSE_EMU_MEMCPY   ? Kind::Memcpy
-                  : r.kind == KERNALYSE_EMU_MEMSET ? Kind::Memset
-                                                   : Kind::Kernel;
-      if (cat[r.name] < 0) cat[r.name] = static_cast<int8_t>(cls.classify(kind, s.strings.at(r.name)));
-      if (kind == Kind::Kernel) act_of_corr[r.correlation] = a.size();
-      a.rank.push_back(rank);
-      a.device.push_back(r.device);
-      a.stream.push_back(r.stream);
-      a.kind.push_back(static_cast<uint8_t>(kind));
-      a.category.push_back(static_cast<uint8_t>(cat[r.name]));
-      a.start_ns.push_back(t(r.start_ns));
-      a.end_ns.push_back(t(r.end_ns));
-      a.name_id.push_back(r.name);
-      a.correlation.push_back(r.correlation);
-      a.step.push_back(kNoStep);
-    }
-    for (const auto& r : c.launches) {
-      auto& l = s.launches;
-      l.rank.push_back(rank);
-      l.pid.push_back(getpid());
-      l.tid.push_back(r.thread);
-      l.start_ns.push_back(t(r.start_ns));
-      l.end_ns.push_back(t(r.end_ns));
-      l.name_id.push_back(r.name);
-      l.correlation.push_back(r.correlation);
-      l.step.push_back(kNoStep);
-    }
-    // Ranges: "ProfilerStep#N" are steps (which then tag launches and GPU work); others NVTX.
-    for (const auto& r : c.ranges) {
-      auto& an = s.annotations;
-      const std::string& name = s.strings.at(r.name);
-      int32_t step = kNoStep;
-      if (name.rfind("ProfilerStep#", 0) == 0) step = std::atoi(name.c_str() + 13);
-      an.rank.push_back(rank);
-      an.kind.push_back(static_cast<uint8_t>(step != kNoStep ? AnnotationKind::Step : AnnotationKind::Nvtx));
-      an.pid.push_back(getpid());
-      an.tid.push_back(r.thread);
-      an.start_ns.push_back(t(r.start_ns));
-      an.end_ns.push_back(t(r.end_ns));
-      an.name_id.push_back(r.name);
-      an.step.push_back(step);
-    }
-    assign_steps(s);
-    for (const auto& r : c.nccl) {
-      auto it = act_of_corr.find(r.correlation);
-      if (it == act_of_corr.end()) continue;  // tag without its kernel (kernel dropped)
-      auto& n = s.nccl;
-      n.activity.push_back(it->second);
-      n.collective_id.push_back(r.collective);
-      n.seq.push_back(r.seq);
-      // The collector knows the communicator, not PyTorch's process-group name: the hash
-      // stands in for it (matching uses (communicator, collective, seq)).
-      char pg[32];
-      std::snprintf(pg, sizeof pg, "comm:%016llx", static_cast<unsigned long long>(r.comm_hash));
-      n.pg_name_id.push_back(s.strings.intern(pg));
-      n.pg_desc_id.push_back(0);
-      n.pg_ranks_id.push_back(0);
-      n.group_size.push_back(r.nranks);
-      n.in_nelems.push_back(r.count);
-      n.out_nelems.push_back(r.count);
-      n.msg_bytes.push_back(r.bytes);
-      n.dtype_id.push_back(r.dtype);
-      n.comm_hash.push_back(r.comm_hash);
-      n.peer.push_back(r.peer);
-    }
-    sort_activities(s);
-
-    RankInfo info;
-    info.rank = rank;
-    info.world_size = size;
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    info.host = host;
-    std::vector<int32_t> devs(a.device.begin(), a.device.end());
-    std::sort(devs.begin(), devs.end());
-    devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
-    for (size_t i = 0; i < devs.size(); ++i) info.devices += (i ? "," : "") + std::to_string(devs[i]);
-    info.device_name = emulated_ ? "kernalyse emulated device (no GPU)" : "";
-    info.source = "kernalyse-run: " + command_;
-    info.base_time_ns = anchor_;
-    // Stored in intercept form, so readers can invert it: t_run = t_local + offset +
-    // drift·t_local + base_time_ns (docs/store.md).
-    info.clock_offset_ns = clock.offset0_ns - std::llround(clock.drift * static_cast<double>(clock.t0_local));
-    info.clock_drift = clock.drift;
-    info.clock_uncertainty_ns = clock.uncertainty_ns;
-    info.clock_method = clock.method;
-    info.emulated = emulated_;
-    info.events_total = static_cast<int64_t>(c.activities.size() + c.launches.size() + c.nccl.size() + c.ranges.size());
-    info.records_dropped = c.truncated ? 1 : 0;
-    s.ranks = {info};
-    s.attrs.tool_version = KERNALYSE_VERSION;
-    s.attrs.produced_by = "kernalyse-run (collector)";
-    s.attrs.command_line = "kernalyse-run " + command_;
-    timespec rt{};
-    clock_gettime(CLOCK_REALTIME, &rt);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&rt.tv_sec));
-    s.attrs.created_utc = buf;
-    s.attrs.clock_domain =
-        "rank 0 CLOCK_MONOTONIC_RAW anchored to its CLOCK_REALTIME at start (epoch ns); other "
-        "ranks aligned by MPI ping-pong (offset + linear drift)";
-    s.attrs.emulated = emulated_;
-    return s;
   }
 
   bool active_ = false;
@@ -380,7 +424,16 @@ class Collector {
   int rank_hint_ = 0;
   int64_t flush_records_ = 100000, flush_ns_ = 1'000'000'000, last_flush_ns_ = 0, pending_ = 0;
   int64_t anchor_ = 0;
-  ClockSample start_;
+  ClockSample start_, end_;
+  bool has_end_ = false, closed_ = false, meta_ready_ = false, meta_dirty_ = false, meta_emulated_ = false;
+  bool sigterm_installed_ = false;
+  int rank_ = 0, size_ = 1;
+  long pid_ = 0;
+  std::string host_;
+  std::thread flusher_;
+  bool stop_flusher_ = false;
+  int flusher_wake_r_ = -1, flusher_wake_w_ = -1;
+  std::atomic<bool> term_requested_{false}, term_flushed_{false};
   std::atomic<bool> emulated_{false};
   std::mutex mu_;
   std::vector<std::string> strings_;
@@ -392,6 +445,19 @@ class Collector {
   std::vector<spool::Range> ranges_;
   spool::Writer spool_;
 };
+
+// SIGTERM in the profiled process: flush the spool (through the flush thread; see
+// flush_for_signal), then die of SIGTERM as if we had not been here.
+void on_sigterm(int sig) {
+  const int saved = errno;
+  Collector::get().flush_for_signal();
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  raise(sig);  // pending until the handler returns (the signal is blocked in its handler)
+  errno = saved;
+}
 
 // Does the main executable itself need libmpi (an MPI application)?
 bool main_program_needs_mpi() {

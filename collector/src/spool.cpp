@@ -41,6 +41,13 @@ bool Writer::write_block(BlockType type, uint32_t count, const void* payload, si
   return true;
 }
 
+bool Writer::write_meta(const Meta& m) {
+  std::string blob(reinterpret_cast<const char*>(&m.fixed), sizeof m.fixed);
+  blob.append(m.host).push_back('\0');
+  blob.append(m.command).push_back('\0');
+  return write_block(BlockType::Meta, 1, blob.data(), blob.size());
+}
+
 void Writer::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
@@ -85,6 +92,9 @@ Contents read(const std::string& path) {
       case BlockType::Nccl: want = h.count * sizeof(Nccl); break;
       case BlockType::Ranges: want = h.count * sizeof(Range); break;
       case BlockType::Strings: want = h.payload_bytes; break;
+      case BlockType::Meta:
+        want = h.count == 1 && h.payload_bytes >= sizeof(MetaFixed) + 2 ? h.payload_bytes : size_t{h.payload_bytes} + 1;
+        break;
       default: return stop("unknown block type"), c;
     }
     if (want != h.payload_bytes) return stop("block size does not match its records"), c;
@@ -93,6 +103,20 @@ Contents read(const std::string& path) {
       case BlockType::Launches: append(c.launches, p, h.count); break;
       case BlockType::Nccl: append(c.nccl, p, h.count); break;
       case BlockType::Ranges: append(c.ranges, p, h.count); break;
+      case BlockType::Meta: {
+        Meta m;
+        std::memcpy(&m.fixed, p, sizeof m.fixed);
+        const char* q = p + sizeof m.fixed;
+        const char* end = p + h.payload_bytes;
+        const char* z1 = static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
+        const char* z2 = z1 ? static_cast<const char*>(std::memchr(z1 + 1, '\0', static_cast<size_t>(end - z1 - 1))) : nullptr;
+        if (!z2) return stop("bad meta block"), c;
+        m.host.assign(q, z1);
+        m.command.assign(z1 + 1, z2);
+        c.meta = std::move(m);
+        c.has_meta = true;
+        break;
+      }
       case BlockType::Strings: {
         // count strings, each NUL-terminated, continuing the id sequence.
         const char* q = p;

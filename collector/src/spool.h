@@ -11,7 +11,8 @@ namespace kernalyse::spool {
 inline constexpr uint32_t kMagic = 0x4C50534B;  // "KSPL"
 inline constexpr uint16_t kVersion = 1;
 
-enum class BlockType : uint16_t { Strings = 1, Activities = 2, Launches = 3, Nccl = 4, Ranges = 5 };
+enum class BlockType : uint16_t { Strings = 1, Activities = 2, Launches = 3, Nccl = 4, Ranges = 5,
+                                  Meta = 6 };
 
 #pragma pack(push, 1)
 struct BlockHeader {
@@ -42,7 +43,27 @@ struct Range {
   int64_t start_ns, end_ns, thread;
   uint32_t name;
 };
+// Fixed part of a Meta block's payload; the host name and the command follow, each
+// NUL-terminated. Meta blocks are small and may repeat: the last complete one wins.
+struct MetaFixed {
+  int32_t rank, world_size;
+  int64_t pid;
+  int64_t start_local_ns, start_offset_ns, start_rtt_ns;  // start clock sample (to rank 0)
+  int64_t end_local_ns, end_offset_ns, end_rtt_ns;        // end sample, if has_end
+  int64_t anchor_ns;   // rank 0's CLOCK_REALTIME − CLOCK_MONOTONIC_RAW at the start sync
+  int64_t written_ns;  // this rank's raw clock when the block was written
+  int32_t exchanges;   // ping-pong exchanges per sample (method string only)
+  uint8_t has_start, has_end, emulated, reserved;
+};
 #pragma pack(pop)
+
+// What a rank knows about itself and its clock: written by the collector after the start clock
+// sync and again at finish (with the end sample), so that the offline recovery
+// (kernalyse-merge --spool) needs no MPI.
+struct Meta {
+  MetaFixed fixed{};
+  std::string host, command;
+};
 
 // Everything read back from a spool file (string ids index `strings`).
 struct Contents {
@@ -51,6 +72,8 @@ struct Contents {
   std::vector<Launch> launches;
   std::vector<Nccl> nccl;
   std::vector<Range> ranges;
+  bool has_meta = false;
+  Meta meta;                   // the last Meta block, if has_meta
   int64_t blocks = 0;
   int64_t bytes_valid = 0;     // up to the end of the last complete, checked block
   bool truncated = false;      // a torn or corrupt tail was dropped
@@ -67,7 +90,11 @@ class Writer {
   bool open(const std::string& path);
   // Appends one block; false on a write error (disk full, ...).
   bool write_block(BlockType type, uint32_t count, const void* payload, size_t bytes);
+  // Appends one Meta block.
+  bool write_meta(const Meta& m);
   void close();
+  bool is_open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   const std::string& path() const { return path_; }
 
  private:

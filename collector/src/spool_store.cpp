@@ -1,0 +1,331 @@
+// Spool → store without MPI (kernalyse/spool_store.h): the collector's per-rank conversion and
+// the offline crash recovery (kernalyse-merge --spool).
+#include "kernalyse/spool_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <unordered_map>
+
+#include "kernalyse/classify.h"
+#include "kernalyse/emu.h"
+#include "kernalyse/store_io.h"
+#include "spool.h"
+
+namespace fs = std::filesystem;
+
+namespace kernalyse {
+
+namespace {
+
+std::string utc_now() {
+  timespec rt{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&rt.tv_sec));
+  return buf;
+}
+
+// Epoch ns → "2026-11-21T06:55:01.123Z" (UTC, ms).
+std::string utc_ms(int64_t ns) {
+  time_t s = static_cast<time_t>(ns / 1'000'000'000);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::gmtime(&s));
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>((ns / 1'000'000) % 1000));
+  return out;
+}
+
+}  // namespace
+
+Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const ClockModel& clock) {
+  Store s;
+  s.strings.assign(c.strings.empty() ? std::vector<std::string>{""} : c.strings);
+  const uint32_t nstr = static_cast<uint32_t>(s.strings.size());
+  auto t = [&](int64_t local) { return clock.to_root(local) + meta.anchor_ns; };
+  const int32_t rank = meta.rank;
+  int64_t dropped = 0;
+  Classifier cls;
+  std::vector<int8_t> cat(s.strings.size(), -1);
+  std::unordered_map<int64_t, uint64_t> act_of_corr;
+  auto& a = s.activities;
+  a.reserve(c.activities.size());
+  for (const auto& r : c.activities) {
+    if (r.name >= nstr) {
+      ++dropped;
+      continue;
+    }
+    Kind kind = r.kind == KERNALYSE_EMU_MEMCPY   ? Kind::Memcpy
+                : r.kind == KERNALYSE_EMU_MEMSET ? Kind::Memset
+                                                 : Kind::Kernel;
+    if (cat[r.name] < 0) cat[r.name] = static_cast<int8_t>(cls.classify(kind, s.strings.at(r.name)));
+    if (kind == Kind::Kernel) act_of_corr[r.correlation] = a.size();
+    a.rank.push_back(rank);
+    a.device.push_back(r.device);
+    a.stream.push_back(r.stream);
+    a.kind.push_back(static_cast<uint8_t>(kind));
+    a.category.push_back(static_cast<uint8_t>(cat[r.name]));
+    a.start_ns.push_back(t(r.start_ns));
+    a.end_ns.push_back(t(r.end_ns));
+    a.name_id.push_back(r.name);
+    a.correlation.push_back(r.correlation);
+    a.step.push_back(kNoStep);
+  }
+  for (const auto& r : c.launches) {
+    if (r.name >= nstr) {
+      ++dropped;
+      continue;
+    }
+    auto& l = s.launches;
+    l.rank.push_back(rank);
+    l.pid.push_back(meta.pid);
+    l.tid.push_back(r.thread);
+    l.start_ns.push_back(t(r.start_ns));
+    l.end_ns.push_back(t(r.end_ns));
+    l.name_id.push_back(r.name);
+    l.correlation.push_back(r.correlation);
+    l.step.push_back(kNoStep);
+  }
+  // Ranges: "ProfilerStep#N" are steps (which then tag launches and GPU work); others NVTX.
+  for (const auto& r : c.ranges) {
+    if (r.name >= nstr) {
+      ++dropped;
+      continue;
+    }
+    auto& an = s.annotations;
+    const std::string& name = s.strings.at(r.name);
+    int32_t step = kNoStep;
+    if (name.rfind("ProfilerStep#", 0) == 0) step = std::atoi(name.c_str() + 13);
+    an.rank.push_back(rank);
+    an.kind.push_back(static_cast<uint8_t>(step != kNoStep ? AnnotationKind::Step : AnnotationKind::Nvtx));
+    an.pid.push_back(meta.pid);
+    an.tid.push_back(r.thread);
+    an.start_ns.push_back(t(r.start_ns));
+    an.end_ns.push_back(t(r.end_ns));
+    an.name_id.push_back(r.name);
+    an.step.push_back(step);
+  }
+  assign_steps(s);
+  for (const auto& r : c.nccl) {
+    auto it = act_of_corr.find(r.correlation);
+    if (it == act_of_corr.end()) continue;  // tag without its kernel (kernel dropped)
+    if (r.collective >= nstr || r.dtype >= nstr) {
+      ++dropped;
+      continue;
+    }
+    auto& n = s.nccl;
+    n.activity.push_back(it->second);
+    n.collective_id.push_back(r.collective);
+    n.seq.push_back(r.seq);
+    // The collector knows the communicator, not PyTorch's process-group name: the hash
+    // stands in for it (matching uses (communicator, collective, seq)).
+    char pg[32];
+    std::snprintf(pg, sizeof pg, "comm:%016llx", static_cast<unsigned long long>(r.comm_hash));
+    n.pg_name_id.push_back(s.strings.intern(pg));
+    n.pg_desc_id.push_back(0);
+    n.pg_ranks_id.push_back(0);
+    n.group_size.push_back(r.nranks);
+    n.in_nelems.push_back(r.count);
+    n.out_nelems.push_back(r.count);
+    n.msg_bytes.push_back(r.bytes);
+    n.dtype_id.push_back(r.dtype);
+    n.comm_hash.push_back(r.comm_hash);
+    n.peer.push_back(r.peer);
+  }
+  sort_activities(s);
+
+  RankInfo info;
+  info.rank = rank;
+  info.world_size = meta.world_size;
+  info.host = meta.host;
+  std::vector<int32_t> devs(a.device.begin(), a.device.end());
+  std::sort(devs.begin(), devs.end());
+  devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+  for (size_t i = 0; i < devs.size(); ++i) info.devices += (i ? "," : "") + std::to_string(devs[i]);
+  info.device_name = meta.emulated ? "kernalyse emulated device (no GPU)" : "";
+  info.source = meta.source.empty() ? "kernalyse-run: " + meta.command : meta.source;
+  info.base_time_ns = meta.anchor_ns;
+  // Stored in intercept form, so readers can invert it: t_run = t_local + offset +
+  // drift·t_local + base_time_ns (docs/store.md).
+  info.clock_offset_ns = clock.offset0_ns - std::llround(clock.drift * static_cast<double>(clock.t0_local));
+  info.clock_drift = clock.drift;
+  info.clock_uncertainty_ns = clock.uncertainty_ns;
+  info.clock_method = clock.method;
+  info.emulated = meta.emulated;
+  info.events_total = static_cast<int64_t>(c.activities.size() + c.launches.size() + c.nccl.size() + c.ranges.size());
+  info.records_dropped = dropped + (c.truncated ? 1 : 0);
+  s.ranks = {info};
+  s.attrs.tool_version = meta.tool_version;
+  s.attrs.produced_by = meta.produced_by;
+  s.attrs.command_line = "kernalyse-run " + meta.command;
+  s.attrs.created_utc = utc_now();
+  s.attrs.clock_domain =
+      "rank 0 CLOCK_MONOTONIC_RAW anchored to its CLOCK_REALTIME at start (epoch ns); other "
+      "ranks aligned by MPI ping-pong (offset + linear drift)";
+  s.attrs.emulated = meta.emulated;
+  return s;
+}
+
+std::vector<std::string> RecoveryReport::lines() const {
+  std::vector<std::string> out;
+  for (const auto& r : ranks) {
+    std::string l = "rank " + std::to_string(r.rank) + ": ";
+    if (r.missing) {
+      out.push_back(l + "missing (no spool file)");
+      continue;
+    }
+    if (!r.recovered) {
+      out.push_back(l + "nothing recovered from " + r.path + " (" +
+                    (r.problem.empty() ? "empty" : r.problem) + " at byte " +
+                    std::to_string(r.cut_byte) + ")");
+      continue;
+    }
+    if (r.truncated)
+      l += "truncated at byte " + std::to_string(r.cut_byte) + " of " +
+           std::to_string(r.file_bytes) + " (" + r.problem + ")";
+    else
+      l += r.has_end_sample ? "complete" : "complete blocks only, stopped before its end clock sync";
+    l += "; " + std::to_string(r.blocks) + " blocks, " + std::to_string(r.records) + " records";
+    if (r.records > 0) {
+      l += "; data ends at " + utc_ms(r.data_end_ns);
+      const int64_t before = last_end_ns - r.data_end_ns;
+      if (before > 0) {
+        char ms[48];
+        std::snprintf(ms, sizeof ms, " (%.1f ms before the last rank)", static_cast<double>(before) / 1e6);
+        l += ms;
+      } else {
+        l += " (the last rank)";
+      }
+    }
+    if (!r.has_clock) l += "; no clock sample in the spool (times not aligned)";
+    out.push_back(l);
+  }
+  return out;
+}
+
+Store recover_spool_dir(const std::string& dir, RecoveryReport* report) {
+  RecoveryReport local;
+  RecoveryReport& rep = report ? *report : local;
+  rep = RecoveryReport{};
+  rep.dir = dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(dir + ": not a spool directory");
+  std::map<int32_t, std::string> files;  // rank (from the name) → path
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("rank-", 0) != 0 || n.size() <= 12 || n.compare(n.size() - 7, 7, ".kspool") != 0)
+      continue;
+    const std::string num = n.substr(5, n.size() - 12);
+    if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) continue;
+    files[std::stoi(num)] = e.path().string();
+  }
+  if (files.empty()) throw Error(dir + ": no rank-<r>.kspool spool files in this directory");
+
+  std::vector<spool::Contents> contents;
+  contents.reserve(files.size());
+  int64_t anchor = 0;
+  int32_t world = 0;
+  for (const auto& [rank, path] : files) {
+    contents.push_back(spool::read(path));
+    const auto& c = contents.back();
+    if (c.has_meta) {
+      if (c.meta.fixed.has_start && c.meta.fixed.anchor_ns != 0) anchor = c.meta.fixed.anchor_ns;
+      world = std::max(world, c.meta.fixed.world_size);
+    }
+    world = std::max(world, rank + 1);
+  }
+  rep.world_size = world;
+
+  std::vector<Store> parts;
+  size_t i = 0;
+  for (const auto& [file_rank, path] : files) {
+    const spool::Contents& c = contents[i++];
+    RankRecovery rr;
+    rr.rank = c.has_meta ? c.meta.fixed.rank : file_rank;
+    rr.path = path;
+    rr.file_bytes = static_cast<int64_t>(fs::file_size(path, ec));
+    rr.blocks = c.blocks;
+    rr.cut_byte = c.bytes_valid;
+    rr.truncated = c.truncated;
+    rr.problem = c.problem.substr(0, c.problem.find(" at byte "));
+    rr.recovered = c.blocks > 0;
+    rr.records = static_cast<int64_t>(c.activities.size() + c.launches.size() + c.nccl.size() +
+                                      c.ranges.size());
+    rr.has_clock = c.has_meta && c.meta.fixed.has_start;
+    rr.has_end_sample = rr.has_clock && c.meta.fixed.has_end;
+    if (rr.recovered) {
+      SpoolMeta m;
+      m.rank = rr.rank;
+      m.world_size = world;
+      m.anchor_ns = anchor;
+      ClockModel clock;
+      clock.method = "none (no clock sample in the spool)";
+      if (c.has_meta) {
+        const auto& f = c.meta.fixed;
+        m.pid = f.pid;
+        m.host = c.meta.host;
+        m.command = c.meta.command;
+        m.emulated = f.emulated != 0;
+        if (f.has_start) {
+          const ClockSample start{f.start_local_ns, f.start_offset_ns, f.start_rtt_ns};
+          const ClockSample end{f.end_local_ns, f.end_offset_ns, f.end_rtt_ns};
+          clock = fit_clock_samples(start, f.has_end ? &end : nullptr, f.exchanges);
+        }
+      }
+      std::string note = "spool: " + path;
+      if (c.truncated)
+        note += " (truncated at byte " + std::to_string(rr.cut_byte) + ": " + rr.problem + ")";
+      else if (!rr.has_end_sample)
+        note += " (stopped before its end clock sync)";
+      m.source = note;
+      m.produced_by = "kernalyse-merge --spool (crash recovery)";
+      Store s = spool_to_store(c, m, clock);
+      int64_t end = 0;
+      for (int64_t e : s.activities.end_ns) end = std::max(end, e);
+      for (int64_t e : s.launches.end_ns) end = std::max(end, e);
+      for (int64_t e : s.annotations.end_ns) end = std::max(end, e);
+      rr.data_end_ns = end;
+      rep.last_end_ns = std::max(rep.last_end_ns, end);
+      parts.push_back(std::move(s));
+    }
+    rep.ranks.push_back(rr);
+  }
+  if (parts.empty())
+    throw Error(dir + ": no rank could be recovered (no spool file has a complete block)");
+  for (int32_t r = 0; r < world; ++r) {
+    bool present = std::any_of(rep.ranks.begin(), rep.ranks.end(),
+                               [&](const RankRecovery& x) { return x.rank == r; });
+    if (present) continue;
+    RankRecovery rr;
+    rr.rank = r;
+    rr.missing = true;
+    rep.ranks.push_back(rr);
+  }
+  std::sort(rep.ranks.begin(), rep.ranks.end(),
+            [](const RankRecovery& a, const RankRecovery& b) { return a.rank < b.rank; });
+
+  Store merged = merge_stores(std::move(parts));
+  // Ranks with a spool file but nothing readable, and ranks without one, still get a row.
+  for (const auto& rr : rep.ranks) {
+    if (rr.recovered) continue;
+    RankInfo info;
+    info.rank = rr.rank;
+    info.world_size = world;
+    info.base_time_ns = anchor;
+    info.clock_method = "none (rank not recovered)";
+    info.source = rr.missing ? "missing: no spool file in " + dir
+                             : "spool: " + rr.path + " (nothing recovered: " + rr.problem + ")";
+    info.records_dropped = rr.missing ? 0 : 1;
+    merged.ranks.push_back(info);
+  }
+  std::sort(merged.ranks.begin(), merged.ranks.end(),
+            [](const RankInfo& a, const RankInfo& b) { return a.rank < b.rank; });
+  merged.attrs.produced_by = "kernalyse-merge --spool (crash recovery)";
+  for (const auto& r : merged.ranks) merged.attrs.emulated = merged.attrs.emulated || r.emulated;
+  return merged;
+}
+
+}  // namespace kernalyse
