@@ -89,6 +89,10 @@ class Handle {
 class QuietErrors {
  public:
   QuietErrors() {
+    // No library cleanup at exit: after a failed write (disk full) HDF5 1.10's atexit handler
+    // crashes on the file it could not close. We close every file ourselves. Only effective
+    // when we are the first HDF5 user in the process; otherwise a harmless no-op.
+    H5dont_atexit();
     H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   }

@@ -6,7 +6,6 @@
 // Design and limits: docs/collector.md.
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <link.h>
 #include <mpi.h>
 #include <poll.h>
 #include <pthread.h>
@@ -70,7 +69,11 @@ class Collector {
     return *c;
   }
 
-  bool active() const { return active_; }
+  // Active only in the process kernalyse-run started: a fork()ed child keeps a copy of this
+  // state (and of the atexit handler) but is not the rank.
+  bool active() const { return active_ && static_cast<long>(getpid()) == pid_; }
+  // The per-record check: no getpid() syscall on the hot path.
+  bool recording() const { return active_; }
 
   void activate() {
     // Only the process kernalyse-run exec'd: children inherit LD_PRELOAD but not this pid.
@@ -143,7 +146,7 @@ class Collector {
 
   // --- MPI lifecycle ---
   void on_mpi_initialized() {
-    if (!active_ || synced_start_) return;
+    if (!active() || synced_start_) return;
     synced_start_ = true;
     start_ = measure_offset_to_root(MPI_COMM_WORLD);
     // The run's absolute anchor: rank 0's wall clock at the start sync.
@@ -168,11 +171,13 @@ class Collector {
 
   // Collective: end sync, then the parallel write. Returns with MPI still initialised.
   void finish() {
-    if (!active_ || finished_) return;
+    if (!active() || finished_) return;
     finished_ = true;
+    // MPI brought up only now (an application that never calls MPI): one sample, offset only.
+    const bool one_point = !synced_start_;
     if (!synced_start_) on_mpi_initialized();
-    ClockSample end = measure_offset_to_root(MPI_COMM_WORLD);
-    ClockModel clock = fit_clock(start_, &end);
+    ClockSample end = one_point ? start_ : measure_offset_to_root(MPI_COMM_WORLD);
+    ClockModel clock = one_point ? fit_clock(start_, nullptr) : fit_clock(start_, &end);
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -459,36 +464,19 @@ void on_sigterm(int sig) {
   errno = saved;
 }
 
-// Does the main executable itself need libmpi (an MPI application)?
-bool main_program_needs_mpi() {
-  bool needs = false;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        // The first object is the main program.
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
-          auto* dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-          const char* strtab = nullptr;
-          for (auto* d = dyn; d->d_tag != DT_NULL; ++d)
-            if (d->d_tag == DT_STRTAB) strtab = reinterpret_cast<const char*>(d->d_un.d_ptr);
-          if (!strtab) break;
-          for (auto* d = dyn; d->d_tag != DT_NULL; ++d)
-            if (d->d_tag == DT_NEEDED && std::strstr(strtab + d->d_un.d_val, "libmpi"))
-              *static_cast<bool*>(data) = true;
-        }
-        return 1;  // stop after the main program
-      },
-      &needs);
-  return needs;
-}
-
 void finish_at_exit() {
   Collector& c = Collector::get();
   if (!c.active()) return;
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
-  if (!init || fin) return;
+  if (fin) return;
+  if (!init) {
+    // An application that never called MPI: bring MPI up now, merge, finalise.
+    int provided = 0;
+    if (PMPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return;
+    c.we_initialised_mpi = true;
+  }
   c.finish();
   if (c.we_initialised_mpi) PMPI_Finalize();
 }
@@ -497,16 +485,11 @@ __attribute__((constructor)) void kernalyse_collector_init() {
   Collector& c = Collector::get();
   c.activate();
   if (!c.active()) return;
+  // MPI applications bring MPI up themselves (intercepted below). One that never calls MPI
+  // gets it from us at exit, not at start: a shell wrapper (`bash -c 'python train.py'`) often
+  // exec()s its last command in the same process, and the program it becomes activates the
+  // collector again; an MPI_Init before that exec would register this rank twice.
   std::atexit(finish_at_exit);
-  // An application that never calls MPI gets MPI from us, at start (so the clock has two sync
-  // points) and finalised at exit. MPI applications bring it up themselves (intercepted below).
-  if (!main_program_needs_mpi()) {
-    int provided = 0;
-    if (PMPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) == MPI_SUCCESS) {
-      c.we_initialised_mpi = true;
-      c.on_mpi_initialized();
-    }
-  }
 }
 
 }  // namespace
@@ -545,19 +528,19 @@ int64_t kernalyse_emu_now_ns(void) { return kernalyse::now_raw_ns(); }
 
 void kernalyse_emu_record_activity(const kernalyse_emu_activity* a) {
   Collector& c = Collector::get();
-  if (c.active() && a) c.add(a);
+  if (c.recording() && a) c.add(a);
 }
 void kernalyse_emu_record_launch(const kernalyse_emu_launch* l) {
   Collector& c = Collector::get();
-  if (c.active() && l) c.add(l);
+  if (c.recording() && l) c.add(l);
 }
 void kernalyse_emu_record_nccl(const kernalyse_emu_nccl* n) {
   Collector& c = Collector::get();
-  if (c.active() && n) c.add(n);
+  if (c.recording() && n) c.add(n);
 }
 void kernalyse_emu_record_range(const kernalyse_emu_range* r) {
   Collector& c = Collector::get();
-  if (c.active() && r) c.add(r);
+  if (c.recording() && r) c.add(r);
 }
 
 }  // extern "C"

@@ -37,6 +37,14 @@ expect_eq "non-MPI app: exit code" "$?" "0"
 "$BIN/kernalyse-merge" nompi.h5 --json -q > nompi.json
 expect_eq "non-MPI app: 2 ranks in the store" "$(json nompi.json 'len(d["ranks"])')" "2"
 
+# 3b. A shell wrapper that forks a subshell and then execs the real program: the forked child
+#     must stay inert (it inherits the collector's state and atexit handler), the exec'd program
+#     is the rank.
+timeout 60 mpirun -n 2 "$BIN/kernalyse-run" -q -o wrapped.h5 /bin/bash -c '( : ); exec /bin/sleep 0.1'
+expect_eq "shell wrapper with a forked subshell: exit code" "$?" "0"
+"$BIN/kernalyse-merge" wrapped.h5 --json -q > wrapped.json 2>/dev/null
+expect_eq "shell wrapper: 2 ranks in the store" "$(json wrapped.json 'len(d["ranks"])' 2>/dev/null)" "2"
+
 # 4. Exit codes pass through, and the store is still written.
 mpirun -n 2 "$BIN/kernalyse-run" -q -o exit3.h5 "$BIN/vicuna_tp" --layers 1 --steps 1 --exit-code 3 >/dev/null 2>&1
 expect_eq "app exits 3: mpirun exit code" "$?" "3"
