@@ -219,6 +219,8 @@ class Collector {
     int64_t total = 0, max_unc = 0;
     MPI_Reduce(&records, &total, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&clock.uncertainty_ns, &max_unc, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    int emulated = local.attrs.emulated ? 1 : 0, any_emulated = 0;  // any rank: the label
+    MPI_Reduce(&emulated, &any_emulated, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     if (error.empty() && !keep_spool_) {
       ::unlink(spool_.path().c_str());
       MPI_Barrier(MPI_COMM_WORLD);
@@ -236,15 +238,13 @@ class Collector {
                      "kernalyse-run: wrote %s: %d ranks, %lld records%s; clocks aligned to rank 0 "
                      "within ±%.3f µs\n",
                      written.c_str(), size, static_cast<long long>(total),
-                     emulated_any(local) ? " (EMULATED device)" : "",
+                     any_emulated ? " (EMULATED device)" : "",
                      static_cast<double>(max_unc) / 1000.0);
       }
       std::fflush(err_);
     }
   }
 
-  bool app_links_mpi() const { return app_links_mpi_; }
-  void set_app_links_mpi(bool v) { app_links_mpi_ = v; }
   bool we_initialised_mpi = false;
 
   // SIGTERM (async-signal-safe part): ask the flush thread for a flush through the pipe and wait
@@ -361,7 +361,6 @@ class Collector {
     std::fflush(err_);
   }
 
-  static bool emulated_any(const Store& s) { return s.attrs.emulated; }
 
   void open_spool() {
     // One directory per job next to the output; one file per rank.
@@ -422,7 +421,6 @@ class Collector {
 
   bool active_ = false;
   std::FILE* err_ = stderr;
-  bool app_links_mpi_ = false;
   bool synced_start_ = false, finished_ = false;
   std::string output_, command_, spool_dir_;
   bool force_ = false, quiet_ = false, keep_spool_ = false, spool_failed_ = false;
