@@ -53,11 +53,20 @@ int env_rank() {
 }
 
 // Set while this thread holds the collector's mutex in record intake: a SIGTERM handler running
-// on such a thread must not wait for the flush thread (which needs that mutex).
+// on such a thread must not wait for the flush thread (which needs that mutex). It defers the
+// signal instead, and the intake re-raises it once the mutex is released (the guard is declared
+// before the lock, so its destructor runs after the unlock).
 __attribute__((tls_model("initial-exec"))) thread_local bool t_in_intake = false;
+volatile std::sig_atomic_t g_term_deferred = 0;
 struct IntakeGuard {
   IntakeGuard() { t_in_intake = true; }
-  ~IntakeGuard() { t_in_intake = false; }
+  ~IntakeGuard() {
+    t_in_intake = false;
+    if (g_term_deferred) {
+      g_term_deferred = 0;
+      raise(SIGTERM);  // handled on this thread, now able to wait for the flush
+    }
+  }
 };
 
 void on_sigterm(int sig);
@@ -453,6 +462,11 @@ class Collector {
 // flush_for_signal), then die of SIGTERM as if we had not been here.
 void on_sigterm(int sig) {
   const int saved = errno;
+  if (t_in_intake) {  // this thread holds the record mutex: finish the intake first
+    g_term_deferred = 1;
+    errno = saved;
+    return;
+  }
   Collector::get().flush_for_signal();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
