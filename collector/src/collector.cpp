@@ -117,12 +117,22 @@ class Collector {
 
   // --- record intake (any thread) ---
   uint32_t intern(const char* s) {  // caller holds mu_
-    std::string k = s ? s : "";
+    if (!s) s = "";
+    // Applications pass the same few name pointers again and again: a pointer-keyed cache,
+    // checked with strcmp (the text behind a pointer may change), skips the allocation and hash.
+    PtrSlot& slot = ptr_cache_[(reinterpret_cast<uintptr_t>(s) >> 3) % kPtrCache];
+    if (slot.ptr == s && std::strcmp(strings_[slot.id].c_str(), s) == 0) return slot.id;
+    std::string k = s;
     auto it = string_ids_.find(k);
-    if (it != string_ids_.end()) return it->second;
-    uint32_t id = static_cast<uint32_t>(strings_.size());
-    strings_.push_back(k);
-    string_ids_.emplace(std::move(k), id);
+    uint32_t id;
+    if (it != string_ids_.end()) {
+      id = it->second;
+    } else {
+      id = static_cast<uint32_t>(strings_.size());
+      strings_.push_back(k);
+      string_ids_.emplace(std::move(k), id);
+    }
+    slot = {s, id};
     return id;
   }
   void add(const kernalyse_emu_activity* a) {
@@ -451,6 +461,12 @@ class Collector {
   std::vector<std::string> strings_;
   size_t strings_flushed_ = 0;
   std::unordered_map<std::string, uint32_t> string_ids_;
+  struct PtrSlot {
+    const char* ptr = nullptr;
+    uint32_t id = 0;
+  };
+  static constexpr size_t kPtrCache = 64;
+  PtrSlot ptr_cache_[kPtrCache];
   std::vector<spool::Activity> acts_;
   std::vector<spool::Launch> launches_;
   std::vector<spool::Nccl> nccl_;
