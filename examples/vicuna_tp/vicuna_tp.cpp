@@ -803,32 +803,32 @@ int main(int argc, char** argv) {
     const int64_t step_start = raw_now();
     if (o.pp == 2 && stage == 1)
       host.collective(Coll::Recv, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 0, step);
-    for (int layer = first_layer; layer < last_layer; ++layer) {
-      if (launch_delay_ns > 0) sleep_for_ns(launch_delay_ns);
-      // attention block
+    // Each block: norm in (sequence-parallel: on the shard, then all-gather), column- then
+    // row-parallel work, reduce out (all-reduce, or reduce-scatter back to the shard).
+    auto norm_in = [&] {
       if (o.sequence_parallel) {
         host.kernel(kLayerNorm, t.ln_sp);
         host.collective(Coll::AllGather, tp, shard_elems, t.ag);
       } else {
         host.kernel(kLayerNorm, t.ln);
       }
+    };
+    auto reduce_out = [&] {
+      if (o.sequence_parallel) host.collective(Coll::ReduceScatter, tp, shard_elems, t.rs);
+      else host.collective(Coll::AllReduce, tp, act_elems, t.ar);
+    };
+    for (int layer = first_layer; layer < last_layer; ++layer) {
+      if (launch_delay_ns > 0) sleep_for_ns(launch_delay_ns);
+      norm_in();  // attention block
       host.kernel(kGemmColumn, t.qkv);
       host.kernel(kFlash, t.flash);
       host.kernel(kGemmRow, t.out);
-      if (o.sequence_parallel) host.collective(Coll::ReduceScatter, tp, shard_elems, t.rs);
-      else host.collective(Coll::AllReduce, tp, act_elems, t.ar);
-      // MLP block
-      if (o.sequence_parallel) {
-        host.kernel(kLayerNorm, t.ln_sp);
-        host.collective(Coll::AllGather, tp, shard_elems, t.ag);
-      } else {
-        host.kernel(kLayerNorm, t.ln);
-      }
+      reduce_out();
+      norm_in();  // MLP block
       host.kernel(kGemmColumn, t.fc1);
       host.kernel(kSilu, t.act);
       host.kernel(kGemmRow, t.fc2);
-      if (o.sequence_parallel) host.collective(Coll::ReduceScatter, tp, shard_elems, t.rs);
-      else host.collective(Coll::AllReduce, tp, act_elems, t.ar);
+      reduce_out();
       start_device();
     }
     if (last_stage) {
