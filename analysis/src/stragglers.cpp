@@ -33,10 +33,16 @@ std::string op_from_kernel(const std::string& simplified) {
 }
 
 // nccl-tests' bus-bandwidth factor for an op over n ranks.
-double busbw_factor(const std::string& op, int n) {
+// "_allgather_base", "AllGather" → "allgatherbase", "allgather": letters only, lower case.
+std::string op_key(const std::string& op) {
   std::string o;
   for (char c : op)
     if (std::isalpha(static_cast<unsigned char>(c))) o += static_cast<char>(std::tolower(c));
+  return o;
+}
+
+double busbw_factor(const std::string& op, int n) {
+  const std::string o = op_key(op);
   if (n < 2) return 1.0;
   if (o.find("allreduce") != std::string::npos) return 2.0 * (n - 1) / n;
   if (o.find("allgather") != std::string::npos || o.find("reducescatter") != std::string::npos)
@@ -46,9 +52,7 @@ double busbw_factor(const std::string& op, int n) {
 
 // N×N collectives: every rank's kernel needs every other rank (Scalasca's "wait at N×N").
 bool is_n_by_n(const std::string& op) {
-  std::string o;
-  for (char c : op)
-    if (std::isalpha(static_cast<unsigned char>(c))) o += static_cast<char>(std::tolower(c));
+  const std::string o = op_key(op);
   for (const char* k : {"allreduce", "allgather", "reducescatter", "alltoall", "barrier"})
     if (o.find(k) != std::string::npos) return true;
   return false;
