@@ -420,10 +420,14 @@ class Collector {
                                     blob.data(), blob.size());
       strings_flushed_ = strings_.size();
     }
+    // Small blocks (<= kBlockRecords): a process killed mid-flush (mpirun sends SIGKILL
+    // odls_base_sigkill_timeout after SIGTERM) loses at most one of them, never the whole flush.
+    constexpr size_t kBlockRecords = 1024;
     auto put = [&](spool::BlockType t, auto& v) {
-      if (v.empty()) return;
-      ok = ok && spool_.write_block(t, static_cast<uint32_t>(v.size()), v.data(),
-                                    v.size() * sizeof(v[0]));
+      for (size_t i = 0; i < v.size() && ok; i += kBlockRecords) {
+        const size_t n = std::min(kBlockRecords, v.size() - i);
+        ok = spool_.write_block(t, static_cast<uint32_t>(n), v.data() + i, n * sizeof(v[0]));
+      }
       v.clear();
     };
     put(spool::BlockType::Activities, acts_);
