@@ -10,7 +10,7 @@
 
 namespace kernalyse {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // 2: counters table, NCCL algo/proto/channels
 inline constexpr int32_t kNoStep = -1;
 inline constexpr int64_t kNoCorrelation = -1;
 
@@ -108,9 +108,29 @@ struct NcclInfo {
   std::vector<uint32_t> dtype_id;
   std::vector<uint64_t> comm_hash;  // communicator hash from the collector, 0 if unknown
   std::vector<int32_t> peer;        // p2p peer, -1 for collectives
+  std::vector<int32_t> comm_rank;   // this rank's rank in the communicator, -1 if unknown
+  std::vector<uint32_t> algo_id;    // "RING", "TREE", ... ("" if unknown)
+  std::vector<uint32_t> proto_id;   // "LL", "LL128", "SIMPLE", ... ("" if unknown)
+  std::vector<int32_t> n_channels;  // -1 if unknown
 
   size_t size() const { return activity.size(); }
 };
+
+// Per-device values over time, one row per change (a step function): GPU memory in use from
+// the collector's allocation records, power when sampled, the profiler's memory events on
+// import. Sorted by (rank, device, name, ts).
+struct Counters {
+  std::vector<int32_t> rank;
+  std::vector<int32_t> device;
+  std::vector<uint32_t> name_id;  // kCounterGpuMemory, ...
+  std::vector<int64_t> ts_ns;
+  std::vector<int64_t> value;  // integer units named by the counter (bytes, mW)
+
+  size_t size() const { return ts_ns.size(); }
+};
+// Counter names (interned in the store's string table).
+inline constexpr const char* kCounterGpuMemory = "gpu_memory_allocated_bytes";
+inline constexpr const char* kCounterPower = "gpu_power_mw";
 
 // One row per rank: where its data came from and how its clock maps to the run's timeline.
 struct RankInfo {
@@ -129,7 +149,11 @@ struct RankInfo {
   int64_t events_total = 0;
   int64_t events_malformed = 0;
   int64_t events_ignored = 0;  // well-formed but not kept (cpu_op, python_function, ...)
-  int64_t records_dropped = 0;
+  int64_t records_dropped = 0;        // lost by kernalyse (buffer pool full, spool cut, ...)
+  int64_t records_dropped_cupti = 0;  // CUPTI's own count (cuptiActivityGetNumDroppedRecords)
+  // What the collector could record on this rank, one line: "cupti: 1 CUDA device",
+  // "no CUDA device: ...", "emulated device", "imported" ...; "" if unknown (older stores).
+  std::string collector_status;
 };
 
 // File-level attributes.
@@ -150,6 +174,7 @@ struct Store {
   LaunchCalls launches;
   Annotations annotations;
   NcclInfo nccl;
+  Counters counters;
   std::vector<RankInfo> ranks;  // sorted by rank
 };
 
@@ -162,6 +187,7 @@ struct ColumnSelection {
   bool launch_detail = true;  // false: launches carry only rank, start_ns, correlation
   bool annotations = true;
   bool nccl = true;
+  bool counters = true;
   static ColumnSelection all() { return {}; }
 };
 

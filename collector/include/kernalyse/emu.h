@@ -46,7 +46,21 @@ typedef struct kernalyse_emu_nccl {
   int64_t bytes;
   int32_t nranks;
   int32_t peer;     /* -1 for collectives */
+  const char* algo;  /* "RING", "TREE", ...; NULL if unknown */
+  const char* proto; /* "LL", "LL128", "SIMPLE"; NULL if unknown */
+  int32_t n_channels; /* -1 if unknown */
+  int32_t comm_rank;  /* this rank in the communicator, -1 if unknown */
 } kernalyse_emu_nccl;
+
+/* A device memory allocation (bytes > 0) or release (bytes < 0), as CUPTI's MEMORY2 records
+ * report them; the store turns them into the per-device "memory in use" counter. */
+typedef struct kernalyse_emu_memory {
+  int64_t ts_ns;
+  int32_t device;
+  int32_t stream; /* -1 unless stream-ordered */
+  int64_t bytes;
+  uint64_t address;
+} kernalyse_emu_memory;
 
 /* A host-side range (NVTX-like): "ProfilerStep#N" marks step N; other names are user ranges. */
 typedef struct kernalyse_emu_range {
@@ -61,12 +75,14 @@ typedef void (*kernalyse_emu_record_range_fn)(const kernalyse_emu_range*);
 typedef void (*kernalyse_emu_record_activity_fn)(const kernalyse_emu_activity*);
 typedef void (*kernalyse_emu_record_launch_fn)(const kernalyse_emu_launch*);
 typedef void (*kernalyse_emu_record_nccl_fn)(const kernalyse_emu_nccl*);
+typedef void (*kernalyse_emu_record_memory_fn)(const kernalyse_emu_memory*);
 
 int64_t kernalyse_emu_now_ns(void);
 void kernalyse_emu_record_activity(const kernalyse_emu_activity* a);
 void kernalyse_emu_record_launch(const kernalyse_emu_launch* l);
 void kernalyse_emu_record_nccl(const kernalyse_emu_nccl* n);
 void kernalyse_emu_record_range(const kernalyse_emu_range* r);
+void kernalyse_emu_record_memory(const kernalyse_emu_memory* m);
 
 #ifdef __cplusplus
 }
