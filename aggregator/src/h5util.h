@@ -302,8 +302,8 @@ void annotation_columns(Tab& a, F&& f) {
   f("step", a.step);
 }
 
-// comm_hash and peer come last: they were added after the first files were written, and readers
-// fill them in (0 / -1) when a file lacks them.
+// comm_hash and the columns after it were added after the first files were written: readers fill
+// them in (nccl_default) when a file lacks them.
 template <class Tab, class F>
 void nccl_columns(Tab& c, F&& f) {
   f("activity", c.activity);
@@ -319,18 +319,32 @@ void nccl_columns(Tab& c, F&& f) {
   f("dtype_id", c.dtype_id);
   f("comm_hash", c.comm_hash);
   f("peer", c.peer);
+  f("comm_rank", c.comm_rank);
+  f("algo_id", c.algo_id);
+  f("proto_id", c.proto_id);
+  f("n_channels", c.n_channels);
 }
 
-inline constexpr uint64_t kNoCommHash = 0;
-inline constexpr int32_t kNoPeer = -1;
-
-// The value an absent nccl column stands for (writers and readers fill it in).
+// The value an absent nccl column stands for (writers and readers fill it in): -1 for the
+// signed "unknown / not p2p" columns, 0 (no hash, the empty string) for the others.
 template <class T>
 T nccl_default(const char* name) {
-  return std::string_view(name) == "peer" ? T(kNoPeer) : T(kNoCommHash);
+  const std::string_view n(name);
+  return n == "peer" || n == "comm_rank" || n == "n_channels" ? T(-1) : T(0);
 }
 inline bool nccl_column_optional(const char* name) {
-  return std::string_view(name) == "comm_hash" || std::string_view(name) == "peer";
+  const std::string_view n(name);
+  return n == "comm_hash" || n == "peer" || n == "comm_rank" || n == "algo_id" ||
+         n == "proto_id" || n == "n_channels";
+}
+
+template <class Tab, class F>
+void counter_columns(Tab& k, F&& f) {
+  f("rank", k.rank);
+  f("device", k.device);
+  f("name_id", k.name_id);
+  f("ts_ns", k.ts_ns);
+  f("value", k.value);
 }
 
 // /ranks fields in on-disk order: num(name, member) for numeric fields (bool `emulated` is
@@ -353,6 +367,13 @@ void rank_fields(Num&& num, Str&& str) {
   num("events_malformed", &RankInfo::events_malformed);
   num("events_ignored", &RankInfo::events_ignored);
   num("records_dropped", &RankInfo::records_dropped);
+  // Schema 2; readers of older files leave the defaults.
+  num("records_dropped_cupti", &RankInfo::records_dropped_cupti);
+  str("collector_status", &RankInfo::collector_status);
+}
+inline bool rank_field_optional(const char* name) {
+  const std::string_view n(name);
+  return n == "records_dropped_cupti" || n == "collector_status";
 }
 
 // The on-disk element type of a RankInfo field (bool → uint8).

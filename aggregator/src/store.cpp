@@ -372,6 +372,7 @@ void check_activity_columns(const Activities& a) {
 
 // Stable sort of the nccl rows by activity index (lets analyses binary-search them).
 void sort_nccl_by_activity(NcclInfo& c) {
+  fill_optional_nccl_columns(c);
   const size_t n = c.size();
   check_len(c.collective_id, n, "nccl.collective_id");
   check_len(c.seq, n, "nccl.seq");
@@ -385,6 +386,10 @@ void sort_nccl_by_activity(NcclInfo& c) {
   check_len(c.dtype_id, n, "nccl.dtype_id");
   check_len(c.comm_hash, n, "nccl.comm_hash");
   check_len(c.peer, n, "nccl.peer");
+  check_len(c.comm_rank, n, "nccl.comm_rank");
+  check_len(c.algo_id, n, "nccl.algo_id");
+  check_len(c.proto_id, n, "nccl.proto_id");
+  check_len(c.n_channels, n, "nccl.n_channels");
   if (std::is_sorted(c.activity.begin(), c.activity.end())) return;
   std::vector<Rec> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = {c.activity[i], static_cast<uint32_t>(i), 0};
@@ -403,6 +408,10 @@ void sort_nccl_by_activity(NcclInfo& c) {
   gather(c.dtype_id, order);
   gather(c.comm_hash, order);
   gather(c.peer, order);
+  gather(c.comm_rank, order);
+  gather(c.algo_id, order);
+  gather(c.proto_id, order);
+  gather(c.n_channels, order);
 }
 
 // Stable sort of a table by (rank, start_ns); a no-op when already in order.
@@ -644,7 +653,11 @@ Store merge_stores(std::vector<Store> parts) {
   NcclInfo& oc = out.nccl;
   reserve_all(nc, oc.activity, oc.collective_id, oc.seq, oc.pg_name_id, oc.pg_desc_id,
               oc.pg_ranks_id, oc.group_size, oc.in_nelems, oc.out_nelems, oc.msg_bytes, oc.dtype_id,
-              oc.comm_hash, oc.peer);
+              oc.comm_hash, oc.peer, oc.comm_rank, oc.algo_id, oc.proto_id, oc.n_channels);
+  size_t nk = 0;
+  for (const Store& p : parts) nk += p.counters.size();
+  Counters& ok = out.counters;
+  reserve_all(nk, ok.rank, ok.device, ok.name_id, ok.ts_ns, ok.value);
   bool first = true;
   for (size_t pi : order) {
     Store& p = parts[pi];
@@ -711,7 +724,7 @@ Store merge_stores(std::vector<Store> parts) {
     append(out.annotations.step, an.step);
 
     NcclInfo& c = p.nccl;
-    const size_t nccl_n = c.size();
+    fill_optional_nccl_columns(c);  // before c.activity is released below
     for (uint64_t x : c.activity) {
       if (x >= act_n)
         throw Error(where + ": nccl.activity " + std::to_string(x) + " out of range (" +
@@ -729,11 +742,20 @@ Store merge_stores(std::vector<Store> parts) {
     append(out.nccl.out_nelems, c.out_nelems);
     append(out.nccl.msg_bytes, c.msg_bytes);
     remap(out.nccl.dtype_id, c.dtype_id);
-    // Producers that predate these columns leave them empty: 0 / -1 mean unknown / collective.
-    fill_missing(c.comm_hash, nccl_n, uint64_t{0});
-    fill_missing(c.peer, nccl_n, int32_t{-1});
+    // Producers that predate the later columns leave them empty: "unknown" values.
     append(out.nccl.comm_hash, c.comm_hash);
     append(out.nccl.peer, c.peer);
+    append(out.nccl.comm_rank, c.comm_rank);
+    remap(out.nccl.algo_id, c.algo_id);
+    remap(out.nccl.proto_id, c.proto_id);
+    append(out.nccl.n_channels, c.n_channels);
+
+    Counters& k = p.counters;
+    append(out.counters.rank, k.rank);
+    append(out.counters.device, k.device);
+    remap(out.counters.name_id, k.name_id);
+    append(out.counters.ts_ns, k.ts_ns);
+    append(out.counters.value, k.value);
 
     for (RankInfo& r : p.ranks) out.ranks.push_back(std::move(r));
     p = Store();  // drop the part's string table too
@@ -744,7 +766,45 @@ Store merge_stores(std::vector<Store> parts) {
   sort_activities(out);
   sort_launches(out.launches);
   sort_annotations(out.annotations);
+  sort_counters(out.counters);
   return out;
+}
+
+void fill_optional_nccl_columns(NcclInfo& c) {
+  const size_t n = c.size();
+  auto fill = [n](auto& col, auto value) {
+    if (col.empty() && n) col.assign(n, value);
+  };
+  fill(c.comm_hash, uint64_t{0});
+  fill(c.peer, int32_t{-1});
+  fill(c.comm_rank, int32_t{-1});
+  fill(c.algo_id, uint32_t{0});
+  fill(c.proto_id, uint32_t{0});
+  fill(c.n_channels, int32_t{-1});
+}
+
+void sort_counters(Counters& k) {
+  const size_t n = k.size();
+  check_len(k.rank, n, "counters.rank");
+  check_len(k.device, n, "counters.device");
+  check_len(k.name_id, n, "counters.name_id");
+  check_len(k.value, n, "counters.value");
+  auto key = [&](size_t i) { return std::tie(k.rank[i], k.device[i], k.name_id[i], k.ts_ns[i]); };
+  bool sorted = true;
+  for (size_t i = 1; i < n && sorted; ++i) sorted = !(key(i) < key(i - 1));
+  if (sorted) return;
+  std::vector<uint32_t> idx(n);
+  for (size_t i = 0; i < n; ++i) idx[i] = static_cast<uint32_t>(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](uint32_t x, uint32_t y) { return key(x) < key(y); });
+  auto apply = [&](auto& col) {
+    auto old = col;
+    for (size_t i = 0; i < n; ++i) col[i] = old[idx[i]];
+  };
+  apply(k.rank);
+  apply(k.device);
+  apply(k.name_id);
+  apply(k.ts_ns);
+  apply(k.value);
 }
 
 }  // namespace kernalyse

@@ -57,11 +57,18 @@ void write_file(const Store& s, const std::string& tmp) {
     Handle g = create_group(file, "nccl");
     nccl_columns(s.nccl, [&](const char* name, const auto& col) {
       using T = typename std::decay_t<decltype(col)>::value_type;
-      // Producers that predate comm_hash/peer leave them empty: store the "unknown" values.
+      // Producers that predate the optional columns leave them empty: store "unknown" values.
       if (col.empty() && n && nccl_column_optional(name))
         write_column(g, "nccl", name, std::vector<T>(n, nccl_default<T>(name)), n);
       else
         write_column(g, "nccl", name, col, n);
+    });
+  }
+  {
+    const size_t n = s.counters.size();
+    Handle g = create_group(file, "counters");
+    counter_columns(s.counters, [&](const char* name, const auto& col) {
+      write_column(g, "counters", name, col, n);
     });
   }
   write_ranks_group(file, s.ranks);
@@ -252,6 +259,18 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
       r.events_ignored = ignored[i];
       r.records_dropped = dropped[i];
     }
+    // Schema 2 fields: absent in older stores.
+    if (H5Lexists(g, "records_dropped_cupti", H5P_DEFAULT) > 0) {
+      std::vector<int64_t> cupti;
+      read_column(g, "ranks", "records_dropped_cupti", cupti);
+      require_rows("ranks", n, {cupti.size()});
+      for (size_t i = 0; i < n; ++i) s.ranks[i].records_dropped_cupti = cupti[i];
+    }
+    if (H5Lexists(g, "collector_status", H5P_DEFAULT) > 0) {
+      auto status = read_strings(g, "/ranks/collector_status", "collector_status");
+      require_rows("ranks", n, {status.size()});
+      for (size_t i = 0; i < n; ++i) s.ranks[i].collector_status = std::move(status[i]);
+    }
   }
 
   if (sel.activities) {
@@ -326,21 +345,19 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
     read_column(g, "nccl", "msg_bytes", c.msg_bytes);
     read_column(g, "nccl", "dtype_id", c.dtype_id);
     // Added after the first stores were written: absent means "unknown" for every row.
-    if (H5Lexists(g, "comm_hash", H5P_DEFAULT) > 0)
-      read_column(g, "nccl", "comm_hash", c.comm_hash);
-    else
-      c.comm_hash.assign(c.size(), kNoCommHash);
-    if (H5Lexists(g, "peer", H5P_DEFAULT) > 0)
-      read_column(g, "nccl", "peer", c.peer);
-    else
-      c.peer.assign(c.size(), kNoPeer);
+    nccl_columns(c, [&](const char* name, auto& col) {
+      if (nccl_column_optional(name) && H5Lexists(g, name, H5P_DEFAULT) > 0)
+        read_column(g, "nccl", name, col);
+    });
+    fill_optional_nccl_columns(c);
     require_rows(
         "nccl", c.size(),
         {c.collective_id.size(), c.seq.size(), c.pg_name_id.size(), c.pg_desc_id.size(),
          c.pg_ranks_id.size(), c.group_size.size(), c.in_nelems.size(), c.out_nelems.size(),
-         c.msg_bytes.size(), c.dtype_id.size(), c.comm_hash.size(), c.peer.size()});
-    for (const auto* ids :
-         {&c.collective_id, &c.pg_name_id, &c.pg_desc_id, &c.pg_ranks_id, &c.dtype_id})
+         c.msg_bytes.size(), c.dtype_id.size(), c.comm_hash.size(), c.peer.size(),
+         c.comm_rank.size(), c.algo_id.size(), c.proto_id.size(), c.n_channels.size()});
+    for (const auto* ids : {&c.collective_id, &c.pg_name_id, &c.pg_desc_id, &c.pg_ranks_id,
+                            &c.dtype_id, &c.algo_id, &c.proto_id})
       require_ids("/nccl", *ids, nstr);
     if (sel.activities) {
       for (uint64_t x : c.activity)
@@ -348,6 +365,15 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
           throw Failure("corrupt /nccl/activity: row " + std::to_string(x) + " but only " +
                         std::to_string(s.activities.size()) + " activities");
     }
+  }
+  // Schema 2: absent in older stores (no counters then).
+  if (sel.counters && H5Lexists(file, "counters", H5P_DEFAULT) > 0) {
+    Counters& k = s.counters;
+    Handle g = open_group(file, "counters");
+    counter_columns(k, [&](const char* name, auto& col) { read_column(g, "counters", name, col); });
+    require_rows("counters", k.size(),
+                 {k.rank.size(), k.device.size(), k.name_id.size(), k.value.size()});
+    require_ids("/counters/name_id", k.name_id, nstr);
   }
   return s;
 }

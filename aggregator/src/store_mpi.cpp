@@ -167,7 +167,7 @@ StoreAttrs get_attrs(In& in) {
 // What one process holds; exchanged with MPI_Allgather. Row counts, the merge order key and the
 // range of rank numbers its rows use.
 struct Summary {
-  int64_t act, launch, ann, nccl;
+  int64_t act, launch, ann, nccl, cnt;
   int64_t key;     // first rank, as merge_stores orders its parts
   int64_t lo, hi;  // min/max rank number over its RankInfo, activity, launch, annotation rows
   int64_t blob;    // bytes of its serialised metadata
@@ -191,6 +191,7 @@ void named(const char* table, Tab& t, F&& f) {
   if constexpr (std::is_same_v<std::remove_const_t<Tab>, LaunchCalls>) launch_columns(t, g);
   if constexpr (std::is_same_v<std::remove_const_t<Tab>, Annotations>) annotation_columns(t, g);
   if constexpr (std::is_same_v<std::remove_const_t<Tab>, NcclInfo>) nccl_columns(t, g);
+  if constexpr (std::is_same_v<std::remove_const_t<Tab>, Counters>) counter_columns(t, g);
 }
 
 template <class F>
@@ -199,6 +200,7 @@ void all_columns(const Store& s, F&& f) {
   named("launches", s.launches, f);
   named("annotations", s.annotations, f);
   named("nccl", s.nccl, f);
+  named("counters", s.counters, f);
 }
 
 template <class Tab>
@@ -219,6 +221,7 @@ bool ready_as_is(const Store& s) {
     if (what.starts_with("/activities/")) return s.activities.size();
     if (what.starts_with("/launches/")) return s.launches.size();
     if (what.starts_with("/annotations/")) return s.annotations.size();
+    if (what.starts_with("/counters/")) return s.counters.size();
     return s.nccl.size();
   };
   all_columns(s, [&](const std::string& what, const auto& col) {
@@ -249,6 +252,11 @@ bool ready_as_is(const Store& s) {
   const auto& na = s.nccl.activity;
   if (!std::is_sorted(na.begin(), na.end()) || (!na.empty() && na.back() >= a.size())) return false;
   if (!sorted_by_rank_start(s.launches) || !sorted_by_rank_start(s.annotations)) return false;
+  const Counters& k = s.counters;
+  for (size_t i = 1; i < k.size(); ++i)
+    if (std::tie(k.rank[i], k.device[i], k.name_id[i], k.ts_ns[i]) <
+        std::tie(k.rank[i - 1], k.device[i - 1], k.name_id[i - 1], k.ts_ns[i - 1]))
+      return false;
   std::vector<int32_t> ranks;
   for (const RankInfo& r : s.ranks) ranks.push_back(r.rank);
   std::sort(ranks.begin(), ranks.end());
@@ -303,6 +311,7 @@ void prepare(const Store& local, Part& part) {
     if (what.starts_with("/activities/")) return s.activities.size();
     if (what.starts_with("/launches/")) return s.launches.size();
     if (what.starts_with("/annotations/")) return s.annotations.size();
+    if (what.starts_with("/counters/")) return s.counters.size();
     return s.nccl.size();
   };
   all_columns(part.owned, [&](const std::string& what, const auto& col) {
@@ -317,6 +326,7 @@ Summary summarise(const Part& part) {
   m.launch = static_cast<int64_t>(s.launches.size());
   m.ann = static_cast<int64_t>(s.annotations.size());
   m.nccl = static_cast<int64_t>(s.nccl.size());
+  m.cnt = static_cast<int64_t>(s.counters.size());
   m.lo = std::numeric_limits<int64_t>::max();
   m.hi = std::numeric_limits<int64_t>::min();
   auto see = [&](int64_t r) {
@@ -324,7 +334,8 @@ Summary summarise(const Part& part) {
     m.hi = std::max(m.hi, r);
   };
   // Every table is sorted by rank first: its extremes are its first and last rows.
-  for (const auto* col : {&s.activities.rank, &s.launches.rank, &s.annotations.rank})
+  for (const auto* col :
+       {&s.activities.rank, &s.launches.rank, &s.annotations.rank, &s.counters.rank})
     if (!col->empty()) {
       see(col->front());
       see(col->back());
@@ -472,6 +483,7 @@ std::string exchange(MPI_Comm comm, const Part* part, const std::string& local_e
       off.launch += s.launch;
       off.ann += s.ann;
       off.nccl += s.nccl;
+      off.cnt += s.cnt;
       for (RankInfo& r : ranks[p]) plan.ranks.push_back(std::move(r));
     }
   });
@@ -575,6 +587,7 @@ void write_phase1(MPI_Comm comm, const std::string& tmp, const Part& part, const
   table("launches", s.launches, &Summary::launch);
   table("annotations", s.annotations, &Summary::ann);
   table("nccl", s.nccl, &Summary::nccl);
+  table("counters", s.counters, &Summary::cnt);
   w.finish();
 }
 

@@ -32,6 +32,8 @@
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/store_mpi.h"
+#include "recorder.h"
+#include "sink.h"
 #include "spool.h"
 
 namespace {
@@ -71,7 +73,7 @@ struct IntakeGuard {
 
 void on_sigterm(int sig);
 
-class Collector {
+class Collector final : public collector::Sink {
  public:
   static Collector& get() {
     static Collector* c = new Collector();  // never destroyed: used from atexit handlers
@@ -102,8 +104,6 @@ class Collector {
     flush_ns_ = std::max<int64_t>(1, std::atoll(env("KERNALYSE_FLUSH_MS", "1000").c_str())) * 1'000'000;
     command_ = env("KERNALYSE_COMMAND");
     rank_hint_ = env_rank();
-    strings_.push_back("");
-    string_ids_[""] = 0;
     open_spool();
     last_flush_ns_ = now_raw_ns();
     if (!active_) return;
@@ -115,52 +115,46 @@ class Collector {
     install_sigterm();
   }
 
-  // --- record intake (any thread) ---
-  uint32_t intern(const char* s) {  // caller holds mu_
-    if (!s) s = "";
-    // Applications pass the same few name pointers again and again: a pointer-keyed cache,
-    // checked with strcmp (the text behind a pointer may change), skips the allocation and hash.
-    PtrSlot& slot = ptr_cache_[(reinterpret_cast<uintptr_t>(s) >> 3) % kPtrCache];
-    if (slot.ptr == s && std::strcmp(strings_[slot.id].c_str(), s) == 0) return slot.id;
-    std::string k = s;
-    auto it = string_ids_.find(k);
-    uint32_t id;
-    if (it != string_ids_.end()) {
-      id = it->second;
-    } else {
-      id = static_cast<uint32_t>(strings_.size());
-      strings_.push_back(k);
-      string_ids_.emplace(std::move(k), id);
-    }
-    slot = {s, id};
-    return id;
-  }
-  void add(const kernalyse_emu_activity* a) {
+  // --- record intake (any thread): the Sink every source delivers to ---
+  void activity(const kernalyse_emu_activity& a, bool emulated) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
-    acts_.push_back({a->start_ns, a->end_ns, a->correlation, a->device, a->stream, intern(a->name),
-                     static_cast<uint8_t>(a->kind)});
-    emulated_ = true;
+    rec_.activity(a, emulated);
     after_add();
   }
-  void add(const kernalyse_emu_launch* l) {
+  void launch(const kernalyse_emu_launch& l) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
-    launches_.push_back({l->start_ns, l->end_ns, l->correlation, l->thread, intern(l->name)});
+    rec_.launch(l);
     after_add();
   }
-  void add(const kernalyse_emu_nccl* n) {
+  void nccl(const kernalyse_emu_nccl& n) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
-    nccl_.push_back({n->correlation, n->seq, n->count, n->bytes, n->comm_hash, intern(n->collective),
-                     intern(n->dtype), n->nranks, n->peer});
+    rec_.nccl(n);
     after_add();
   }
-  void add(const kernalyse_emu_range* r) {
+  void range(const kernalyse_emu_range& r) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
-    ranges_.push_back({r->start_ns, r->end_ns, r->thread, intern(r->name)});
+    rec_.range(r);
     after_add();
+  }
+  void memory(const kernalyse_emu_memory& m) override {
+    IntakeGuard in;
+    std::lock_guard<std::mutex> g(mu_);
+    rec_.memory(m);
+    after_add();
+  }
+  void losses(const collector::LossCounts& c) override {
+    IntakeGuard in;
+    std::lock_guard<std::mutex> g(mu_);
+    rec_.losses(c);
+  }
+  void status(const char* line, const char* device_name) override {
+    IntakeGuard in;
+    std::lock_guard<std::mutex> g(mu_);
+    rec_.status(line, device_name);
   }
 
   // --- MPI lifecycle ---
@@ -220,7 +214,7 @@ class Collector {
     meta.host = host_;
     meta.command = command_;
     meta.anchor_ns = anchor_;
-    meta.emulated = emulated_;
+    meta.emulated = rec_.emulated();
     meta.tool_version = KERNALYSE_VERSION;
     Store local = spool_to_store(c, meta, clock);
     std::string written;
@@ -364,10 +358,10 @@ class Collector {
     f.anchor_ns = anchor_;
     f.written_ns = now_raw_ns();
     f.exchanges = 20;  // measure_offset_to_root's default, as the collector calls it
-    f.emulated = emulated_ ? 1 : 0;
+    f.emulated = rec_.emulated() ? 1 : 0;
     m.host = host_;
     m.command = command_;
-    meta_emulated_ = emulated_;
+    meta_emulated_ = rec_.emulated();
     if (!spool_.write_meta(m)) spool_write_failed();
     meta_dirty_ = false;
   }
@@ -411,33 +405,10 @@ class Collector {
 
   void flush_locked() {
     if (closed_) return;
-    bool ok = true;
-    if (strings_.size() > strings_flushed_) {
-      std::string blob;
-      for (size_t i = strings_flushed_; i < strings_.size(); ++i) blob.append(strings_[i]).push_back('\0');
-      ok = ok && spool_.write_block(spool::BlockType::Strings,
-                                    static_cast<uint32_t>(strings_.size() - strings_flushed_),
-                                    blob.data(), blob.size());
-      strings_flushed_ = strings_.size();
-    }
-    // Small blocks (<= kBlockRecords): a process killed mid-flush (mpirun sends SIGKILL
-    // odls_base_sigkill_timeout after SIGTERM) loses at most one of them, never the whole flush.
-    constexpr size_t kBlockRecords = 1024;
-    auto put = [&](spool::BlockType t, auto& v) {
-      for (size_t i = 0; i < v.size() && ok; i += kBlockRecords) {
-        const size_t n = std::min(kBlockRecords, v.size() - i);
-        ok = spool_.write_block(t, static_cast<uint32_t>(n), v.data() + i, n * sizeof(v[0]));
-      }
-      v.clear();
-    };
-    put(spool::BlockType::Activities, acts_);
-    put(spool::BlockType::Launches, launches_);
-    put(spool::BlockType::Nccl, nccl_);
-    put(spool::BlockType::Ranges, ranges_);
-    if (!ok) spool_write_failed();
+    if (!rec_.flush(spool_)) spool_write_failed();
     // Meta after the records it describes: rank, size and clock once MPI is up; again when the
     // emulated flag turns on, and at finish with the end sample.
-    if (meta_ready_ && (meta_dirty_ || meta_emulated_ != emulated_)) write_meta_locked();
+    if (meta_ready_ && (meta_dirty_ || meta_emulated_ != rec_.emulated())) write_meta_locked();
     pending_ = 0;
     last_flush_ns_ = now_raw_ns();
   }
@@ -460,21 +431,8 @@ class Collector {
   bool stop_flusher_ = false;
   int flusher_wake_r_ = -1, flusher_wake_w_ = -1;
   std::atomic<bool> term_requested_{false}, term_flushed_{false};
-  std::atomic<bool> emulated_{false};
   std::mutex mu_;
-  std::vector<std::string> strings_;
-  size_t strings_flushed_ = 0;
-  std::unordered_map<std::string, uint32_t> string_ids_;
-  struct PtrSlot {
-    const char* ptr = nullptr;
-    uint32_t id = 0;
-  };
-  static constexpr size_t kPtrCache = 64;
-  PtrSlot ptr_cache_[kPtrCache];
-  std::vector<spool::Activity> acts_;
-  std::vector<spool::Launch> launches_;
-  std::vector<spool::Nccl> nccl_;
-  std::vector<spool::Range> ranges_;
+  collector::Recorder rec_;
   spool::Writer spool_;
 };
 
@@ -560,19 +518,34 @@ int64_t kernalyse_emu_now_ns(void) { return kernalyse::now_raw_ns(); }
 
 void kernalyse_emu_record_activity(const kernalyse_emu_activity* a) {
   Collector& c = Collector::get();
-  if (c.recording() && a) c.add(a);
+  if (c.recording() && a) c.activity(*a, /*emulated=*/true);
 }
 void kernalyse_emu_record_launch(const kernalyse_emu_launch* l) {
   Collector& c = Collector::get();
-  if (c.recording() && l) c.add(l);
+  if (c.recording() && l) c.launch(*l);
 }
 void kernalyse_emu_record_nccl(const kernalyse_emu_nccl* n) {
   Collector& c = Collector::get();
-  if (c.recording() && n) c.add(n);
+  if (c.recording() && n) c.nccl(*n);
 }
 void kernalyse_emu_record_range(const kernalyse_emu_range* r) {
   Collector& c = Collector::get();
-  if (c.recording() && r) c.add(r);
+  if (c.recording() && r) c.range(*r);
+}
+void kernalyse_emu_record_memory(const kernalyse_emu_memory* m) {
+  Collector& c = Collector::get();
+  if (c.recording() && m) c.memory(*m);
 }
 
 }  // extern "C"
+
+namespace kernalyse::collector {
+
+Sink* process_sink() {
+  Collector& c = Collector::get();
+  return c.active() ? &c : nullptr;
+}
+
+int64_t now_ns() { return kernalyse::now_raw_ns(); }
+
+}  // namespace kernalyse::collector

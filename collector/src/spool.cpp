@@ -48,6 +48,14 @@ bool Writer::write_meta(const Meta& m) {
   return write_block(BlockType::Meta, 1, blob.data(), blob.size());
 }
 
+bool Writer::write_status(const StatusFixed& f, const std::string& line,
+                          const std::string& device_name) {
+  std::string blob(reinterpret_cast<const char*>(&f), sizeof f);
+  blob.append(line).push_back('\0');
+  blob.append(device_name).push_back('\0');
+  return write_block(BlockType::Status, 1, blob.data(), blob.size());
+}
+
 void Writer::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
@@ -91,6 +99,11 @@ Contents read(const std::string& path) {
       case BlockType::Launches: want = h.count * sizeof(Launch); break;
       case BlockType::Nccl: want = h.count * sizeof(Nccl); break;
       case BlockType::Ranges: want = h.count * sizeof(Range); break;
+      case BlockType::Memory: want = h.count * sizeof(Memory); break;
+      case BlockType::Status:
+        want = h.count == 1 && h.payload_bytes >= sizeof(StatusFixed) + 2 ? h.payload_bytes
+                                                                          : size_t{h.payload_bytes} + 1;
+        break;
       case BlockType::Strings: want = h.payload_bytes; break;
       case BlockType::Meta:
         want = h.count == 1 && h.payload_bytes >= sizeof(MetaFixed) + 2 ? h.payload_bytes : size_t{h.payload_bytes} + 1;
@@ -103,6 +116,21 @@ Contents read(const std::string& path) {
       case BlockType::Launches: append(c.launches, p, h.count); break;
       case BlockType::Nccl: append(c.nccl, p, h.count); break;
       case BlockType::Ranges: append(c.ranges, p, h.count); break;
+      case BlockType::Memory: append(c.memory, p, h.count); break;
+      case BlockType::Status: {
+        StatusFixed f;
+        std::memcpy(&f, p, sizeof f);
+        const char* q = p + sizeof f;
+        const char* end = p + h.payload_bytes;
+        const char* z1 = static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
+        const char* z2 = z1 ? static_cast<const char*>(std::memchr(z1 + 1, '\0', static_cast<size_t>(end - z1 - 1))) : nullptr;
+        if (!z2) return stop("bad status block"), c;
+        c.status = f;
+        c.status_line.assign(q, z1);
+        c.device_name.assign(z1 + 1, z2);
+        c.has_status = true;
+        break;
+      }
       case BlockType::Meta: {
         Meta m;
         std::memcpy(&m.fixed, p, sizeof m.fixed);

@@ -9,10 +9,10 @@
 namespace kernalyse::spool {
 
 inline constexpr uint32_t kMagic = 0x4C50534B;  // "KSPL"
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 2;  // 2: NCCL algo/proto/channels, Memory, Status
 
 enum class BlockType : uint16_t { Strings = 1, Activities = 2, Launches = 3, Nccl = 4, Ranges = 5,
-                                  Meta = 6 };
+                                  Meta = 6, Memory = 7, Status = 8 };
 
 #pragma pack(push, 1)
 struct BlockHeader {
@@ -38,6 +38,18 @@ struct Nccl {
   uint64_t comm_hash;
   uint32_t collective, dtype;
   int32_t nranks, peer;
+  uint32_t algo, proto;  // string ids, 0 = unknown
+  int32_t n_channels, comm_rank;
+};
+struct Memory {
+  int64_t ts_ns, bytes;  // bytes > 0: allocation, < 0: release
+  uint64_t address;
+  int32_t device, stream;
+};
+// Fixed part of a Status block; the status line and the device name follow, NUL-terminated.
+// Cumulative counts: the last complete Status block wins.
+struct StatusFixed {
+  int64_t dropped_cupti, dropped_ours, skipped;
 };
 struct Range {
   int64_t start_ns, end_ns, thread;
@@ -72,6 +84,10 @@ struct Contents {
   std::vector<Launch> launches;
   std::vector<Nccl> nccl;
   std::vector<Range> ranges;
+  std::vector<Memory> memory;
+  bool has_status = false;
+  StatusFixed status{};           // the last Status block, if has_status
+  std::string status_line, device_name;
   bool has_meta = false;
   Meta meta;                   // the last Meta block, if has_meta
   int64_t blocks = 0;
@@ -92,6 +108,8 @@ class Writer {
   bool write_block(BlockType type, uint32_t count, const void* payload, size_t bytes);
   // Appends one Meta block.
   bool write_meta(const Meta& m);
+  // Appends one Status block.
+  bool write_status(const StatusFixed& f, const std::string& line, const std::string& device_name);
   void close();
   bool is_open() const { return fd_ >= 0; }
   int fd() const { return fd_; }

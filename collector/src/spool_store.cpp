@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "kernalyse/classify.h"
@@ -109,10 +110,14 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
     an.step.push_back(step);
   }
   assign_steps(s);
+  int64_t unlinked = 0;
   for (const auto& r : c.nccl) {
     auto it = act_of_corr.find(r.correlation);
-    if (it == act_of_corr.end()) continue;  // tag without its kernel (kernel dropped)
-    if (r.collective >= nstr || r.dtype >= nstr) {
+    if (it == act_of_corr.end()) {  // tag without its kernel (kernel dropped, launch not seen)
+      ++unlinked;
+      continue;
+    }
+    if (r.collective >= nstr || r.dtype >= nstr || r.algo >= nstr || r.proto >= nstr) {
       ++dropped;
       continue;
     }
@@ -134,8 +139,40 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
     n.dtype_id.push_back(r.dtype);
     n.comm_hash.push_back(r.comm_hash);
     n.peer.push_back(r.peer);
+    n.comm_rank.push_back(r.comm_rank);
+    n.algo_id.push_back(r.algo);
+    n.proto_id.push_back(r.proto);
+    n.n_channels.push_back(r.n_channels);
   }
   sort_activities(s);
+
+  // Allocations and releases → memory in use per device, a step function from the first record
+  // (memory allocated before profiling started is not known).
+  {
+    std::vector<spool::Memory> mem(c.memory.begin(), c.memory.end());
+    std::stable_sort(mem.begin(), mem.end(), [](const spool::Memory& x, const spool::Memory& y) {
+      return std::tie(x.device, x.ts_ns) < std::tie(y.device, y.ts_ns);
+    });
+    const uint32_t name = s.strings.intern(kCounterGpuMemory);
+    auto& k = s.counters;
+    int64_t in_use = 0;
+    for (size_t i = 0; i < mem.size(); ++i) {
+      if (i == 0 || mem[i].device != mem[i - 1].device) in_use = 0;
+      in_use = std::max<int64_t>(0, in_use + mem[i].bytes);
+      const int64_t ts = t(mem[i].ts_ns);
+      // Several changes at one instant: keep the last value only.
+      if (!k.ts_ns.empty() && k.ts_ns.back() == ts && k.device.back() == mem[i].device &&
+          k.rank.back() == rank) {
+        k.value.back() = in_use;
+        continue;
+      }
+      k.rank.push_back(rank);
+      k.device.push_back(mem[i].device);
+      k.name_id.push_back(name);
+      k.ts_ns.push_back(ts);
+      k.value.push_back(in_use);
+    }
+  }
 
   RankInfo info;
   info.rank = rank;
@@ -145,7 +182,7 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   std::sort(devs.begin(), devs.end());
   devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
   for (size_t i = 0; i < devs.size(); ++i) info.devices += (i ? "," : "") + std::to_string(devs[i]);
-  info.device_name = meta.emulated ? "kernalyse emulated device (no GPU)" : "";
+  info.device_name = meta.emulated ? "kernalyse emulated device (no GPU)" : c.device_name;
   info.source = meta.source.empty() ? "kernalyse-run: " + meta.command : meta.source;
   info.base_time_ns = meta.anchor_ns;
   // Stored in intercept form, so readers can invert it: t_run = t_local + offset +
@@ -156,7 +193,14 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   info.clock_method = clock.method;
   info.emulated = meta.emulated;
   info.events_total = static_cast<int64_t>(c.activities.size() + c.launches.size() + c.nccl.size() + c.ranges.size());
-  info.records_dropped = dropped + (c.truncated ? 1 : 0);
+  info.records_dropped = dropped + (c.truncated ? 1 : 0) + c.status.dropped_ours;
+  info.records_dropped_cupti = c.status.dropped_cupti;
+  info.events_malformed = c.status.skipped;
+  info.events_ignored = unlinked;
+  info.events_total += static_cast<int64_t>(c.memory.size());
+  info.collector_status = c.status_line;
+  if (info.collector_status.empty())
+    info.collector_status = meta.emulated ? "emulated device (no GPU)" : "no GPU activity recorded";
   s.ranks = {info};
   s.attrs.tool_version = meta.tool_version;
   s.attrs.produced_by = meta.produced_by;

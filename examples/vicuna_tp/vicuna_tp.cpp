@@ -80,6 +80,7 @@ struct Collector {
   kernalyse_emu_record_launch_fn launch = nullptr;
   kernalyse_emu_record_nccl_fn nccl = nullptr;
   kernalyse_emu_record_range_fn range = nullptr;
+  kernalyse_emu_record_memory_fn memory = nullptr;
   std::mutex m;  // the three stream/host threads report concurrently; serialise for the collector
 
   void lookup() {
@@ -92,6 +93,8 @@ struct Collector {
         dlsym(RTLD_DEFAULT, "kernalyse_emu_record_nccl"));
     range = reinterpret_cast<kernalyse_emu_record_range_fn>(
         dlsym(RTLD_DEFAULT, "kernalyse_emu_record_range"));
+    memory = reinterpret_cast<kernalyse_emu_record_memory_fn>(
+        dlsym(RTLD_DEFAULT, "kernalyse_emu_record_memory"));
   }
   // The emulated device keeps its timeline in raw_now(); records are shifted onto the collector's
   // clock, documented as the same CLOCK_MONOTONIC_RAW (then the measured offset is just the call
@@ -119,6 +122,11 @@ struct Collector {
     if (!nccl) return;
     std::lock_guard<std::mutex> g(m);
     nccl(&n);
+  }
+  void record(const kernalyse_emu_memory& x) {
+    if (!memory) return;
+    std::lock_guard<std::mutex> g(m);
+    memory(&x);
   }
   void record(const kernalyse_emu_range& r) {
     if (!range) return;
@@ -588,6 +596,10 @@ struct Host {
       n.bytes = int64_t(double(op.count) * kBf16);
       n.nranks = c.size;
       n.peer = op.peer;
+      n.algo = op.peer >= 0 ? "" : "RING";
+      n.proto = "LL";
+      n.n_channels = -1;  // the emulated device has no channels
+      n.comm_rank = c.rank;
       g_col.record(n);
     }
     op.launch_end = raw_now();
@@ -795,12 +807,20 @@ int main(int argc, char** argv) {
   dev.phys_offset = physical_offset(MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
 
+  // Device memory, as CUPTI's allocation records would show it: this rank's weight shards once,
+  // then an activation workspace per step (allocated at the step's start, freed at its end).
+  const int64_t weight_bytes = int64_t(double(last_layer - first_layer) *
+                                       (4.0 * sh.h * sh.h + 3.0 * sh.h * sh.ffn) / tp.size * kBf16);
+  const int64_t workspace_bytes = int64_t(double(act_elems) * 8.0 * kBf16);
+  g_col.record(kernalyse_emu_memory{g_col.to_collector(raw_now()), 0, -1, weight_bytes, 0x7f0000000000ull});
   const int64_t t0 = raw_now();
   Host::Mark prev_step;
   for (int step = 0; step < o.steps; ++step) {
     // The host-side step range, as PyTorch's profiler marks it (ProfilerStep#N): GPU work joins
     // its step through its launch.
     const int64_t step_start = raw_now();
+    g_col.record(kernalyse_emu_memory{g_col.to_collector(step_start), 0, 0, workspace_bytes,
+                                      0x7f1000000000ull});
     if (o.pp == 2 && stage == 1)
       host.collective(Coll::Recv, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 0, step);
     // Each block: norm in (sequence-parallel: on the shard, then all-gather), column- then
@@ -845,6 +865,8 @@ int main(int argc, char** argv) {
     Host::Mark this_step = host.mark();
     if (step > 0) host.wait_for(prev_step);
     prev_step = this_step;
+    g_col.record(kernalyse_emu_memory{g_col.to_collector(raw_now()), 0, 0, -workspace_bytes,
+                                      0x7f1000000000ull});
     const std::string step_name = "ProfilerStep#" + std::to_string(step);
     g_col.record(kernalyse_emu_range{g_col.to_collector(step_start), g_col.to_collector(raw_now()),
                                      static_cast<int64_t>(syscall(SYS_gettid)), step_name.c_str()});

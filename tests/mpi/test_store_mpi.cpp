@@ -127,7 +127,20 @@ Store make_part(int p, int np) {
       c.dtype_id.push_back(s.strings.intern(p % 2 ? "BFloat16" : "Float"));
       c.comm_hash.push_back(0x9e3779b97f4a7c15ull ^ uint64_t(p2p ? 77 : 1));
       c.peer.push_back(p2p ? rank_of((p + 1) % np, np) : -1);
+      c.comm_rank.push_back(p);
+      c.algo_id.push_back(s.strings.intern(p2p ? "" : "RING"));
+      c.proto_id.push_back(s.strings.intern(p % 2 ? "LL" : "SIMPLE"));
+      c.n_channels.push_back(int32_t(i % 4));
     }
+  }
+  // GPU memory in use (schema 2): a few steps per device, out of order (must be sorted).
+  for (int i = 5; i >= 0; --i) {
+    Counters& k = s.counters;
+    k.rank.push_back(rank);
+    k.device.push_back(i % 2);
+    k.name_id.push_back(s.strings.intern("gpu_memory_allocated_bytes"));
+    k.ts_ns.push_back(1000 * i + p);
+    k.value.push_back(int64_t(i) << 20);
   }
   const size_t nl = p == 1 ? 3 : n;  // the rank without activities still launched something
   for (size_t i = 0; i < nl; ++i) {
@@ -233,6 +246,18 @@ void expect_same(const Store& x, const Store& y) {
   expect_names(x, c.dtype_id, y, d.dtype_id, "nccl.dtype_id");
   expect_col(c.comm_hash, d.comm_hash, "nccl.comm_hash");
   expect_col(c.peer, d.peer, "nccl.peer");
+  expect_col(c.comm_rank, d.comm_rank, "nccl.comm_rank");
+  expect_names(x, c.algo_id, y, d.algo_id, "nccl.algo_id");
+  expect_names(x, c.proto_id, y, d.proto_id, "nccl.proto_id");
+  expect_col(c.n_channels, d.n_channels, "nccl.n_channels");
+
+  const Counters &kx = x.counters, &ky = y.counters;
+  EXPECT_EQ(kx.size(), ky.size());
+  expect_col(kx.rank, ky.rank, "counters.rank");
+  expect_col(kx.device, ky.device, "counters.device");
+  expect_names(x, kx.name_id, y, ky.name_id, "counters.name_id");
+  expect_col(kx.ts_ns, ky.ts_ns, "counters.ts_ns");
+  expect_col(kx.value, ky.value, "counters.value");
 
   ASSERT_EQ(x.ranks.size(), y.ranks.size());
   for (size_t i = 0; i < x.ranks.size(); ++i) {
@@ -315,6 +340,7 @@ TEST_F(StoreMpi, MatchesSerialWriteOfMergedParts) {
     // The data the test means to exercise is really there.
     EXPECT_EQ(par.ranks.size(), size_t(np));
     EXPECT_GT(par.nccl.size(), 0u);
+    EXPECT_EQ(par.counters.size(), size_t(6 * np));
     EXPECT_NE(std::find(par.nccl.peer.begin(), par.nccl.peer.end(), -1), par.nccl.peer.end());
     EXPECT_NE(
         std::find_if(par.nccl.peer.begin(), par.nccl.peer.end(), [](int32_t x) { return x >= 0; }),
@@ -337,7 +363,7 @@ TEST_F(StoreMpi, MatchesSerialWriteOfMergedParts) {
       const std::string py =
           "/usr/bin/python3 -c \"import h5py, sys\n"
           "a, b = (h5py.File(p, 'r') for p in sys.argv[1:])\n"
-          "for g in ('activities', 'launches', 'annotations', 'nccl', 'ranks'):\n"
+          "for g in ('activities', 'launches', 'annotations', 'nccl', 'counters', 'ranks'):\n"
           "    assert list(a[g]) == list(b[g]), (g, list(a[g]), list(b[g]))\n"
           "assert list(a['strings'].asstr()[:]) == list(b['strings'].asstr()[:])\n"
           "assert list(a['ranks']['host'].asstr()[:]) == [" +

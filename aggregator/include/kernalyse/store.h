@@ -199,6 +199,13 @@ Store merge_stores(std::vector<Store> parts);
 // its own start. Every producer (importer, collector) calls this one function.
 void assign_steps(Store& s);
 
+// Fills the nccl columns later schema versions added (comm_hash, peer, comm_rank, algo_id,
+// proto_id, n_channels) with their "unknown" values when a producer left them empty.
+void fill_optional_nccl_columns(NcclInfo& c);
+
+// Sorts counters by (rank, device, name, ts).
+void sort_counters(Counters& k);
+
 // Sorts activities by (rank, device, stream, start, end), keeping nccl.activity consistent.
 void sort_activities(Store& s);
 
