@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernalyse/emu.h"
@@ -208,6 +209,19 @@ void fill_dtype(kernalyse_emu_nccl& r, const char* nccl_name, size_t count) {
   }
 }
 
+// NCCL 2.28's profiler passes ncclAlgoToString/ncclProtoToString ("RING", "LL128", "SIMPLE": the
+// store's vocabulary); its tuning tables spell them "Ring", "Simple", ... Normalise those, and
+// "" / "Unknown" to NULL (unknown).
+const char* normalise_algo_proto(const char* s) {
+  static constexpr std::pair<const char*, const char*> kNames[] = {
+      {"Ring", "RING"},          {"Tree", "TREE"},           {"CollNetDirect", "COLLNET_DIRECT"},
+      {"CollNetChain", "COLLNET_CHAIN"}, {"NVLSTree", "NVLS_TREE"}, {"Simple", "SIMPLE"}};
+  if (!s || !*s || std::strcmp(s, "Unknown") == 0) return nullptr;
+  for (const auto& [from, to] : kNames)
+    if (std::strcmp(s, from) == 0) return to;
+  return s;
+}
+
 // The correlation of the kernel that runs a task of communicator `comm` in GroupApi `g`. A group
 // holds one launch per plan, in launch order; tasks of one plan share its Group handle
 // (`parentGroup`), and NCCL reports plans' tasks in launch order, so the first plan serial seen
@@ -245,8 +259,8 @@ Event* start_task(State& s, CommCtx* ctx, const ncclProfilerEventDescr_v5_t* d, 
     r.seq = static_cast<int64_t>(d->coll.seqNumber);
     fill_dtype(r, d->coll.datatype, d->coll.count);
     r.peer = -1;
-    r.algo = d->coll.algo;
-    r.proto = d->coll.proto;
+    r.algo = normalise_algo_proto(d->coll.algo);
+    r.proto = normalise_algo_proto(d->coll.proto);
     r.n_channels = d->coll.nChannels;
   } else {
     r.collective = d->p2p.func;

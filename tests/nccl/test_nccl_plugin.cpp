@@ -396,6 +396,28 @@ TEST_F(NcclPlugin, UnknownDatatypePassesThroughWithUnknownBytes) {
   EXPECT_EQ(recs[0].r.correlation, 5);  // no plan handle: the comm's latest launch in the group
 }
 
+TEST_F(NcclPlugin, AlgoAndProtoSpellingsNormalised) {
+  {
+    Comm c(16, 0, 2);
+    void* g = c.group_api();
+    void* a1 = c.coll_api(g, "AllReduce", 1, "ncclFloat32");
+    void* a2 = c.coll_api(g, "AllReduce", 1, "ncclFloat32");
+    Comm::stop(a1);
+    Comm::stop(a2);
+    c.launch(g, 1);
+    void* p = c.plan();
+    Comm::stop(c.coll(a1, p, 0, "AllReduce", 1, "ncclFloat32", "Ring", "Simple", 1));
+    Comm::stop(c.coll(a2, p, 1, "AllReduce", 1, "ncclFloat32", "", "Unknown", 1));
+    Comm::stop(g);
+  }
+  auto recs = g_sink.take();
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].algo, "RING");
+  EXPECT_EQ(recs[0].proto, "SIMPLE");
+  EXPECT_FALSE(recs[1].has_algo);
+  EXPECT_FALSE(recs[1].has_proto);
+}
+
 // Graph capture: the launch seen during capture runs no kernel; replays reuse the CollApi handle.
 TEST_F(NcclPlugin, GraphCapturedCollectivesAreUnlinkedAndReplaysAreSafe) {
   {
