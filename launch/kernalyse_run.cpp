@@ -165,6 +165,9 @@ int main(int argc, char** argv) {
   std::string preload = collector;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload.append(":").append(old);
   setenv("LD_PRELOAD", preload.c_str(), 1);
+  // NCCL (2.28+) loads its profiler plugin from this path; the preloaded library is reused, and its
+  // ncclProfiler_v5 feeds the collector. A user's own setting (another plugin, "none") wins.
+  setenv("NCCL_PROFILER_PLUGIN", fs::absolute(collector, ec).c_str(), 0);
 
   // A close-on-exec pipe tells the parent whether exec itself failed.
   int pfd[2];
