@@ -232,6 +232,11 @@ class Collector final : public collector::Sink {
     int64_t total = 0, max_unc = 0;
     MPI_Reduce(&records, &total, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&clock.uncertainty_ns, &max_unc, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    // Lost records are never silent: summed over ranks and named on stderr (and in /ranks).
+    int64_t lost[2] = {local.ranks.empty() ? 0 : local.ranks[0].records_dropped_cupti,
+                       local.ranks.empty() ? 0 : local.ranks[0].records_dropped};
+    int64_t lost_all[2] = {0, 0};
+    MPI_Reduce(lost, lost_all, 2, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     int emulated = local.attrs.emulated ? 1 : 0, any_emulated = 0;  // any rank: the label
     MPI_Reduce(&emulated, &any_emulated, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     if (error.empty() && !keep_spool_) {
@@ -254,6 +259,13 @@ class Collector final : public collector::Sink {
                      any_emulated ? " (EMULATED device)" : "",
                      static_cast<double>(max_unc) / 1000.0);
       }
+      if (lost_all[0] + lost_all[1] > 0)
+        std::fprintf(err_,
+                     "kernalyse-run: warning: %lld records dropped (CUPTI: %lld, kernalyse: %lld); "
+                     "per rank in /ranks records_dropped*; see docs/collector.md to enlarge the "
+                     "buffers\n",
+                     static_cast<long long>(lost_all[0] + lost_all[1]),
+                     static_cast<long long>(lost_all[0]), static_cast<long long>(lost_all[1]));
       std::fflush(err_);
     }
   }
