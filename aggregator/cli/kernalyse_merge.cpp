@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -256,8 +257,39 @@ int run(const Options& o, const std::string& command_line) {
   std::string ranks;
   for (const auto& r : store.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r.rank);
   report.headline.push_back("ranks: " + ranks + "; clocks: " + store.attrs.clock_domain);
+  // What each rank's collector could record, and what it lost: said, never silent.
+  std::map<std::pair<int32_t, int32_t>, int64_t> peak_mem;  // (rank, device) → bytes
+  {
+    const Counters& k = store.counters;
+    for (size_t i = 0; i < k.size(); ++i)
+      if (store.strings.at(k.name_id[i]) == kCounterGpuMemory) {
+        int64_t& m = peak_mem[{k.rank[i], k.device[i]}];
+        m = std::max(m, k.value[i]);
+      }
+  }
+  for (const auto& r : store.ranks) {
+    const std::string& st = r.collector_status;
+    if (!st.empty() && st.rfind("cupti:", 0) != 0 && !r.emulated)
+      report.headline.push_back("rank " + std::to_string(r.rank) + ": " + st);
+    if (r.records_dropped + r.records_dropped_cupti > 0)
+      report.headline.push_back("rank " + std::to_string(r.rank) + ": " +
+                                std::to_string(r.records_dropped + r.records_dropped_cupti) +
+                                " records dropped (CUPTI " + std::to_string(r.records_dropped_cupti) +
+                                ", kernalyse " + std::to_string(r.records_dropped) + ")");
+  }
+  if (!peak_mem.empty()) {
+    std::string line = "peak GPU memory in use:";
+    for (const auto& [rd, bytes] : peak_mem)
+      line += " rank " + std::to_string(rd.first) + " GPU " + std::to_string(rd.second) + " " +
+              format_bytes(bytes) + ";";
+    line.pop_back();
+    report.headline.push_back(line);
+  }
   nlohmann::json jr = nlohmann::json::array();
-  for (const auto& r : store.ranks)
+  for (const auto& r : store.ranks) {
+    nlohmann::json mem = nlohmann::json::object();
+    for (const auto& [rd, bytes] : peak_mem)
+      if (rd.first == r.rank) mem[std::to_string(rd.second)] = bytes;
     jr.push_back({{"rank", r.rank},
                   {"source", r.source},
                   {"devices", r.devices},
@@ -265,7 +297,12 @@ int run(const Options& o, const std::string& command_line) {
                   {"emulated", r.emulated},
                   {"clock_method", r.clock_method},
                   {"clock_uncertainty_ns", r.clock_uncertainty_ns},
-                  {"events_malformed", r.events_malformed}});
+                  {"events_malformed", r.events_malformed},
+                  {"collector_status", r.collector_status},
+                  {"records_dropped", r.records_dropped},
+                  {"records_dropped_cupti", r.records_dropped_cupti},
+                  {"peak_gpu_memory_bytes", mem}});
+  }
   report.json["ranks"] = jr;
   report.json["emulated"] = store.attrs.emulated;
 

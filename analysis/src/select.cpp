@@ -136,6 +136,20 @@ NameGroups group_names(const Store& s, const std::vector<uint32_t>& rows, bool v
   return g;
 }
 
+std::string format_bytes(int64_t bytes) {
+  char buf[64];
+  const double v = static_cast<double>(bytes);
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof buf, "%" PRId64 " B", bytes);
+  else if (bytes < (int64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", v / 1024.0);
+  else if (bytes < (int64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", v / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", v / 1073741824.0);
+  return buf;
+}
+
 std::string format_duration(int64_t ns) {
   char buf[64];
   const double v = static_cast<double>(ns);
