@@ -1,6 +1,6 @@
 // Draws the report's charts from the JSON island (#kx-data) with the inlined ECharts (SVG
 // renderer), then records a self-check for tests: per chart its status, data points and SVG
-// elements drawn, in <html data-kx-charts>, and data-kx-ready="1" when done.
+// elements drawn, in the data-kx-charts attribute of <html>, and data-kx-ready set to 1 when done.
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('kx-data').textContent);
