@@ -63,6 +63,8 @@
       series.push({ name: lane[1], type: 'heatmap', data: data, progressive: 0, emphasis: { disabled: true } });
       maps.push({ show: false, seriesIndex: li, min: 0, max: 100, inRange: { color: ['#ffffff', C[lane[0]]] } });
     });
+    // One 14 px row per lane, so many ranks stay readable (the page scrolls).
+    document.getElementById('c-timeline').style.height = Math.max(260, rows.length * 14 + 90) + 'px';
     draw('timeline', n, {
       tooltip: { formatter: function (p) {
         return rows[p.value[1]] + '<br>' + xs[p.value[0]] + ' ms (+' + fmtNs(T.bin_ns) + '): ' + p.value[2].toFixed(1) + ' % busy';
@@ -78,6 +80,7 @@
   (function () {
     var S = D.stragglers;
     if (!S || !S.cells.length) return draw('stragglers', 0, null, 'no collective matched across ranks');
+    document.getElementById('c-stragglers').style.height = Math.max(220, S.ranks.length * 22 + 90) + 'px';
     draw('stragglers', S.cells.length, {
       tooltip: { formatter: function (p) {
         var c = S.cols[p.value[0]];

@@ -368,7 +368,9 @@ Built build(const Store& s, const HtmlOptions& opt) {
   if (any) {
     w.t0 = opt.from_ns ? base + *opt.from_ns : first;
     w.t1 = opt.to_ns ? base + *opt.to_ns : last;
-    int64_t nb = std::max(1, opt.timeline_bins);
+    // Bins × ranks × 3 lanes bounds the page's size; past 200 ranks the bins get coarser.
+    int64_t nranks = std::max<int64_t>(1, static_cast<int64_t>(rt.rows.size()));
+    int64_t nb = std::min<int64_t>(std::max(1, opt.timeline_bins), std::max<int64_t>(100, 200'000 / nranks));
     if (w.t1 > w.t0) {
       w.bin_ns = std::max<int64_t>(1, (w.t1 - w.t0 + nb - 1) / nb);
       w.bins = static_cast<size_t>((w.t1 - w.t0 + w.bin_ns - 1) / w.bin_ns);
