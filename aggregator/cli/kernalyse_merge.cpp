@@ -397,7 +397,7 @@ int main(int argc, char** argv) {
                  "write one Kineto-style JSON per rank (DIR/rank-<r>.json) for HTA / TraceLens");
   app.add_option("--html", o.html,
                  "write a self-contained HTML report (charts and tables, opens offline)");
-  app.add_option("--from", o.from, "exports: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
+  app.add_option("--from", o.from, "exports and --html timeline: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
   app.add_option("--to", o.to, "exports: keep events starting before T (same units as --from)");
   app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");
   app.set_version_flag("--version", std::string("kernalyse-merge ") + KERNALYSE_VERSION);

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The HTML report in a real browser (headless Chromium): reports of (a) the shared trace_filter
-# pair, (b) an emulated 4-rank kernalyse-run job with a slow rank and (c) a hand-built store with
-# GPU memory counters. Each page must load with no console message at all (Chromium's log and
-# the page's own error hook, read back from the DOM), draw every chart it has data for (the
-# page's self-check: data points and SVG elements per chart, each > 0), and make no network
-# request (Chromium's net log: no request initiated by the page). Screenshots are kept in
-# BUILD/artifacts/report-*.png.
+# pair, (b) an emulated 4-rank kernalyse-run job with a slow rank (and its rank 1 alone) and
+# (c) a hand-built store with GPU memory counters. Each page must load with no console message
+# at all (Chromium's log, and the page's own error hook read back from the DOM), draw every chart
+# it has data for (the page's self-check: data points and SVG elements per chart, each > 0), and
+# make no network request (Chromium's net log: no request initiated by the page). Screenshots
+# are kept in BUILD/artifacts/report-*.png.
 . "$(dirname "$0")/lib.sh"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then echo "SKIP: chromium not installed (.ci/install-deps installs it)"; exit 77; fi
@@ -97,6 +97,9 @@ kernalyse-merge emu.h5 --html emulated.html -q
 expect_eq "emulated: report written" "$?" "0"
 expect_contains "emulated: root cause names rank 2" "$(grep -o 'Root cause:</b> [^<]*' emulated.html)" "rank 2 arrived last"
 check emulated emulated.html "$all" yes
+# One rank of it: no cross-rank heatmap, the rest drawn, still no error.
+kernalyse-merge emu.h5 --html rank1.html --rank 1 -q
+check rank1 rank1.html timeline,overlap,gaps,kernels yes
 
 # (c) GPU memory counters (hand-built store).
 "$BIN/kernalyse_html_fixture" counters.html
