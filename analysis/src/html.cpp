@@ -572,16 +572,15 @@ std::string page(const Built& b) {
   h += "</section>\n";
 
   std::string js = d.dump(-1, ' ', false, json::error_handler_t::replace);
-  // Inside a <script> element "</" could end it early; "<\/" is the same JSON string.
+  // Inside a <script> element "</script" or "<!--" in a kernel name could end or confuse it;
+  // '<' only occurs inside JSON strings, where \u003c is the same character.
   std::string safe;
   safe.reserve(js.size());
-  for (size_t i = 0; i < js.size(); ++i) {
-    if (js[i] == '<' && i + 1 < js.size() && js[i + 1] == '/') {
-      safe += "<\\/";
-      ++i;
-    } else {
-      safe += js[i];
-    }
+  for (char ch : js) {
+    if (ch == '<')
+      safe += "\\u003c";
+    else
+      safe += ch;
   }
   h += "<script type=\"application/json\" id=\"kx-data\">" + safe + "</script>\n<script>\n";
   append_chunks(h, html_assets::echarts, html_assets::echarts_count);

@@ -130,5 +130,30 @@ TEST(Html, WriterRefusesExistingAndLeavesNothingOnError) {
   fs::remove_all(dir);
 }
 
+// Names from the data (title, host) cannot end the page's script or inject markup: the data
+// island escapes '<' and the HTML escapes its text.
+TEST(Html, NamesCannotBreakOutOfThePage) {
+  fs::path dir = fs::temp_directory_path() / ("kernalyse-html-esc-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Store s = two_ranks();
+  const std::string evil = "evil</script><script>alert(1)</script><!--<blink>";
+  s.ranks[0].host = evil;
+  HtmlOptions o;
+  o.title = evil;
+  fs::path f = dir / "r.html";
+  write_html_report(s, f.string(), o);
+  std::ifstream in(f);
+  std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t scripts = 0, closes = 0;
+  for (size_t p = 0; (p = page.find("<script", p)) != std::string::npos; ++p) ++scripts;
+  for (size_t p = 0; (p = page.find("</script>", p)) != std::string::npos; ++p) ++closes;
+  EXPECT_EQ(scripts, 4u);  // error hook, data, library, report script
+  EXPECT_EQ(closes, 4u);
+  EXPECT_EQ(page.find("<blink>"), std::string::npos);
+  EXPECT_NE(page.find("evil&lt;/script&gt;"), std::string::npos);  // header and table, escaped
+  EXPECT_NE(page.find("evil\\u003c/script>"), std::string::npos);  // the data island
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kernalyse
