@@ -184,11 +184,13 @@ json straggler_heatmap(const json& st, int max_cols) {
   for (size_t x = 0; x < ncol; ++x) {
     size_t lo = x * group, hi = std::min(n, lo + group);
     std::vector<double> w(rv.size(), 0.0);
+    std::vector<bool> present(rv.size(), false);  // a rank outside these instances' group: no cell
     std::map<int, int> last_count;
     for (size_t k = lo; k < hi; ++k) {
       for (auto& [r, v] : cs[k]["wait_us"].items()) {
-        double& cell = w[static_cast<size_t>(y_of[std::stoi(r)])];
-        cell = std::max(cell, v.get<double>());
+        auto y = static_cast<size_t>(y_of[std::stoi(r)]);
+        w[y] = std::max(w[y], v.get<double>());
+        present[y] = true;
       }
       if (cs[k]["last_rank"].is_number()) last_count[cs[k]["last_rank"].get<int>()]++;
     }
@@ -200,6 +202,7 @@ json straggler_heatmap(const json& st, int max_cols) {
       if (c > best) best = c, last = r;
     out["cols"].push_back({{"label", label}, {"last", last}});
     for (size_t y = 0; y < rv.size(); ++y) {
+      if (!present[y]) continue;
       out["cells"].push_back({static_cast<int64_t>(x), static_cast<int64_t>(y), ns_of(w[y])});
       mx = std::max(mx, w[y]);
     }
