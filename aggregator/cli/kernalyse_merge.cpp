@@ -16,6 +16,7 @@
 #include "kernalyse/analysis.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/export.h"
+#include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/spool_store.h"
@@ -45,6 +46,7 @@ struct Options {
   std::string csv_dir;
   std::vector<std::string> comm_regex;
   std::string perfetto, export_kineto, from, to;  // exports (docs/exports.md)
+  std::string html;                               // --html FILE (docs/report.md)
 };
 
 bool is_trace_name(const fs::path& p) {
@@ -187,14 +189,18 @@ int run(const Options& o, const std::string& command_line) {
 
   Store store;
   bool cross = o.overlap || o.breakdown || o.idle || o.stragglers;
-  bool exporting = !o.perfetto.empty() || !o.export_kineto.empty();
+  bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
     // Read only what the chosen analyses use (peak RSS stays near the columns read).
     bool need_launches = o.idle || o.stragglers || o.compat == "hta";
     ColumnSelection sel;
-    if (!exporting) {  // exports write every column
+    if (!o.perfetto.empty() || !o.export_kineto.empty()) {
+      // exports write every column
+    } else if (!o.html.empty()) {  // the report runs summary, gaps, overlap and stragglers
+      sel.launch_detail = false;
+    } else if (!exporting) {
       sel.launches = need_launches;
       sel.launch_detail = false;  // the analyses join launches by correlation and use their start
       sel.nccl = o.stragglers;
@@ -236,6 +242,22 @@ int run(const Options& o, const std::string& command_line) {
     eo.rank = o.rank, eo.step = o.step, eo.force = o.force;
     if (!o.from.empty()) eo.from_ns = parse_time_to_ns(o.from);
     if (!o.to.empty()) eo.to_ns = parse_time_to_ns(o.to);
+    if (!o.html.empty()) {
+      HtmlOptions ho;
+      ho.filter = Filter{o.rank, o.step};
+      ho.from_ns = eo.from_ns, ho.to_ns = eo.to_ns;
+      ho.top = o.top > 0 ? o.top : 20;
+      ho.hist_min_us = o.hist_min, ho.hist_max_us = o.hist_max, ho.hist_bins = o.bins;
+      ho.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
+      ho.force = o.force;
+      ho.title = o.inputs.size() == 1 ? fs::path(o.inputs[0]).filename().string() : "";
+      auto t0 = std::chrono::steady_clock::now();
+      HtmlStats hs = write_html_report(store, o.html, ho);
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!o.quiet)
+        std::cerr << "wrote " << o.html << " (" << (hs.bytes + 999) / 1000 << " kB, " << std::fixed
+                  << std::setprecision(2) << secs << " s)\n" << std::defaultfloat;
+    }
     if (!o.perfetto.empty()) {
       ExportStats es = export_perfetto(store, o.perfetto, eo);
       if (!o.quiet)
@@ -410,7 +432,9 @@ int main(int argc, char** argv) {
                  "write a Chrome trace-event JSON (.json or .json.gz) for Perfetto UI / chrome://tracing");
   app.add_option("--export-kineto", o.export_kineto,
                  "write one Kineto-style JSON per rank (DIR/rank-<r>.json) for HTA / TraceLens");
-  app.add_option("--from", o.from, "exports: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
+  app.add_option("--html", o.html,
+                 "write a self-contained HTML report (charts and tables, opens offline)");
+  app.add_option("--from", o.from, "exports and --html timeline: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
   app.add_option("--to", o.to, "exports: keep events starting before T (same units as --from)");
   app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");
   app.set_version_flag("--version", std::string("kernalyse-merge ") + KERNALYSE_VERSION);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -293,6 +294,7 @@ int64_t export_base_ns(const Store& s) {
   for (int64_t t : s.activities.start_ns) m = std::min(m, t);
   for (int64_t t : s.launches.start_ns) m = std::min(m, t);
   for (int64_t t : s.annotations.start_ns) m = std::min(m, t);
+  for (int64_t t : s.counters.ts_ns) m = std::min(m, t);
   if (m == INT64_MAX) return 0;
   int64_t f = m / 1000 * 1000;
   if (f > m) f -= 1000;  // negative times: round down
@@ -555,6 +557,46 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
     w << ",\"wait_ns\":";
     w.num(x.end - x.start);
     w << "}}";
+  }
+  // Counters (GPU memory in use, power) on the rank's process: one counter track per device
+  // and name. With --step only samples inside the rank's selected GPU work count.
+  {
+    const Counters& c = s.counters;
+    std::map<int32_t, std::pair<int64_t, int64_t>> step_span;
+    if (opt.step)
+      for (size_t i = 0; i < a.size(); ++i)
+        if (sel.activity(i)) {
+          auto [it, fresh] = step_span.try_emplace(a.rank[i], a.start_ns[i], a.end_ns[i]);
+          if (!fresh)
+            it->second = {std::min(it->second.first, a.start_ns[i]), std::max(it->second.second, a.end_ns[i])};
+        }
+    std::set<int32_t> rank_set(ranks.begin(), ranks.end());
+    bool complete = c.rank.size() == c.size() && c.device.size() == c.size() &&
+                    c.name_id.size() == c.size() && c.value.size() == c.size();
+    for (size_t i = 0; complete && i < c.size(); ++i) {
+      int32_t r = c.rank[i];
+      if (!rank_set.count(r) || !sel.time_ok(c.ts_ns[i], c.ts_ns[i])) continue;
+      if (opt.step) {
+        auto it = step_span.find(r);
+        if (it == step_span.end() || c.ts_ns[i] < it->second.first || c.ts_ns[i] > it->second.second)
+          continue;
+      }
+      const std::string& name = s.strings.at(c.name_id[i]);
+      std::string dev = "GPU " + std::to_string(c.device[i]);
+      const char* unit = "value";
+      std::string track = dev + " " + name;
+      if (name == kCounterGpuMemory) track = dev + " memory allocated", unit = "bytes";
+      else if (name == kCounterPower) track = dev + " power", unit = "mW";
+      begin("C", r, 0);
+      w << ",\"ts\":";
+      w.us(c.ts_ns[i] - base);
+      w << ",\"name\":";
+      w.str(track);
+      w << ",\"cat\":\"counter\",\"args\":{\"" << unit << "\":";
+      w.num(c.value[i]);
+      w << "}}";
+      ++st.counters;
+    }
   }
   // Flows: from the last arriver's kernel to each other rank's kernel of the same instance.
   int64_t flow_id = 0;

@@ -325,5 +325,54 @@ TEST(Export, PerfettoFlowsWaitsAndCuts) {
   EXPECT_EQ(back.annotations.size(), 2u);  // the two steps (100 µs boundary: #6 starts there)
 }
 
+// Counters: "ph":"C" events on the rank's process, one track per device and counter, values in
+// args under their unit; --rank and --from/--to cut them like other events.
+TEST(Export, PerfettoWritesCounters) {
+  TmpDir d;
+  const int64_t t0 = 1'700'000'000'000'000'123;
+  Store s = merge_stores({make_store(0, t0), make_store(1, t0 + 50'007)});
+  Counters& c = s.counters;  // hand-built: GPU memory on both ranks, power on rank 1
+  auto sample = [&](int32_t rank, int32_t dev, const char* name, int64_t ts, int64_t v) {
+    c.rank.push_back(rank);
+    c.device.push_back(dev);
+    c.name_id.push_back(s.strings.intern(name));
+    c.ts_ns.push_back(t0 + ts);
+    c.value.push_back(v);
+  };
+  sample(0, 0, kCounterGpuMemory, 1'000, 1'048'576);
+  sample(0, 0, kCounterGpuMemory, 30'500, 3'145'728);
+  sample(0, 0, kCounterGpuMemory, 150'000, 0);
+  sample(1, 1, kCounterGpuMemory, 60'000, 2'097'152);
+  sample(1, 1, kCounterPower, 60'000, 251'000);
+  fs::path f = d.p / "counters.json";
+  ExportStats st = export_perfetto(s, f.string(), {});
+  EXPECT_EQ(st.counters, 5);
+  auto j = nlohmann::json::parse(slurp(f));
+  const int64_t base = j["baseTimeNanoseconds"];
+  std::vector<nlohmann::json> cs;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "C") cs.push_back(e);
+  ASSERT_EQ(cs.size(), 5u);
+  EXPECT_EQ(cs[0]["pid"], 0);
+  EXPECT_EQ(cs[0]["name"], "GPU 0 memory allocated");
+  EXPECT_EQ(cs[0]["args"]["bytes"], 1'048'576);
+  // ts in exact µs from the origin: t0 + 30.5 µs.
+  EXPECT_EQ(std::llround(cs[1]["ts"].get<double>() * 1000), t0 + 30'500 - base);
+  EXPECT_EQ(cs[4]["pid"], 1);
+  EXPECT_EQ(cs[4]["name"], "GPU 1 power");
+  EXPECT_EQ(cs[4]["args"]["mW"], 251'000);
+  // --rank 0 --from 20 µs --to 100 µs: only the 30.5 µs sample.
+  ExportOptions o;
+  o.rank = 0;
+  o.from_ns = t0 + 20'000 - base;
+  o.to_ns = t0 + 100'000 - base;
+  fs::path cut = d.p / "cut.json";
+  EXPECT_EQ(export_perfetto(s, cut.string(), o).counters, 1);
+  // An empty counters table writes none.
+  Store plain = make_store(0, t0);
+  fs::path p2 = d.p / "plain.json";
+  EXPECT_EQ(export_perfetto(plain, p2.string(), {}).counters, 0);
+}
+
 }  // namespace
 }  // namespace kernalyse

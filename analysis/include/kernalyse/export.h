@@ -24,11 +24,12 @@ struct ExportOptions {
 struct ExportStats {
   int64_t events = 0;  // trace events written (all files)
   int64_t flows = 0;   // flow pairs (Perfetto)
+  int64_t counters = 0;  // counter samples ("ph":"C", Perfetto)
   int64_t files = 0;
 };
 
 // The run's origin for exported ts: the earliest time in the store (activities, launches,
-// annotations), rounded down to a whole µs; 0 for an empty store.
+// annotations, counters), rounded down to a whole µs; 0 for an empty store.
 int64_t export_base_ns(const Store& s);
 
 // "12.5" (µs), "12500ns", "12.5us", "12.5µs", "3ms", "1s" → ns (exact decimal). Throws Error.

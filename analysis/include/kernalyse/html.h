@@ -1,0 +1,42 @@
+// A self-contained HTML report of a store: run summary, per-rank timeline lanes, straggler
+// heatmap, overlap, gap histogram, top kernels, GPU memory; charts drawn offline by the embedded
+// charting library. Built from aggregates and a down-sampled timeline (size budget in
+// docs/report.md), never from per-event data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernalyse/analysis.h"
+#include "kernalyse/store.h"
+
+namespace kernalyse {
+
+struct HtmlOptions {
+  Filter filter;                           // --rank / --step: every analysis in the report
+  std::optional<int64_t> from_ns, to_ns;   // timeline and memory window, ns from export_base_ns
+  int timeline_bins = 1000;                // time bins per rank and lane
+  int max_collectives = 400;               // heatmap columns; more instances are binned
+  int top = 20;                            // rows of the top-N tables and bars
+  double hist_min_us = 0, hist_max_us = 1000;
+  int hist_bins = 20;
+  int64_t kernel_wait_ns = 30'000;
+  bool force = false;      // replace an existing file
+  std::string title;       // shown in the page header, e.g. the input file
+};
+
+struct HtmlStats {
+  int64_t bytes = 0;  // size of the file written
+};
+
+// The data the page's script draws from (also embedded in the page as JSON). Exposed for tests.
+nlohmann::json html_report_data(const Store& s, const HtmlOptions& opt);
+
+// Writes the report to a temporary name and renames it onto path; refuses an existing file
+// without opt.force. Throws Error naming the file.
+HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlOptions& opt);
+
+}  // namespace kernalyse

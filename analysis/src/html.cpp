@@ -1,0 +1,624 @@
+// The self-contained HTML report (docs/report.md). The page is one file: the aggregates as a JSON
+// island, the tables as HTML, and the charting library plus our small script inlined from assets
+// embedded at build time (cmake/EmbedAsset.cmake). Only aggregates and a binned timeline go in,
+// so the size does not grow with the number of events.
+#include "kernalyse/html.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string_view>
+
+#include "kernalyse/crossrank.h"
+#include "kernalyse/export.h"
+#include "kernalyse/store_io.h"
+#include "timeline.h"
+
+namespace fs = std::filesystem;
+
+// Generated from analysis/html/ at build time (one chunk array per asset).
+namespace kernalyse::html_assets {
+extern const std::string_view echarts[];
+extern const size_t echarts_count;
+extern const std::string_view report_js[];
+extern const size_t report_js_count;
+extern const std::string_view report_css[];
+extern const size_t report_css_count;
+}  // namespace kernalyse::html_assets
+
+namespace kernalyse {
+namespace {
+
+using json = nlohmann::json;
+
+double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+// Table µs back to the exact int ns for the page: integers keep the JSON short and exact.
+int64_t ns_of(double us) { return std::llround(us * 1000.0); }
+
+std::string escape_html(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string cell_text(const Cell& c, int precision) {
+  if (std::holds_alternative<std::monostate>(c)) return "—";
+  if (const auto* i = std::get_if<int64_t>(&c)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&c)) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%.*f", precision, *d);
+    return b;
+  }
+  return std::get<std::string>(c);
+}
+
+const Table* find_table(const Report& r, std::string_view key) {
+  for (const auto& t : r.tables)
+    if (t.key == key) return &t;
+  return nullptr;
+}
+
+// Column index by name, -1 if absent.
+int col(const Table& t, std::string_view name) {
+  for (size_t i = 0; i < t.columns.size(); ++i)
+    if (t.columns[i] == name) return static_cast<int>(i);
+  return -1;
+}
+double num(const Cell& c) {
+  if (const auto* i = std::get_if<int64_t>(&c)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&c)) return *d;
+  return 0.0;
+}
+
+// Adds [s, e) ∩ window to per-bin busy ns.
+void add_cover(std::vector<int64_t>& bins, int64_t t0, int64_t t1, int64_t bin_ns, int64_t s,
+               int64_t e) {
+  s = std::max(s, t0), e = std::min(e, t1);
+  if (e <= s) return;
+  for (size_t b = static_cast<size_t>((s - t0) / bin_ns); b < bins.size(); ++b) {
+    int64_t lo = t0 + static_cast<int64_t>(b) * bin_ns, hi = lo + bin_ns;
+    if (lo >= e) break;
+    bins[b] += std::min(e, hi) - std::max(s, lo);
+  }
+}
+
+// Union of intervals given in start order, merged as they come.
+void push_merge(std::vector<Interval>& m, int64_t s, int64_t e) {
+  if (!m.empty() && s <= m.back().end)
+    m.back().end = std::max(m.back().end, e);
+  else
+    m.push_back({s, e});
+}
+
+struct Window {
+  int64_t t0 = 0, t1 = 0, bin_ns = 1;
+  size_t bins = 0;
+  bool valid() const { return t1 > t0 && bins > 0; }
+};
+
+// Per rank and lane (compute, communication, idle) the busy fraction of each time bin, in
+// permille, from the unions of the rank's GPU work; idle counts only inside the rank's own span.
+json timeline(const Store& s, const std::vector<uint32_t>& rows, const Window& w, int64_t base,
+              Table* totals) {
+  const auto& a = s.activities;
+  std::map<int32_t, std::vector<uint32_t>> per_rank;
+  for (uint32_t i : rows)
+    if (is_gpu_work(static_cast<Kind>(a.kind[i]))) per_rank[a.rank[i]].push_back(i);
+  json jr = json::array(), comp = json::array(), comm = json::array(), idle = json::array();
+  totals->key = "timeline_lanes";
+  totals->title = "Timeline lanes: busy time per rank inside the window";
+  totals->columns = {"rank", "compute_us", "comm_us", "idle_us", "window_us", "bins", "bin_us"};
+  totals->precision = 3;
+  for (auto& [rank, idx] : per_rank) {
+    std::vector<uint32_t> order = detail::merge_streams_by_start(s, idx);
+    std::vector<Interval> u_comp, u_comm, u_all;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (uint32_t i : order) {
+      int64_t st = a.start_ns[i], en = a.end_ns[i];
+      first = std::min(first, st), last = std::max(last, en);
+      push_merge(u_all, st, en);
+      auto c = static_cast<Category>(a.category[i]);
+      if (c == Category::Computation) push_merge(u_comp, st, en);
+      if (c == Category::Communication) push_merge(u_comm, st, en);
+    }
+    std::vector<int64_t> bc(w.bins), bm(w.bins), ba(w.bins), span(w.bins);
+    for (const auto& x : u_comp) add_cover(bc, w.t0, w.t1, w.bin_ns, x.start, x.end);
+    for (const auto& x : u_comm) add_cover(bm, w.t0, w.t1, w.bin_ns, x.start, x.end);
+    for (const auto& x : u_all) add_cover(ba, w.t0, w.t1, w.bin_ns, x.start, x.end);
+    add_cover(span, w.t0, w.t1, w.bin_ns, first, last);
+    auto permille = [&](const std::vector<int64_t>& v) {
+      json o = json::array();
+      for (int64_t x : v) o.push_back(static_cast<int>(std::llround(1000.0 * x / w.bin_ns)));
+      return o;
+    };
+    std::vector<int64_t> bi(w.bins);
+    int64_t tc = 0, tm = 0, ti = 0;
+    for (size_t b = 0; b < w.bins; ++b) {
+      bi[b] = std::max<int64_t>(0, span[b] - ba[b]);
+      tc += bc[b], tm += bm[b], ti += bi[b];
+    }
+    jr.push_back(rank);
+    comp.push_back(permille(bc));
+    comm.push_back(permille(bm));
+    idle.push_back(permille(bi));
+    totals->rows.push_back({int64_t{rank}, us(tc), us(tm), us(ti), us(w.t1 - w.t0),
+                            static_cast<int64_t>(w.bins), us(w.bin_ns)});
+  }
+  return {{"t0_ns", w.t0 - base}, {"bin_ns", w.bin_ns}, {"bins", w.bins}, {"ranks", jr},
+          {"compute", comp}, {"comm", comm}, {"idle", idle}};
+}
+
+// Rank × collective wait from the straggler ledger; columns binned (max wait) beyond max_cols.
+json straggler_heatmap(const json& st, int max_cols) {
+  json out = {{"ranks", json::array()}, {"cols", json::array()}, {"cells", json::array()},
+              {"max_ns", 0}};
+  if (!st.is_object() || !st.contains("collectives")) return out;
+  const json& cs = st["collectives"];
+  size_t n = cs.size();
+  if (n == 0) return out;
+  std::set<int> ranks;
+  for (const auto& c : cs)
+    for (auto& [r, v] : c["wait_us"].items()) ranks.insert(std::stoi(r));
+  std::vector<int> rv(ranks.begin(), ranks.end());
+  std::map<int, int> y_of;
+  for (size_t i = 0; i < rv.size(); ++i) y_of[rv[i]] = static_cast<int>(i);
+  size_t group = (n + static_cast<size_t>(std::max(1, max_cols)) - 1) / static_cast<size_t>(std::max(1, max_cols));
+  size_t ncol = (n + group - 1) / group;
+  double mx = 0;
+  for (size_t x = 0; x < ncol; ++x) {
+    size_t lo = x * group, hi = std::min(n, lo + group);
+    std::vector<double> w(rv.size(), 0.0);
+    std::vector<bool> present(rv.size(), false);  // a rank outside these instances' group: no cell
+    std::map<int, int> last_count;
+    for (size_t k = lo; k < hi; ++k) {
+      for (auto& [r, v] : cs[k]["wait_us"].items()) {
+        auto y = static_cast<size_t>(y_of[std::stoi(r)]);
+        w[y] = std::max(w[y], v.get<double>());
+        present[y] = true;
+      }
+      if (cs[k]["last_rank"].is_number()) last_count[cs[k]["last_rank"].get<int>()]++;
+    }
+    std::string label = "#" + std::to_string(cs[lo]["id"].get<int64_t>());
+    if (hi - lo > 1) label += "–" + std::to_string(cs[hi - 1]["id"].get<int64_t>());
+    else label += " " + cs[lo]["op"].get<std::string>();
+    int last = -1, best = 0;
+    for (auto& [r, c] : last_count)
+      if (c > best) best = c, last = r;
+    out["cols"].push_back({{"label", label}, {"last", last}});
+    for (size_t y = 0; y < rv.size(); ++y) {
+      if (!present[y]) continue;
+      out["cells"].push_back({static_cast<int64_t>(x), static_cast<int64_t>(y), ns_of(w[y])});
+      mx = std::max(mx, w[y]);
+    }
+  }
+  out["ranks"] = rv;
+  out["max_ns"] = ns_of(mx);
+  out["group"] = group;
+  return out;
+}
+
+// GPU memory in use per (rank, device) over the window: a step series, at most 2 points per
+// timeline bin (the bin's maximum; the value entering the window first).
+json memory_series(const Store& s, const HtmlOptions& opt, const Window& w, int64_t base,
+                   Table* t) {
+  json series = json::array();
+  t->key = "gpu_memory";
+  t->title = "GPU memory in use per device (counter " + std::string(kCounterGpuMemory) + ")";
+  t->columns = {"rank", "device", "samples", "peak_bytes", "peak_at_us", "last_bytes"};
+  const Counters& c = s.counters;
+  int64_t id = -1;
+  for (size_t i = 0; i < s.strings.size(); ++i)
+    if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory) id = static_cast<int64_t>(i);
+  if (id < 0 || c.size() == 0 || c.name_id.size() != c.size()) return series;
+  std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> by;
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c.name_id[i] == static_cast<uint32_t>(id) && (!opt.filter.rank || *opt.filter.rank == c.rank[i]))
+      by[{c.rank[i], c.device[i]}].push_back(i);
+  for (auto& [key, idx] : by) {
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return c.ts_ns[x] < c.ts_ns[y]; });
+    int64_t peak = INT64_MIN, peak_at = 0, last = 0, n = 0;
+    json pts = json::array();
+    bool have_entry = false;
+    int64_t entry = 0;
+    long long cur_bin = -1;
+    int64_t bin_max = 0;
+    auto emit = [&](int64_t ts, int64_t v) { pts.push_back({ts - base, v}); };
+    bool binned = w.valid() && idx.size() > 2 * w.bins;
+    for (size_t i : idx) {
+      int64_t ts = c.ts_ns[i], v = c.value[i];
+      if (w.valid() && ts < w.t0) {
+        have_entry = true, entry = v;
+        continue;
+      }
+      if (w.valid() && ts >= w.t1) break;
+      if (have_entry) emit(w.t0, entry), have_entry = false;
+      ++n, last = v;
+      if (v > peak) peak = v, peak_at = ts;
+      if (!binned) {
+        emit(ts, v);
+        continue;
+      }
+      long long b = (ts - w.t0) / w.bin_ns;
+      if (b != cur_bin) {
+        if (cur_bin >= 0) emit(w.t0 + cur_bin * w.bin_ns, bin_max);
+        cur_bin = b, bin_max = v;
+      } else {
+        bin_max = std::max(bin_max, v);
+      }
+    }
+    if (binned && cur_bin >= 0) emit(w.t0 + cur_bin * w.bin_ns, bin_max);
+    if (have_entry) emit(w.t0, entry), last = entry;
+    if (pts.empty()) continue;
+    series.push_back({{"name", "rank " + std::to_string(key.first) + " GPU " + std::to_string(key.second)},
+                      {"points", pts}});
+    // Built cell by cell: a braced list of variants trips GCC 12's -Wmaybe-uninitialized.
+    std::vector<Cell> row;
+    row.emplace_back(int64_t{key.first});
+    row.emplace_back(int64_t{key.second});
+    row.emplace_back(n);
+    row.emplace_back(n ? Cell(peak) : Cell{});
+    row.emplace_back(n ? Cell(us(peak_at - base)) : Cell{});
+    row.emplace_back(last);
+    t->rows.push_back(std::move(row));
+  }
+  return series;
+}
+
+// What the page draws, plus the tables it links to (rendered as HTML by the writer).
+struct Built {
+  json data;
+  std::vector<Table> tables;  // in page order
+};
+
+Built build(const Store& s, const HtmlOptions& opt) {
+  Built out;
+  json& d = out.data;
+  const int64_t base = export_base_ns(s);
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);  // throws on a bad --rank/--step
+
+  Report rep;
+  SummaryOptions so;
+  so.filter = opt.filter;
+  so.top = opt.top;
+  so.per_rank = false;
+  kernel_summary(s, so, &rep);
+  GapOptions go;
+  go.filter = opt.filter;
+  go.hist_min_us = opt.hist_min_us, go.hist_max_us = opt.hist_max_us, go.bins = opt.hist_bins;
+  go.top = opt.top;
+  gap_analysis(s, go, &rep);
+  CrossRankOptions xo;
+  xo.filter = opt.filter;
+  xo.kernel_wait_ns = opt.kernel_wait_ns;
+  xo.top = opt.top;
+  overlap_analysis(s, xo, &rep);
+  breakdown_analysis(s, xo, &rep);
+  Report srep;  // its headline opens with the root-cause sentence
+  straggler_analysis(s, xo, &srep);
+
+  // Run summary.
+  std::set<std::string> hosts;
+  std::set<std::pair<std::string, std::string>> devices;
+  bool emulated = s.attrs.emulated;
+  Table rt;
+  rt.key = "ranks";
+  rt.title = "Ranks";
+  rt.columns = {"rank", "host", "devices", "device_name", "emulated", "clock_method",
+                "clock_uncertainty_us", "activities", "source", "collector_status"};
+  std::map<int32_t, int64_t> acts;
+  for (uint32_t i : rows) acts[s.activities.rank[i]]++;
+  for (const auto& r : s.ranks) {
+    if (opt.filter.rank && *opt.filter.rank != r.rank) continue;
+    emulated = emulated || r.emulated;
+    hosts.insert(r.host);
+    size_t p = 0;
+    while (p <= r.devices.size() && !r.devices.empty()) {
+      size_t q = r.devices.find(',', p);
+      devices.insert({r.host.empty() ? "rank " + std::to_string(r.rank) : r.host,
+                      r.devices.substr(p, q == std::string::npos ? std::string::npos : q - p)});
+      if (q == std::string::npos) break;
+      p = q + 1;
+    }
+    rt.rows.push_back({int64_t{r.rank}, r.host, r.devices, r.device_name,
+                       std::string(r.emulated ? "EMULATED" : "no"), r.clock_method,
+                       us(r.clock_uncertainty_ns), acts[r.rank], r.source, r.collector_status});
+  }
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (uint32_t i : rows)
+    if (is_gpu_work(static_cast<Kind>(s.activities.kind[i])))
+      first = std::min(first, s.activities.start_ns[i]), last = std::max(last, s.activities.end_ns[i]);
+  bool any = first <= last;
+  std::string headline = srep.headline.empty() ? "" : srep.headline.front();
+  d["title"] = opt.title;
+  d["emulated"] = emulated;
+  d["scope"] = describe_filter(s, opt.filter);
+  d["produced_by"] = s.attrs.produced_by;
+  d["created_utc"] = s.attrs.created_utc;
+  d["tool_version"] = s.attrs.tool_version;
+  d["clock_domain"] = s.attrs.clock_domain;
+  d["origin_epoch_ns"] = base;
+  d["ranks"] = static_cast<int64_t>(rt.rows.size());
+  d["hosts"] = static_cast<int64_t>(hosts.size());
+  d["devices"] = static_cast<int64_t>(devices.size());
+  d["activities"] = static_cast<int64_t>(rows.size());
+  d["span"] = any ? json{{"start_us", us(first - base)}, {"end_us", us(last - base)},
+                         {"dur_us", us(last - first)}}
+                  : json(nullptr);
+  d["root_cause"] = headline;
+  json notes = json::array();
+  for (const auto& h : rep.headline) notes.push_back(h);
+  for (size_t i = 1; i < srep.headline.size(); ++i) notes.push_back(srep.headline[i]);
+  d["notes"] = notes;
+
+  // Down-sampled timeline over the window (the run's GPU span unless --from/--to narrow it).
+  Window w;
+  if (any) {
+    w.t0 = opt.from_ns ? base + *opt.from_ns : first;
+    w.t1 = opt.to_ns ? base + *opt.to_ns : last;
+    // Bins × ranks × 3 lanes bounds the page's size; past 200 ranks the bins get coarser.
+    int64_t nranks = std::max<int64_t>(1, static_cast<int64_t>(rt.rows.size()));
+    int64_t nb = std::min<int64_t>(std::max(1, opt.timeline_bins), std::max<int64_t>(100, 200'000 / nranks));
+    if (w.t1 > w.t0) {
+      w.bin_ns = std::max<int64_t>(1, (w.t1 - w.t0 + nb - 1) / nb);
+      w.bins = static_cast<size_t>((w.t1 - w.t0 + w.bin_ns - 1) / w.bin_ns);
+      w.t1 = w.t0 + static_cast<int64_t>(w.bins) * w.bin_ns;  // whole bins
+    }
+  }
+  Table lanes;
+  d["timeline"] = w.valid() ? timeline(s, rows, w, base, &lanes) : json(nullptr);
+
+  d["stragglers"] = straggler_heatmap(srep.json.value("stragglers", json::object()), opt.max_collectives);
+
+  // Overlap and breakdown per rank, from their tables.
+  json ov = {{"ranks", json::array()}, {"overlapped_ns", json::array()}, {"exposed_ns", json::array()},
+             {"exposed_pct", json::array()}};
+  if (const Table* t = find_table(rep, "overlap")) {
+    int cr = col(*t, "rank"), co = col(*t, "overlap_us"), ce = col(*t, "exposed_comm_us"),
+        cp = col(*t, "exposed_comm_pct");
+    for (const auto& r : t->rows) {
+      ov["ranks"].push_back(num(r[cr]));
+      ov["overlapped_ns"].push_back(ns_of(num(r[co])));
+      ov["exposed_ns"].push_back(ns_of(num(r[ce])));
+      ov["exposed_pct"].push_back(std::llround(num(r[cp]) * 100) / 100.0);
+    }
+  }
+  d["overlap"] = ov;
+  json br = {{"ranks", json::array()}};
+  const std::vector<std::string> parts = {"compute", "comm", "memory", "other", "idle"};
+  for (const auto& p : parts) br[p + "_ns"] = json::array();
+  if (const Table* t = find_table(rep, "breakdown"))
+    for (const auto& r : t->rows) {
+      br["ranks"].push_back(num(r[col(*t, "rank")]));
+      for (const auto& p : parts) br[p + "_ns"].push_back(ns_of(num(r[col(*t, p + "_us")])));
+    }
+  d["breakdown"] = br;
+
+  json gh = {{"labels", json::array()}, {"counts", json::array()}};
+  if (const Table* t = find_table(rep, "gap_histogram"))
+    for (const auto& r : t->rows) {
+      std::string lo = cell_text(r[0], 0), hi = cell_text(r[1], 0);
+      gh["labels"].push_back(std::holds_alternative<std::monostate>(r[0]) ? "< " + hi
+                             : std::holds_alternative<std::monostate>(r[1]) ? "≥ " + lo
+                                                                            : lo + "–" + hi);
+      gh["counts"].push_back(num(r[2]));
+    }
+  d["gaps"] = gh;
+
+  json kb = {{"names", json::array()}, {"total_ns", json::array()}, {"count", json::array()},
+             {"category", json::array()}};
+  if (const Table* t = find_table(rep, "kernel_summary"))
+    for (const auto& r : t->rows) {
+      kb["names"].push_back(std::get<std::string>(r[col(*t, "kernel")]));
+      kb["category"].push_back(cell_text(r[col(*t, "category")], 0));
+      kb["total_ns"].push_back(ns_of(num(r[col(*t, "total_us")])));
+      kb["count"].push_back(num(r[col(*t, "count")]));
+    }
+  d["kernels"] = kb;
+
+  Table mem;
+  d["memory"] = memory_series(s, opt, w, base, &mem);
+
+  // Tables in page order; charts link to them by key.
+  out.tables.push_back(std::move(rt));
+  if (!lanes.key.empty()) out.tables.push_back(std::move(lanes));
+  for (const char* k : {"stragglers_collectives", "stragglers_ranks", "delay_by_kernel"})
+    if (const Table* t = find_table(srep, k)) out.tables.push_back(*t);
+  for (const char* k : {"overlap", "breakdown", "gap_histogram", "gaps_per_rank", "gap_transitions",
+                        "kernel_summary"})
+    if (const Table* t = find_table(rep, k)) out.tables.push_back(*t);
+  if (!mem.key.empty()) out.tables.push_back(std::move(mem));
+  return out;
+}
+
+void append_table(std::string& h, const Table& t) {
+  h += "<div class=\"tbl\" id=\"t-" + t.key + "\"><h3>" + escape_html(t.title) +
+       " <a class=\"back\" href=\"#top\">↑ top</a></h3>";
+  if (t.rows.empty()) {
+    h += "<p class=\"empty\">no rows</p></div>\n";
+    return;
+  }
+  h += "<table><thead><tr>";
+  for (size_t c = 0; c < t.columns.size(); ++c)
+    if (c >= t.text_hidden.size() || !t.text_hidden[c]) h += "<th>" + escape_html(t.columns[c]) + "</th>";
+  h += "</tr></thead><tbody>\n";
+  for (const auto& r : t.rows) {
+    h += "<tr>";
+    for (size_t c = 0; c < t.columns.size() && c < r.size(); ++c) {
+      if (c < t.text_hidden.size() && t.text_hidden[c]) continue;
+      bool text = std::holds_alternative<std::string>(r[c]);
+      h += text ? "<td>" : "<td class=\"n\">";
+      h += escape_html(cell_text(r[c], t.precision));
+      h += "</td>";
+    }
+    h += "</tr>\n";
+  }
+  h += "</tbody></table></div>\n";
+}
+
+void append_chunks(std::string& h, const std::string_view* chunks, size_t n) {
+  for (size_t i = 0; i < n; ++i) h += chunks[i];
+}
+
+// A chart section: its container (the script fills it) and the links to its tables.
+void section(std::string& h, const std::string& id, const std::string& title, const std::string& what,
+             std::initializer_list<std::pair<const char*, const char*>> tables, const char* height) {
+  h += "<section id=\"s-" + id + "\"><h2>" + title + "</h2><p class=\"what\">" + what + "</p>";
+  h += "<div class=\"chart\" id=\"c-" + id + "\" style=\"height:" + height + "\"></div><p class=\"links\">";
+  for (auto& [key, label] : tables)
+    h += "<a href=\"#t-" + std::string(key) + "\">table: " + label + " ↓</a> ";
+  h += "</p></section>\n";
+}
+
+std::string page(const Built& b) {
+  const json& d = b.data;
+  std::string h;
+  h.reserve(1'400'000);
+  bool emulated = d["emulated"].get<bool>();
+  std::string title = "kernalyse report" + (d["title"].get<std::string>().empty()
+                                                ? std::string()
+                                                : " — " + d["title"].get<std::string>());
+  h += "<!DOCTYPE html>\n<html lang=\"en\" data-kx-ready=\"0\"><head><meta charset=\"utf-8\">\n";
+  // The page may fetch nothing: inline script and style only, images from data: URIs.
+  h += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src "
+       "'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n";
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  h += "<title>" + escape_html(title) + (emulated ? " (EMULATED)" : "") + "</title>\n";
+  // First script on the page: record any error (ours or the library's) where a test can read it.
+  h += "<script>(function(){var errs=[];function rec(m){errs.push(String(m));"
+       "document.documentElement.setAttribute('data-kx-errors',JSON.stringify(errs));}"
+       "window.addEventListener('error',function(e){rec('error: '+(e.message||e.type)+' at '+"
+       "(e.filename||'')+':'+(e.lineno||0));});"
+       "window.addEventListener('unhandledrejection',function(e){rec('unhandled rejection: '+e.reason);});"
+       "var ce=console.error;console.error=function(){rec('console.error: '+"
+       "Array.prototype.map.call(arguments,String).join(' '));return ce.apply(console,arguments);};"
+       "document.documentElement.setAttribute('data-kx-errors','[]');})();</script>\n";
+  h += "<style>\n";
+  append_chunks(h, html_assets::report_css, html_assets::report_css_count);
+  h += "</style></head><body>\n<a id=\"top\"></a>\n<header><h1>" + escape_html(title) + "</h1>";
+  if (emulated)
+    h += "<div class=\"emulated\" id=\"emulated\">EMULATED DATA: no real GPU recorded these events "
+         "(synthetic / emulated device)</div>";
+  h += "<nav><a href=\"#s-summary\">summary</a> <a href=\"#s-timeline\">timeline</a> "
+       "<a href=\"#s-stragglers\">stragglers</a> <a href=\"#s-overlap\">overlap</a> "
+       "<a href=\"#s-gaps\">gaps</a> <a href=\"#s-kernels\">top kernels</a> "
+       "<a href=\"#s-memory\">GPU memory</a> <a href=\"#tables\">tables</a></nav></header>\n";
+
+  // Summary (plain HTML: readable even without the script).
+  auto fmt_us = [](const json& v) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.3f ms", v.get<double>() / 1000.0);
+    return std::string(buf);
+  };
+  h += "<section id=\"s-summary\"><h2>Run summary</h2><dl class=\"summary\">";
+  auto item = [&](const std::string& k, const std::string& v) {
+    h += "<dt>" + escape_html(k) + "</dt><dd>" + escape_html(v) + "</dd>";
+  };
+  item("scope", d["scope"].get<std::string>());
+  item("ranks", std::to_string(d["ranks"].get<int64_t>()));
+  item("hosts", std::to_string(d["hosts"].get<int64_t>()));
+  item("devices", std::to_string(d["devices"].get<int64_t>()));
+  item("GPU activities", std::to_string(d["activities"].get<int64_t>()));
+  if (!d["span"].is_null())
+    item("time span", fmt_us(d["span"]["dur_us"]) + " (from " + fmt_us(d["span"]["start_us"]) +
+                          " to " + fmt_us(d["span"]["end_us"]) + " after the run's origin)");
+  item("data", emulated ? "EMULATED (synthetic device data)" : "recorded");
+  item("clocks", d["clock_domain"].get<std::string>());
+  item("produced by", d["produced_by"].get<std::string>() + " " + d["created_utc"].get<std::string>());
+  h += "</dl><p class=\"links\"><a href=\"#t-ranks\">table: ranks ↓</a></p>";
+  h += "<p class=\"rootcause\" id=\"rootcause\"><b>Root cause:</b> " +
+       escape_html(d["root_cause"].get<std::string>()) + "</p>";
+  h += "<details><summary>analysis notes</summary><ul>";
+  for (const auto& n : d["notes"]) h += "<li>" + escape_html(n.get<std::string>()) + "</li>";
+  h += "</ul></details></section>\n";
+
+  section(h, "timeline", "Timeline per rank",
+          "Busy fraction of each time bin per rank: compute, communication, and idle (no GPU work "
+          "on the rank inside its span). Drag the slider or scroll to zoom.",
+          {{"timeline_lanes", "lanes per rank"}, {"breakdown", "temporal breakdown"}}, "420px");
+  section(h, "stragglers", "Straggler heatmap",
+          "Wait per rank at each matched collective (µs): how long the rank sat in the collective "
+          "before the last rank arrived. A row that stays cool while the others are hot is the straggler.",
+          {{"stragglers_collectives", "collectives"}, {"stragglers_ranks", "per rank"},
+           {"delay_by_kernel", "delay by kernel"}},
+          "360px");
+  section(h, "overlap", "Overlap and exposed communication",
+          "Communication time per rank split into the part overlapped by computation and the exposed part.",
+          {{"overlap", "overlap"}, {"breakdown", "temporal breakdown"}}, "320px");
+  section(h, "gaps", "Idle-gap histogram",
+          "Idle gaps between consecutive GPU activities on each stream, by length (µs).",
+          {{"gap_histogram", "histogram"}, {"gaps_per_rank", "idle per rank"},
+           {"gap_transitions", "transitions"}},
+          "320px");
+  section(h, "kernels", "Top kernels", "Kernels by total GPU time (all selected ranks).",
+          {{"kernel_summary", "kernel summary"}}, "460px");
+  section(h, "memory", "GPU memory over time", "GPU memory in use per device (step series).",
+          {{"gpu_memory", "GPU memory"}}, "320px");
+
+  h += "<section id=\"tables\"><h2>Tables</h2>\n";
+  for (const auto& t : b.tables) append_table(h, t);
+  h += "</section>\n";
+
+  std::string js = d.dump(-1, ' ', false, json::error_handler_t::replace);
+  // Inside a <script> element "</script" or "<!--" in a kernel name could end or confuse it;
+  // '<' only occurs inside JSON strings, where \u003c is the same character.
+  std::string safe;
+  safe.reserve(js.size());
+  for (char ch : js) {
+    if (ch == '<')
+      safe += "\\u003c";
+    else
+      safe += ch;
+  }
+  h += "<script type=\"application/json\" id=\"kx-data\">" + safe + "</script>\n<script>\n";
+  append_chunks(h, html_assets::echarts, html_assets::echarts_count);
+  h += "\n</script>\n<script>\n";
+  append_chunks(h, html_assets::report_js, html_assets::report_js_count);
+  h += "\n</script>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace
+
+json html_report_data(const Store& s, const HtmlOptions& opt) { return build(s, opt).data; }
+
+HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlOptions& opt) {
+  std::error_code ec;
+  if (!opt.force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
+  std::string h = page(build(s, opt));
+  // Temporary file next to the target, renamed when complete: no partial report is ever left.
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
+  bool ok = std::fwrite(h.data(), 1, h.size(), f) == h.size();
+  int err = errno;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    fs::remove(tmp, ec);
+    throw Error(path + ": write error: " + std::strerror(err));
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ec2;
+    fs::remove(tmp, ec2);
+    throw Error(path + ": cannot rename the temporary file: " + ec.message());
+  }
+  return {static_cast<int64_t>(h.size())};
+}
+
+}  // namespace kernalyse
