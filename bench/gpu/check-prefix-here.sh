@@ -39,8 +39,11 @@ echo "== cmake configure against the prefix:"
 cmake -S "$root" -B "$b" -DCMAKE_BUILD_TYPE=Release -DKERNALYSE_BUILD_TESTS=OFF > /tmp/kp_cmake.log 2>&1 || { cat /tmp/kp_cmake.log; exit 1; }
 grep -E "^(HDF5_C_COMPILER_EXECUTABLE|HDF5_C_LIBRARY_hdf5|MPI_CXX_COMPILER|nlohmann_json_DIR|CLI11_DIR|CMAKE_COMMAND):" "$b/CMakeCache.txt"
 grep -iE "vicuna|cuda" /tmp/kp_cmake.log || true
-echo "== build kernalyse-merge against the prefix (-j2):"
-cmake --build "$b" -j2 --target kernalyse-merge > /tmp/kp_build.log 2>&1 || { tail -30 /tmp/kp_build.log; exit 1; }
+echo "== build kernalyse-merge and vicuna_tp_cuda (nvcc + the prefix's MPI) against the prefix (-j2):"
+targets=(kernalyse-merge)
+grep -q "vicuna_tp_cuda: building" /tmp/kp_cmake.log && targets+=(vicuna_tp_cuda)
+cmake --build "$b" -j2 --target "${targets[@]}" > /tmp/kp_build.log 2>&1 || { tail -30 /tmp/kp_build.log; exit 1; }
+[ -x "$b/bin/vicuna_tp_cuda" ] && echo "== vicuna_tp_cuda without a driver: $("$b/bin/vicuna_tp_cuda" 2>&1 < /dev/null; echo "exit $?")"
 echo "== ldd kernalyse-merge: $(ldd "$b/bin/kernalyse-merge" | grep -E 'hdf5|mpi|not found' | awk '{print $1"=>"$3}' | tr '\n' ' ')"
 "$b/bin/kernalyse-merge" --version
 echo "PREFIX CHECK OK"
