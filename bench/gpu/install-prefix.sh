@@ -26,6 +26,12 @@ if [ -f "$P/usr/bin/h5pcc.openmpi" ]; then
   sed "s|^prefix=\"/usr\"|prefix=\"$P/usr\"|" "$P/usr/bin/h5pcc.openmpi" > "$P/usr/bin/h5pcc"
   chmod +x "$P/usr/bin/h5pcc"
 fi
+# CMake 3.25's FindCUDAToolkit sets a property on CUDA::nvToolsExt without checking that the
+# target exists; CUDA 13 has no libnvToolsExt, so find_package(CUDAToolkit) fails in any project
+# requiring CMake >= 3.25 (this one). Same guard as later CMake releases.
+for f in "$P"/usr/share/cmake-*/Modules/FindCUDAToolkit.cmake; do
+  [ -f "$f" ] && sed -i 's/^\( *\)if(CMAKE_MINIMUM_REQUIRED_VERSION VERSION_GREATER_EQUAL 3.25)$/\1if(TARGET CUDA::nvToolsExt AND CMAKE_MINIMUM_REQUIRED_VERSION VERSION_GREATER_EQUAL 3.25)/' "$f"
+done
 # Link-time names that -dev packages (not carried, or belonging to the host) would provide; the
 # HDF5 link line asks for -lcurl -lcrypto -lsz -lz. Point each at the prefix's or the host's
 # runtime library.

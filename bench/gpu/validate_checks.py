@@ -172,7 +172,8 @@ def nvtx(args):
                 c = e.get("args", {}).get("correlation")
                 if c is not None:
                     launch_ts[c] = float(e["ts"])
-        got = [0] * rep["layers"]
+        got = [0] * rep["layers"]       # own (non-NCCL) kernels launched inside "layer L"
+        got_nccl = [0] * rep["layers"]  # NCCL kernels launched inside "layer L"
         unattributed = 0
         for e in evs:
             if e.get("ph") == "X" and e.get("pid") == rank and e.get("cat") == "kernel":
@@ -181,19 +182,18 @@ def nvtx(args):
                 if t is None:
                     unattributed += 1
                     continue
-                for lo, hi, li in layers:  # few hundred ranges: linear is fine
+                for lo, hi, li in layers:  # a few hundred ranges: linear is fine
                     if lo <= t <= hi and 0 <= li < len(got):
-                        got[li] += 1
+                        (got_nccl if is_nccl(e["name"]) else got)[li] += 1
                         break
-        expect = list(r["layer_own_kernels"])
-        if rep["gemm"] == "cublas":
-            expect = None  # cuBLAS kernels per call are not known to the app
-        elif rep["world_size"] > 1:
-            expect = [a + b for a, b in zip(expect, r["layer_collectives"])]
+        expect = list(r["layer_own_kernels"]) if rep["gemm"] == "custom" else None  # cuBLAS: unknown per call
         good = expect is not None and got == expect and names.get("layer", 0) == r["nvtx_ranges"].get("layer", -1)
+        if rep["world_size"] > 1:
+            good = good and got_nccl == list(r["layer_collectives"])
         ok = ok and good
         out.append({"rank": rank, "nvtx_range_counts_store": names, "nvtx_range_counts_app": r["nvtx_ranges"],
                     "step_annotations_store": steps, "kernels_per_layer_store": got, "kernels_per_layer_app": expect,
+                    "nccl_kernels_per_layer_store": got_nccl, "collectives_per_layer_app": r["layer_collectives"],
                     "kernels_without_launch": unattributed, "pass": good})
     res.update({"pass": ok, "ranks": out})
     emit(res)

@@ -478,7 +478,7 @@ struct Model {
     if (timed) {
       // Hold the stream while the host queues the step, so that each event pair brackets its
       // kernel alone and not the host's launch latency (the GPU would otherwise wait for it).
-      VTP_LAUNCH(vtp_spin, 1, 1, 0, stream, int64_t(200000) + int64_t(o.layers) * 50000);
+      VTP_LAUNCH(vtp_spin, 1, 1, 0, stream, int64_t(500000) + int64_t(o.layers) * 100000);
     }
     const int64_t act = int64_t(m) * h;
     for (int li = 0; li < o.layers; ++li) {
