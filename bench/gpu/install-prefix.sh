@@ -14,7 +14,7 @@ L=$P/usr/lib/x86_64-linux-gnu
 # Absolute symlinks point into the host's /: re-point them into the prefix.
 find "$P" -type l | while read -r l; do
   t=$(readlink "$l")
-  case $t in /*) ln -sfn "$P$t" "$l" ;; esac
+  case $t in "$P"/*) ;; /*) ln -sfn "$P$t" "$l" ;; esac  # (already re-pointed: a rerun)
 done
 # Debian's update-alternatives (a maintainer script, not run by dpkg -x) names the plain
 # commands; make them by hand.

@@ -13,6 +13,7 @@
 #   f  kernalyse-run python3 small_torch.py vs torch.profiler: names and counts
 # Results: $OUT (the device tool's output folder) or ./gpu-results: results.json,
 # gpu-validation-snippet.md, validate.log, build.log, details.tar.gz. Big files stay in $WORK.
+# VALIDATE_REUSE_BUILD=1 skips the build when $WORK/build already has the binaries.
 # Exit 0 when every evaluated check passed, 1 otherwise, 2 when the setup failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +23,7 @@ WORK=${KERNALYSE_GPU_WORK:-/tmp/kernalyse-gpu}
 RUNS=${VALIDATE_RUNS:-5}
 JOBS=${VALIDATE_JOBS:-16}
 mkdir -p "$res" "$WORK"
+rm -f "$res"/{results.json,gpu-validation-snippet.md,details.tar.gz,build.log,validate.log}
 rm -rf "$WORK/checks" "$WORK/runs"
 mkdir -p "$WORK/checks" "$WORK/runs"
 exec > >(tee "$res/validate.log") 2>&1
@@ -44,6 +46,7 @@ say "GPU ${gpu:-none} driver ${driver:-?} nvcc ${nvccv:-none} torch ${torchv:-no
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 
 # ---- prefix -----------------------------------------------------------------------------------
+rm -rf "$WORK/prefix"  # always a fresh prefix from the carried packages
 "$root/bench/gpu/install-prefix.sh" "$WORK/prefix" "$root/.gpu-debs" || setup_fail "install-prefix.sh"
 # shellcheck disable=SC1091
 source "$WORK/prefix/env.sh"
@@ -65,11 +68,15 @@ fi
 
 # ---- build ------------------------------------------------------------------------------------
 B=$WORK/build
-say "configure + build (Release, -j$JOBS) in $B"
-"$cmake_bin" -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release -DKERNALYSE_BUILD_TESTS=OFF \
-  -DCMAKE_CUDA_ARCHITECTURES=90 > "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; setup_fail "cmake configure"; }
-grep -E "vicuna_tp_cuda|CUDA|CUPTI|NCCL" "$res/build.log" | head -10
-"$cmake_bin" --build "$B" -j"$JOBS" >> "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; setup_fail "build"; }
+if [ "${VALIDATE_REUSE_BUILD:-0}" = 1 ] && [ -x "$B/bin/vicuna_tp_cuda" ]; then
+  say "reusing the build in $B (VALIDATE_REUSE_BUILD=1)"
+else
+  say "configure + build (Release, -j$JOBS) in $B"
+  "$cmake_bin" -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release -DKERNALYSE_BUILD_TESTS=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90 > "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; setup_fail "cmake configure"; }
+  grep -E "vicuna_tp_cuda|CUDA|CUPTI|NCCL" "$res/build.log" | head -10
+  "$cmake_bin" --build "$B" -j"$JOBS" >> "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; setup_fail "build"; }
+fi
 bin=$B/bin
 for t in kernalyse-run kernalyse-merge vicuna_tp_cuda; do
   [ -x "$bin/$t" ] || setup_fail "$t was not built (see build.log)"
@@ -94,6 +101,12 @@ json.dump({"date": "$(date -u +%Y-%m-%dT%H:%MZ)", "gpu": "$gpu", "driver": "$dri
 EOF
 
 R=$WORK/runs
+# One tiny run first: without a usable device every check would only repeat exit code 2.
+timeout 120 mpirun -n 1 "$bin/vicuna_tp_cuda" --layers 1 --hidden 256 --steps 1 --warmup 0 < /dev/null > "$R/probe.log" 2>&1
+probe=$?
+[ "$probe" = 0 ] || { cat "$R/probe.log"; setup_fail "vicuna_tp_cuda probe run: exit $probe"; }
+say "probe: $(tail -1 "$R/probe.log")"
+
 run1() { timeout "${TMO:-300}" mpirun -n 1 "$@" < /dev/null; }  # one rank, never reading our stdin
 prof1() { run1 "$bin/kernalyse-run" -q --force -o "$@"; }  # prof1 STORE APP ARGS...
 summary() { timeout 300 "$bin/kernalyse-merge" "$1" --summary --verbose --json > "$2" 2> "$2.err"; }

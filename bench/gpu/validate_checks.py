@@ -14,6 +14,16 @@ import subprocess
 import sys
 
 
+TARGETS = {
+    "overhead": "median decode-loop time under kernalyse-run <= 1.03 x uninstrumented",
+    "twogpu": "2 ranks on one GPU under kernalyse-run (NCCL permitting)",
+    "counts": "store kernel count == app-reported count, per own kernel name and in total",
+    "durations": "per-name summed kernel time within 5 % of summed cudaEvent time",
+    "nvtx": "kernels attributed to each NVTX 'layer L' range == kernels the app launched in it",
+    "torch": "same kernel names and counts as torch.profiler",
+}
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -301,7 +311,7 @@ def main():
         # A missing or malformed input is a failed check, not a crash of the whole validation.
         names = {"overhead": "a_overhead", "twogpu": "b_two_ranks_one_gpu", "counts": "c_kernel_counts",
                  "durations": "d_durations", "nvtx": "e_nvtx_layers", "torch": "f_torch_profiler"}
-        emit({"check": names.get(sys.argv[1], sys.argv[1]), "pass": False, "detail": f"{type(e).__name__}: {e}"})
+        emit({"check": names.get(sys.argv[1], sys.argv[1]), "target": TARGETS.get(sys.argv[1], ""), "pass": False, "detail": f"{type(e).__name__}: {e}"})
         return 0
 
 
