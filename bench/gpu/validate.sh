@@ -66,6 +66,19 @@ if [ -n "${NCCL_HOME:-}" ]; then
   say "NCCL_HOME=$NCCL_HOME"
 fi
 
+# cuBLAS: the toolkit's, else PyTorch's wheel (nvidia-cublas: include/, lib/libcublas.so.13).
+cmake_extra=()
+if ! ls /usr/local/cuda/lib64/libcublas.so* >/dev/null 2>&1; then
+  cb=$($py -c 'import nvidia.cublas, os; print(list(nvidia.cublas.__path__)[0])' 2>/dev/null)
+  if [ -n "$cb" ] && [ -e "$cb/include/cublas_v2.h" ]; then
+    lib=$(ls "$cb"/lib/libcublas.so* 2>/dev/null | head -1)
+    libLt=$(ls "$cb"/lib/libcublasLt.so* 2>/dev/null | head -1)
+    cmake_extra+=("-DCUDA_cublas_LIBRARY=$lib" "-DCUDA_cublasLt_LIBRARY=$libLt")
+    export CPATH=$cb/include${CPATH:+:$CPATH} LD_LIBRARY_PATH=$cb/lib:$LD_LIBRARY_PATH
+    say "cuBLAS from the PyTorch wheel: $lib"
+  fi
+fi
+
 # ---- build ------------------------------------------------------------------------------------
 B=$WORK/build
 if [ "${VALIDATE_REUSE_BUILD:-0}" = 1 ] && [ -x "$B/bin/vicuna_tp_cuda" ]; then
@@ -73,7 +86,7 @@ if [ "${VALIDATE_REUSE_BUILD:-0}" = 1 ] && [ -x "$B/bin/vicuna_tp_cuda" ]; then
 else
   say "configure + build (Release, -j$JOBS) in $B"
   "$cmake_bin" -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release -DKERNALYSE_BUILD_TESTS=OFF \
-    -DCMAKE_CUDA_ARCHITECTURES=90 > "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; setup_fail "cmake configure"; }
+    -DCMAKE_CUDA_ARCHITECTURES=90 "${cmake_extra[@]}" > "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; setup_fail "cmake configure"; }
   grep -E "vicuna_tp_cuda|CUDA|CUPTI|NCCL" "$res/build.log" | head -10
   "$cmake_bin" --build "$B" -j"$JOBS" >> "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; setup_fail "build"; }
 fi
