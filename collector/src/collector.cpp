@@ -32,6 +32,7 @@
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/store_mpi.h"
+#include "cuda_presence.h"  // CUPTI source hooks (see finish())
 #include "spool.h"
 
 namespace {
@@ -200,6 +201,25 @@ class Collector {
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    // ---- CUPTI source hooks (branch cupti; collector/src/cuda_presence.h) -----------------
+    // What CUPTI still holds goes through the Sink before the spool closes (not under mu_: the
+    // flush delivers records on this thread). Then: the application used CUDA, but CUDA never
+    // loaded our injection because there is no driver: say so once, and store it per rank.
+    collector::cupti_flush_registered(true);
+    if (!collector::cuda_injection_seen() && !collector::cuda_libraries_mapped().empty()) {
+      std::string why = collector::cuda_absent_reason();  // "no CUDA device: ..."
+      if (!why.empty()) {
+        std::string detail = why.substr(why.find(':') + 1);
+        while (!detail.empty() && detail[0] == ' ') detail.erase(0, 1);
+        std::fprintf(err_,
+                     "kernalyse: rank %d: no CUDA device (%s); GPU activity not recorded, the "
+                     "application ran unprofiled\n",
+                     rank, detail.c_str());
+        std::fflush(err_);
+        set_status(why);
+      }
+    }
+    // ---- end CUPTI source hooks ----------------------------------------------------------
     stop_flusher();
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -223,6 +243,8 @@ class Collector {
     meta.emulated = emulated_;
     meta.tool_version = KERNALYSE_VERSION;
     Store local = spool_to_store(c, meta, clock);
+    for (RankInfo& r : local.ranks)  // CUPTI source hooks: the rank's collector status
+      if (!status_.empty()) r.collector_status = status_;
     std::string written;
     std::string error;
     try {
@@ -265,6 +287,12 @@ class Collector {
   }
 
   bool we_initialised_mpi = false;
+
+  // One line saying what this rank could record (RankInfo::collector_status); latest wins.
+  void set_status(const std::string& line) {
+    std::lock_guard<std::mutex> g(mu_);
+    status_ = line;
+  }
 
   // SIGTERM (async-signal-safe part): ask the flush thread for a flush through the pipe and wait
   // for it, at most 2 s, with nanosleep; then the caller re-raises with the default action.
@@ -456,6 +484,7 @@ class Collector {
   int rank_ = 0, size_ = 1;
   long pid_ = 0;
   std::string host_;
+  std::string status_;  // collector_status (CUPTI source hooks)
   std::thread flusher_;
   bool stop_flusher_ = false;
   int flusher_wake_r_ = -1, flusher_wake_w_ = -1;
