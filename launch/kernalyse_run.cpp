@@ -1,8 +1,8 @@
 // kernalyse-run: runs one rank's application under the collector.
 //   mpirun -n 4 kernalyse-run [-o run.h5] [--force] ./app args...
 // It injects libkernalyse_collector.so (LD_PRELOAD: PMPI interception and the emulated-device
-// API; CUDA_INJECTION64_PATH for CUPTI, NCCL_PROFILER_PLUGIN for NCCL), runs the application as a child
-// and exits with the application's exit code. The collector writes the store at MPI_Finalize.
+// API; CUDA_INJECTION64_PATH for CUPTI, NCCL_PROFILER_PLUGIN for NCCL), runs the application as a
+// child and exits with the application's exit code. The collector writes the store at MPI_Finalize.
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -170,7 +170,8 @@ int main(int argc, char** argv) {
     const char* old = std::getenv(var);
     std::error_code e2;
     if (old && *old && fs::weakly_canonical(old, e2).string() != collector) {
-      std::fprintf(stderr, "kernalyse-run: %s is already set (%s); leaving it alone: %s\n", var, old,
+      std::fprintf(stderr, "kernalyse-run: %s is already set (%s); leaving it alone: %s\n", var,
+                   old,
                    std::strcmp(var, "CUDA_INJECTION64_PATH") == 0 ? "GPU activity not recorded"
                                                                   : "NCCL events not recorded");
       return;

@@ -27,12 +27,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cuda_presence.h"  // CUPTI source hooks (see finish())
 #include "kernalyse/clocksync.h"
 #include "kernalyse/emu.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/store_mpi.h"
-#include "cuda_presence.h"  // CUPTI source hooks (see finish())
 #include "spool.h"
 
 namespace {

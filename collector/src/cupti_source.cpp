@@ -68,9 +68,9 @@ const char* memcpy_name(unsigned copy, unsigned src, unsigned dst) {
   return (*table)[(copy * kMemKinds + src) * kMemKinds + dst].c_str();
 }
 const char* memset_name(unsigned mem) {
-  static const char* const s[] = {"Memset (Unknown)", "Memset (Pageable)", "Memset (Pinned)",
-                                  "Memset (Device)",  "Memset (Array)",    "Memset (Managed)",
-                                  "Memset (Device Static)", "Memset (Managed Static)"};
+  static const char* const s[] = {
+      "Memset (Unknown)", "Memset (Pageable)", "Memset (Pinned)",        "Memset (Device)",
+      "Memset (Array)",   "Memset (Managed)",  "Memset (Device Static)", "Memset (Managed Static)"};
   return mem < kMemKinds ? s[mem] : s[0];
 }
 
@@ -208,10 +208,9 @@ void RecordParser::on_record(const void* p) {
         bytes = -bytes;
       else if (m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
         return skip();
-      kernalyse_emu_memory mem{static_cast<int64_t>(m->timestamp),
-                               static_cast<int32_t>(m->deviceId),
-                               m->isAsync ? static_cast<int32_t>(m->streamId) : -1, bytes,
-                               m->address};
+      kernalyse_emu_memory mem{
+          static_cast<int64_t>(m->timestamp), static_cast<int32_t>(m->deviceId),
+          m->isAsync ? static_cast<int32_t>(m->streamId) : -1, bytes, m->address};
       ++stats_.memory;
       sink_.memory(mem);
       return;
@@ -274,8 +273,8 @@ const char* RecordParser::api_name(bool driver, uint32_t cbid) {
   if (it != names.end()) return it->second.c_str();
   const char* cname = nullptr;
   std::string name;
-  if (cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
-                           cbid, &cname) == CUPTI_SUCCESS &&
+  if (cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid,
+                           &cname) == CUPTI_SUCCESS &&
       cname && *cname) {
     name = cname;
     // "cudaLaunchKernel_v7000" → "cudaLaunchKernel": the version suffix is CUPTI's, not the API's.
@@ -415,7 +414,8 @@ std::string failure_line(const char* call, int result, const char* other) {
   const char* s = nullptr;
   if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) s = "unknown CUPTI error";
   std::string what = std::string(call) + ": " + s;
-  if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_INVALID_DEVICE)
+  if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED ||
+      r == CUPTI_ERROR_INVALID_DEVICE)
     return "no CUDA device (" + what + "); GPU activity not recorded";
   return "CUPTI unusable (" + what + "); GPU activity not recorded";
 }
@@ -482,7 +482,7 @@ const CUpti_CallbackId kLaunchCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                         const void* data) {
+                          const void* data) {
   Injection& I = inj();
   if (!here(I)) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
@@ -570,6 +570,13 @@ extern "C" int InitializeInjection(void) {
   I.parser = std::make_unique<RecordParser>(*sink);
   I.pool = std::make_unique<BufferPool>(I.config.buffer_bytes, I.config.buffers);
 
+  // 0. Record layouts are those of the headers we were built with: an older libcupti (another
+  //    one on the library path) would write shorter records that we would misread.
+  uint32_t version = 0;
+  if (cuptiGetVersion(&version) != CUPTI_SUCCESS || version < CUPTI_API_VERSION)
+    return give_up(I, "CUPTI unusable (libcupti API version " + std::to_string(version) +
+                          ", built for " + std::to_string(CUPTI_API_VERSION) +
+                          "); GPU activity not recorded");
   // 1. Subscribe first: if another CUPTI client owns the process, touch nothing else.
   char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = {0};
   CUpti_SubscriberParams params{};
@@ -620,9 +627,9 @@ extern "C" int InitializeInjection(void) {
         CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress,
         CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2})
     cuptiActivityEnableDriverApi(id, 0);
-  for (CUpti_CallbackId id :
-       {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
-        CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020})
+  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020})
     cuptiActivityEnableRuntimeApi(id, 0);
 
   // 4. Flushing: periodic thread, forced at cudaDeviceReset (callback), MPI_Finalize (the
@@ -635,8 +642,6 @@ extern "C" int InitializeInjection(void) {
   } catch (const std::exception&) {
     // no periodic flush: the forced ones still happen
   }
-  uint32_t version = 0;
-  cuptiGetVersion(&version);
   std::string line = "cupti: recording (CUPTI API " + std::to_string(version) + ")";
   sink->status(line.c_str(), nullptr);
   return 1;

@@ -21,12 +21,12 @@ namespace kernalyse::collector::cupti {
 
 // What the parser saw, cumulative (tests and the end-of-run status line).
 struct ParseStats {
-  int64_t records = 0;          // records cuptiActivityGetNextRecord returned
+  int64_t records = 0;  // records cuptiActivityGetNextRecord returned
   int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, memory = 0, ranges = 0;
   int64_t external_correlations = 0;
   int64_t devices = 0, contexts = 0, streams = 0;
-  int64_t no_timing = 0;        // start == end == 0 (CUPTI could not time it): dropped
-  int64_t skipped = 0;          // unknown kinds, corrupt or unusable records
+  int64_t no_timing = 0;             // start == end == 0 (CUPTI could not time it): dropped
+  int64_t skipped = 0;               // unknown kinds, corrupt or unusable records
   int64_t unterminated_buffers = 0;  // INVALID_KIND mid-buffer: the rest of that buffer lost
 };
 
@@ -70,10 +70,10 @@ class RecordParser {
     int64_t thread;
     std::string name;
   };
-  std::unordered_map<uint32_t, OpenRange> open_ranges_;  // NVTX marker id → START
-  std::unordered_map<uint32_t, uint64_t> external_;      // correlation id → external id
+  std::unordered_map<uint32_t, OpenRange> open_ranges_;     // NVTX marker id → START
+  std::unordered_map<uint32_t, uint64_t> external_;         // correlation id → external id
   std::unordered_map<uint32_t, std::string> api_names_[2];  // runtime, driver: cbid → name
-  std::vector<std::string> device_names_;                // by CUPTI device id
+  std::vector<std::string> device_names_;                   // by CUPTI device id
 };
 
 // Bounded pool of 8-byte-aligned activity buffers: at most `max_buffers` of `bytes` each exist

@@ -552,7 +552,7 @@ TEST(CuptiConfig, DefaultsAndEnvironment) {
   Config c = config_from_env();
   EXPECT_EQ(c.buffer_bytes, 1024u * 1024);
   EXPECT_EQ(c.buffers, 8u);
-  EXPECT_EQ(c.flush_ms, 1000);  // not a number: default
+  EXPECT_EQ(c.flush_ms, 1000);                  // not a number: default
   setenv("KERNALYSE_CUPTI_BUFFER_KB", "1", 1);  // clamped to the 64 KB minimum
   EXPECT_EQ(config_from_env().buffer_bytes, 64u * 1024);
   unsetenv("KERNALYSE_CUPTI_BUFFER_KB");
@@ -592,12 +592,12 @@ bool nccl_on_driver_launch(uint64_t) { return false; }
 
 // InitializeInjection runs once per process: each case runs in a child process of its own
 // (a gtest death test that exits 0 when every check held, else prints what failed).
-#define CHILD_CHECK(cond)                                    \
-  do {                                                       \
-    if (!(cond)) {                                           \
+#define CHILD_CHECK(cond)                                      \
+  do {                                                         \
+    if (!(cond)) {                                             \
       std::fprintf(stderr, "child check failed: %s\n", #cond); \
-      std::_Exit(1);                                         \
-    }                                                        \
+      std::_Exit(1);                                           \
+    }                                                          \
   } while (0)
 
 TEST(CuptiInjection, NotTheProfiledProcessDoesNothing) {
