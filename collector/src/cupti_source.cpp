@@ -385,6 +385,24 @@ int64_t BufferPool::refused() const {
   return refused_;
 }
 
+// ---- ActivityBuffers ---------------------------------------------------------------------------
+
+uint8_t* ActivityBuffers::request(size_t* size) {
+  uint8_t* b = pool_.get();
+  *size = b ? pool_.buffer_bytes() : 0;
+  if (!b) parser_.add_dropped_ours(1);  // a refused buffer: at least one record lost
+  return b;
+}
+
+void ActivityBuffers::complete(uint8_t* buf, size_t valid_bytes, int64_t dropped_cupti,
+                               bool convert) {
+  if (convert) {
+    parser_.process_buffer(buf, valid_bytes);
+    parser_.add_dropped_cupti(dropped_cupti);
+  }
+  pool_.put(buf);
+}
+
 // ---- configuration and messages ----------------------------------------------------------------
 
 Config config_from_env() {
@@ -430,8 +448,7 @@ struct Injection {
   std::atomic<bool> active{false};
   long pid = 0;
   Sink* sink = nullptr;
-  std::unique_ptr<RecordParser> parser;
-  std::unique_ptr<BufferPool> pool;
+  std::unique_ptr<ActivityBuffers> buffers;
   Config config;
   CUpti_SubscriberHandle subscriber = nullptr;
   std::thread flusher;
@@ -452,29 +469,21 @@ bool here(const Injection& I) {
 uint64_t CUPTIAPI timestamp() { return static_cast<uint64_t>(clock_ns()); }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  Injection& I = inj();
   *max_records = 0;
-  *buffer = nullptr;
   *size = 0;
-  if (!I.pool) return;
-  if (uint8_t* b = I.pool->get()) {
-    *buffer = b;
-    *size = I.pool->buffer_bytes();
-  } else if (I.parser) {
-    I.parser->add_dropped_ours(1);  // one refused buffer: at least one record lost
-  }
+  ActivityBuffers* ab = inj().buffers.get();
+  *buffer = ab ? ab->request(size) : nullptr;
 }
 
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
                                size_t valid) {
   Injection& I = inj();
-  if (here(I) && I.parser) {
-    I.parser->process_buffer(buffer, valid);
-    size_t dropped = 0;  // outside our lock: a CUPTI call
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
-      I.parser->add_dropped_cupti(static_cast<int64_t>(dropped));
-  }
-  if (I.pool) I.pool->put(buffer);
+  const bool convert = here(I);
+  size_t dropped = 0;  // a CUPTI call: made before (not under) any lock of ours
+  if (!convert || cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) != CUPTI_SUCCESS)
+    dropped = 0;
+  if (ActivityBuffers* ab = I.buffers.get())
+    ab->complete(buffer, valid, static_cast<int64_t>(dropped), convert);
 }
 
 const CUpti_CallbackId kLaunchCbids[] = {
@@ -567,8 +576,7 @@ extern "C" int InitializeInjection(void) {
   I.sink = sink;
   I.pid = static_cast<long>(getpid());
   I.config = config_from_env();
-  I.parser = std::make_unique<RecordParser>(*sink);
-  I.pool = std::make_unique<BufferPool>(I.config.buffer_bytes, I.config.buffers);
+  I.buffers = std::make_unique<ActivityBuffers>(*sink, I.config.buffer_bytes, I.config.buffers);
 
   // 0. Record layouts are those of the headers we were built with: an older libcupti (another
   //    one on the library path) would write shorter records that we would misread.

@@ -99,6 +99,25 @@ class BufferPool {
   int64_t refused_ = 0;
 };
 
+// What CUPTI's two buffer callbacks do, without CUPTI types (the callbacks forward here).
+class ActivityBuffers {
+ public:
+  ActivityBuffers(Sink& sink, size_t buffer_bytes, size_t buffers)
+      : pool_(buffer_bytes, buffers), parser_(sink) {}
+  // bufferRequested: a pooled buffer and its size, or null and 0 when the pool is exhausted
+  // (counted in dropped_ours and reported).
+  uint8_t* request(size_t* size);
+  // bufferCompleted: convert the records (unless `convert` is false: a forked child, after
+  // disable), add CUPTI's drop count for the buffer, recycle it.
+  void complete(uint8_t* buf, size_t valid_bytes, int64_t dropped_cupti, bool convert);
+  RecordParser& parser() { return parser_; }
+  BufferPool& pool() { return pool_; }
+
+ private:
+  BufferPool pool_;
+  RecordParser parser_;
+};
+
 // Settings from the environment: KERNALYSE_CUPTI_BUFFER_KB (default 4096),
 // KERNALYSE_CUPTI_BUFFERS (default 32), KERNALYSE_CUPTI_FLUSH_MS (periodic flush, default 1000).
 struct Config {

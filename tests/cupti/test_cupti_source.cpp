@@ -538,6 +538,37 @@ TEST(CuptiPool, BoundedAlignedRecycled) {
   EXPECT_EQ(pool.buffer_bytes(), 64u * 1024);
 }
 
+TEST(CuptiPool, CallbacksConvertCountAndRecycle) {
+  // What CUPTI's bufferRequested/bufferCompleted do: 2 buffers of 64 KiB at most.
+  CaptureSink sink;
+  ActivityBuffers ab(sink, 64 * 1024, 2);
+  size_t size = 0;
+  uint8_t* a = ab.request(&size);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(size, 64u * 1024);
+  uint8_t* b = ab.request(&size);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(ab.request(&size), nullptr);  // pool exhausted: CUPTI gets nothing...
+  EXPECT_EQ(size, 0u);
+  EXPECT_EQ(sink.last_losses.dropped_ours, 1);  // ...and it is counted as our loss
+  // CUPTI fills `a` and hands it back with 3 records it had to drop.
+  Buf recs;
+  recs.add(kernel(1, 10, 20, "k1")).add(kernel(2, 30, 40, "k2"));
+  std::memcpy(a, recs.data(), recs.size());
+  ab.complete(a, recs.size(), 3, true);
+  ASSERT_EQ(sink.acts.size(), 2u);
+  EXPECT_EQ(sink.acts[1].name, "k2");
+  EXPECT_EQ(sink.last_losses.dropped_cupti, 3);
+  EXPECT_EQ(ab.request(&size), a);  // recycled
+  // A forked child: the buffer is recycled, nothing converted or counted.
+  std::memcpy(b, recs.data(), recs.size());
+  ab.complete(b, recs.size(), 5, false);
+  EXPECT_EQ(sink.acts.size(), 2u);
+  EXPECT_EQ(sink.last_losses.dropped_cupti, 3);
+  EXPECT_EQ(ab.request(&size), b);
+  EXPECT_EQ(ab.pool().allocated(), 2u);
+}
+
 TEST(CuptiConfig, DefaultsAndEnvironment) {
   unsetenv("KERNALYSE_CUPTI_BUFFER_KB");
   unsetenv("KERNALYSE_CUPTI_BUFFERS");
