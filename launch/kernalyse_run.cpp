@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
     if (!wanted) return;
     const char* old = std::getenv(var);
     std::error_code e2;
-    if (old && *old && fs::weakly_canonical(old, e2).string() != collector) {
+    if (old && *old && fs::weakly_canonical(old, e2) != fs::weakly_canonical(collector, e2)) {
       std::fprintf(stderr, "kernalyse-run: %s is already set (%s); leaving it alone: %s\n", var,
                    old,
                    std::strcmp(var, "CUDA_INJECTION64_PATH") == 0 ? "GPU activity not recorded"
