@@ -1,8 +1,8 @@
 // kernalyse-run: runs one rank's application under the collector.
 //   mpirun -n 4 kernalyse-run [-o run.h5] [--force] ./app args...
 // It injects libkernalyse_collector.so (LD_PRELOAD: PMPI interception and the emulated-device
-// API; the CUPTI/NCCL variables join in the collector issue), runs the application as a child
-// and exits with the application's exit code. The collector writes the store at MPI_Finalize.
+// API; CUDA_INJECTION64_PATH for CUPTI, NCCL_PROFILER_PLUGIN for NCCL), runs the application as a
+// child and exits with the application's exit code. The collector writes the store at MPI_Finalize.
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -162,6 +162,26 @@ int main(int argc, char** argv) {
   if (!spool_dir.empty()) setenv("KERNALYSE_SPOOL_DIR", fs::absolute(spool_dir, ec).c_str(), 1);
   if (!flush_records.empty()) setenv("KERNALYSE_FLUSH_RECORDS", flush_records.c_str(), 1);
   if (!flush_ms.empty()) setenv("KERNALYSE_FLUSH_MS", flush_ms.c_str(), 1);
+  // CUDA loads the same library from cuInit (InitializeInjection: the CUPTI source) and NCCL as
+  // its profiler plugin (ncclProfiler_v5). A CUDA_INJECTION64_PATH naming another tool (Nsight
+  // Systems does this) wins: one CUPTI client per process.
+  auto inject = [&](const char* var, bool wanted) {
+    if (!wanted) return;
+    const char* old = std::getenv(var);
+    std::error_code e2;
+    if (old && *old && fs::weakly_canonical(old, e2) != fs::weakly_canonical(collector, e2)) {
+      std::fprintf(stderr, "kernalyse-run: %s is already set (%s); leaving it alone: %s\n", var,
+                   old,
+                   std::strcmp(var, "CUDA_INJECTION64_PATH") == 0 ? "GPU activity not recorded"
+                                                                  : "NCCL events not recorded");
+      return;
+    }
+    setenv(var, collector.c_str(), 1);
+  };
+#ifdef KERNALYSE_HAVE_CUPTI
+  inject("CUDA_INJECTION64_PATH", true);  // only if the collector exports InitializeInjection
+#endif
+  inject("NCCL_PROFILER_PLUGIN", true);
   std::string preload = collector;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload.append(":").append(old);
   setenv("LD_PRELOAD", preload.c_str(), 1);

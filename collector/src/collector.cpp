@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cuda_presence.h"  // CUPTI source hooks (see finish())
 #include "kernalyse/clocksync.h"
 #include "kernalyse/emu.h"
 #include "kernalyse/spool_store.h"
@@ -194,6 +195,25 @@ class Collector final : public collector::Sink {
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    // ---- CUPTI source hooks (collector/src/cuda_presence.h) ----------------------------------
+    // What CUPTI still holds goes through the Sink before the spool closes (not under mu_: the
+    // flush delivers records on this thread). Then: the application used CUDA, but CUDA never
+    // loaded our injection because there is no driver: say so once, and store it per rank.
+    collector::cupti_flush_registered(true);
+    if (!collector::cuda_injection_seen() && !collector::cuda_libraries_mapped().empty()) {
+      std::string why = collector::cuda_absent_reason();  // "no CUDA device: ..."
+      if (!why.empty()) {
+        std::string detail = why.substr(why.find(':') + 1);
+        while (!detail.empty() && detail[0] == ' ') detail.erase(0, 1);
+        std::fprintf(err_,
+                     "kernalyse: rank %d: no CUDA device (%s); GPU activity not recorded, the "
+                     "application ran unprofiled\n",
+                     rank, detail.c_str());
+        std::fflush(err_);
+        status(why.c_str(), nullptr);
+      }
+    }
+    // ---- end CUPTI source hooks ----------------------------------------------------------
     stop_flusher();
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -272,6 +292,7 @@ class Collector final : public collector::Sink {
 
   bool we_initialised_mpi = false;
 
+  // One line saying what this rank could record (RankInfo::collector_status); latest wins.
   // SIGTERM (async-signal-safe part): ask the flush thread for a flush through the pipe and wait
   // for it, at most 2 s, with nanosleep; then the caller re-raises with the default action.
   void flush_for_signal() {
