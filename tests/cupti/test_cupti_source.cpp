@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,9 @@
 #include "cuda_presence.h"
 #include "cupti_source.h"
 #include "nccl_link.h"
+#include "recorder.h"
+#include "kernalyse/spool_store.h"
+#include "kernalyse/store_io.h"
 
 using namespace kernalyse::collector;
 using namespace kernalyse::collector::cupti;
@@ -605,6 +610,98 @@ TEST(CuptiMessages, FailureLines) {
   EXPECT_EQ(failure_line("cuptiActivityEnable", CUPTI_ERROR_INVALID_PARAMETER, nullptr)
                 .rfind("CUPTI unusable (cuptiActivityEnable: ", 0),
             0u);
+}
+
+// ---- the whole record path: CUPTI buffer → RecordParser → Recorder → spool → store --------------
+
+TEST(CuptiToStore, HandBuiltBufferBecomesStoreRows) {
+  using namespace kernalyse;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kl_cupti_store_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Recorder rec;
+  RecordParser p(rec);
+  Buf b;
+  // An NCCL kernel launched by the driver (correlation 77), a GEMM, a copy, an allocation pair
+  // and an NVTX range around them; then garbage the parser must skip.
+  b.add(api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 77));
+  b.add(kernel(77, 1'000, 5'000, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"));
+  b.add(kernel(78, 6'000, 9'000, "sm90_xmma_gemm_bf16bf16"));
+  b.add(memcpy_rec(79, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));
+  b.add(marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 5, 500, "layer 0"));
+  b.add(marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 5, 9'500, nullptr));
+  CUpti_ActivityMemory4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.bytes = 4096;
+  m.timestamp = 700;
+  m.deviceId = 1;
+  b.add(m);
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  m.timestamp = 9'900;
+  b.add(m);
+  CUpti_ActivityKernel10 untimed = kernel(80, 0, 0, "never_timed");
+  b.add(untimed);
+  b.zeros(64);  // corrupt tail
+  p.process_buffer(b.data(), b.size());
+  p.add_dropped_cupti(5);
+  p.report_losses();
+  // What the NCCL plugin reports for the same launch.
+  kernalyse_emu_nccl n{};
+  n.correlation = 77;
+  n.comm_hash = 0x1234;
+  n.collective = "AllReduce";
+  n.seq = 3;
+  n.count = 1024;
+  n.dtype = "BFloat16";
+  n.bytes = 2048;
+  n.nranks = 2;
+  n.peer = -1;
+  n.algo = "RING";
+  n.proto = "LL";
+  n.n_channels = 2;
+  n.comm_rank = 0;
+  rec.nccl(n);
+  spool::Writer w;
+  ASSERT_TRUE(w.open((dir / "rank-0.kspool").string()));
+  ASSERT_TRUE(rec.flush(w));
+  w.close();
+  SpoolMeta meta;
+  Store s = spool_to_store(spool::read((dir / "rank-0.kspool").string()), meta, ClockModel{});
+  write_store(s, (dir / "run.h5").string());
+  Store r = read_store((dir / "run.h5").string());
+  fs::remove_all(dir);
+
+  ASSERT_EQ(r.activities.size(), 3u);  // the untimed kernel is not a row
+  std::map<std::string, size_t> row;
+  for (size_t i = 0; i < r.activities.size(); ++i) row[r.strings.at(r.activities.name_id[i])] = i;
+  ASSERT_TRUE(row.count("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"));
+  const size_t k = row["ncclDevKernel_AllReduce_Sum_bf16_RING_LL"];
+  EXPECT_EQ(r.activities.start_ns[k], 1'000);
+  EXPECT_EQ(r.activities.end_ns[k], 5'000);
+  EXPECT_EQ(r.activities.device[k], 1);
+  EXPECT_EQ(r.activities.stream[k], 13);
+  EXPECT_EQ(r.activities.category[k], uint8_t(Category::Communication));
+  EXPECT_EQ(r.activities.category[row["sm90_xmma_gemm_bf16bf16"]], uint8_t(Category::Computation));
+  EXPECT_EQ(r.activities.kind[row["Memcpy HtoD (Pageable -> Device)"]], uint8_t(Kind::Memcpy));
+  ASSERT_EQ(r.nccl.size(), 1u);
+  EXPECT_EQ(r.nccl.activity[0], k);
+  EXPECT_EQ(r.strings.at(r.nccl.algo_id[0]), "RING");
+  EXPECT_EQ(r.nccl.n_channels[0], 2);
+  ASSERT_EQ(r.launches.size(), 1u);
+  EXPECT_EQ(r.launches.correlation[0], 77);
+  EXPECT_EQ(r.strings.at(r.launches.name_id[0]), "cuLaunchKernelEx");
+  ASSERT_EQ(r.annotations.size(), 1u);
+  EXPECT_EQ(r.strings.at(r.annotations.name_id[0]), "layer 0");
+  EXPECT_EQ(r.annotations.end_ns[0] - r.annotations.start_ns[0], 9'000);
+  EXPECT_EQ(r.counters.value, (std::vector<int64_t>{4096, 0}));
+  EXPECT_EQ(r.counters.device, (std::vector<int32_t>{1, 1}));
+  ASSERT_EQ(r.ranks.size(), 1u);
+  EXPECT_FALSE(r.ranks[0].emulated);
+  EXPECT_EQ(r.ranks[0].records_dropped_cupti, 5 + 1);  // CUPTI's count + the untimed kernel
+  EXPECT_EQ(r.ranks[0].events_malformed, 1);           // the corrupt tail
 }
 
 // ---- the injection entry point on this driverless host ----------------------------------------
