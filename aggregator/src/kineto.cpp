@@ -5,6 +5,7 @@
 #include "kernalyse/kineto.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -35,6 +36,8 @@ class Input {
   explicit Input(const std::string& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY);
     if (fd_ < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0) size_ = static_cast<int64_t>(st.st_size);
     unsigned char magic[2] = {0, 0};
     ssize_t n = ::pread(fd_, magic, 2, 0);
     if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
@@ -57,6 +60,7 @@ class Input {
       do r = ::read(fd_, dst, n);
       while (r < 0 && errno == EINTR);
       if (r < 0) throw Error(path_ + ": read error: " + std::strerror(errno));
+      pos_ += r;
       return static_cast<size_t>(r);
     }
     int r = gzread(gz_, dst, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)));
@@ -68,9 +72,13 @@ class Input {
     }
     return static_cast<size_t>(r);
   }
+  // File bytes consumed so far: compressed bytes for gzip (what progress counts against size()).
+  int64_t disk_pos() const { return gz_ ? static_cast<int64_t>(gzoffset(gz_)) : pos_; }
+  int64_t size() const { return size_; }
 
  private:
   std::string path_;
+  int64_t pos_ = 0, size_ = 0;
   int fd_ = -1;
   gzFile gz_ = nullptr;
 };
@@ -89,7 +97,7 @@ class Buffer {
 
 class StreamBuffer : public Buffer {
  public:
-  explicit StreamBuffer(Input* in) : in_(in), store_(4 << 20) {
+  StreamBuffer(Input* in, Progress* progress) : in_(in), progress_(progress), store_(4 << 20) {
     begin = end = store_.data();
   }
   char* refill(char* keep) override {
@@ -102,12 +110,24 @@ class StreamBuffer : public Buffer {
     end = begin + kept + n;
     if (n == 0) eof = true;
     total_read += static_cast<int64_t>(n);
+    if (progress_) {  // once per refill (MBs), never per event
+      int64_t pos = std::min(in_->disk_pos(), in_->size());
+      progress_->advance(pos - reported_);
+      reported_ = pos;
+    }
     return begin;
+  }
+  // Accounts the rest of the file (gzip trailer, buffered input) once the import is done.
+  void progress_done() {
+    if (progress_) progress_->advance(in_->size() - reported_);
+    reported_ = in_->size();
   }
   int64_t total_read = 0;
 
  private:
   Input* in_;
+  Progress* progress_;
+  int64_t reported_ = 0;
   std::vector<char> store_;
 };
 
@@ -917,6 +937,11 @@ bool parse_us_to_ns(std::string_view t, int64_t* ns) {
   return true;
 }
 
+int64_t input_bytes(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
 std::optional<int32_t> rank_from_filename(const std::string& path) {
   static const std::regex re(R"((?:rank|worker)[-_]?(\d+))", std::regex::icase);
   std::string base = path.substr(path.find_last_of('/') == std::string::npos
@@ -929,9 +954,10 @@ std::optional<int32_t> rank_from_filename(const std::string& path) {
 
 Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {
   Input in(path);
-  StreamBuffer buf(&in);
+  StreamBuffer buf(&in, opt.progress);
   Importer imp(path, opt);
   imp.run(buf, stats);
+  buf.progress_done();
   if (stats) stats->bytes += buf.total_read;
   return imp.take();
 }
