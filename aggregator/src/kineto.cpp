@@ -16,7 +16,9 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <regex>
+#include <tuple>
 #include <unordered_map>
 
 #include "kernalyse/store_io.h"
@@ -363,6 +365,7 @@ struct RawEvent {
   int64_t in_nelems = -1, out_nelems = -1, group_size = -1, seq = -1;
   int64_t in_bytes = -1, out_bytes = -1;
   bool has_nccl = false;
+  int64_t mem_device_type = -1, mem_device_id = -1, mem_total_allocated = -1;  // "[memory]"
   bool bad = false;  // a field had the wrong type
 };
 
@@ -518,6 +521,12 @@ class EventParser {
       raw_field(ev, kPgDesc);
     } else if (key_is(k, "Process Group Ranks")) {
       raw_field(ev, kPgRanks);
+    } else if (key_is(k, "Device Type")) {  // profile_memory "[memory]" events
+      if (int_value(&v)) ev.mem_device_type = v;
+    } else if (key_is(k, "Device Id")) {
+      if (int_value(&v)) ev.mem_device_id = v;
+    } else if (key_is(k, "Total Allocated")) {
+      if (int_value(&v)) ev.mem_total_allocated = v;
     } else {
       c_->skip_value();
     }
@@ -553,6 +562,7 @@ class Importer {
 
   bool top_member(Cursor& c);  // true when it opened the traceEvents list
   void add_event(const RawEvent& ev);
+  void add_memory(const RawEvent& ev);
   void finish(ImportStats* stats);
   std::string where(const Buffer& b, const char* at) const {
     return std::to_string(b.consumed + (at - b.begin));
@@ -564,6 +574,7 @@ class Importer {
   const Classifier* classifier_;
   Store store_;
   std::vector<int8_t> category_of_;  // per name id; -1 = not classified yet
+  uint32_t gpu_memory_name_ = 0;     // interned on the first counter (0: not yet)
   bool have_events_key_ = false;
   bool top_is_array_ = false;
   std::string distributed_info_, device_properties_;
@@ -707,6 +718,7 @@ void Importer::add_event(const RawEvent& ev) {
     return;
   }
   std::string_view ph = ev.s[kPh], cat = ev.s[kCat];
+  if ((ph == "i" || ph == "I") && ev.s[kName] == "[memory]") return add_memory(ev);
   if (ph != "X") {  // metadata, flows, instants, counters: not needed for analysis
     ++ignored_;
     return;
@@ -813,6 +825,49 @@ void Importer::add_event(const RawEvent& ev) {
   an.step.push_back(step);
 }
 
+// PyTorch's profile_memory instant: one per allocation or free, args "Device Type" (c10
+// DeviceType: 1 = CUDA, also HIP on ROCm builds), "Device Id", "Bytes" (negative for a free) and,
+// since PyTorch 1.10, "Total Allocated" / "Total Reserved" after the change. "Total Allocated" is
+// the step function we keep; events without it (older PyTorch) cannot give absolute values.
+void Importer::add_memory(const RawEvent& ev) {
+  if (ev.mem_device_type != 1 || ev.mem_total_allocated < 0) {  // CPU memory, or no total
+    ++ignored_;
+    return;
+  }
+  if (!ev.has_ts || ev.mem_device_id < 0 || ev.mem_device_id > INT32_MAX) {
+    ++malformed_;
+    return;
+  }
+  if (gpu_memory_name_ == 0) gpu_memory_name_ = store_.strings.intern(kCounterGpuMemory);
+  Counters& c = store_.counters;
+  c.rank.push_back(0);
+  c.device.push_back(static_cast<int32_t>(ev.mem_device_id));
+  c.name_id.push_back(gpu_memory_name_);
+  c.ts_ns.push_back(ev.ts);
+  c.value.push_back(ev.mem_total_allocated);
+}
+
+// Sorts counters by (rank, device, name id, ts); stable, so events at the same ts keep their
+// file order and the last one stays the value after that instant.
+void sort_counters(Counters& c) {
+  auto less = [&](size_t x, size_t y) {
+    return std::tie(c.rank[x], c.device[x], c.name_id[x], c.ts_ns[x]) <
+           std::tie(c.rank[y], c.device[y], c.name_id[y], c.ts_ns[y]);
+  };
+  std::vector<size_t> idx(c.size());
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  bool sorted = true;
+  for (size_t i = 1; i < idx.size() && sorted; ++i) sorted = !less(i, i - 1);
+  if (sorted) return;
+  std::stable_sort(idx.begin(), idx.end(), less);
+  auto permute = [&](auto& col) {
+    std::remove_reference_t<decltype(col)> out(col.size());
+    for (size_t i = 0; i < idx.size(); ++i) out[i] = col[idx[i]];
+    col = std::move(out);
+  };
+  permute(c.rank), permute(c.device), permute(c.name_id), permute(c.ts_ns), permute(c.value);
+}
+
 void Importer::finish(ImportStats* stats) {
   // Rank: distributedInfo, then --rank, then the file name (with a warning).
   std::optional<int32_t> rank;
@@ -848,10 +903,12 @@ void Importer::finish(ImportStats* stats) {
   Activities& a = store_.activities;
   LaunchCalls& l = store_.launches;
   Annotations& an = store_.annotations;
+  Counters& cn = store_.counters;
   shift(a.start_ns), shift(a.end_ns), shift(l.start_ns), shift(l.end_ns), shift(an.start_ns),
-      shift(an.end_ns);
+      shift(an.end_ns), shift(cn.ts_ns);
 
-  for (auto* col : {&a.rank, &l.rank, &an.rank}) std::fill(col->begin(), col->end(), *rank);
+  for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) std::fill(col->begin(), col->end(), *rank);
+  sort_counters(cn);
 
   assign_steps(store_);
 

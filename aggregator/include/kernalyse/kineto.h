@@ -29,7 +29,9 @@ struct ImportStats {
   std::vector<std::string> warnings;  // e.g. "rank taken from file name"
 };
 
-// Imports one per-rank trace file into a single-rank Store (activities sorted).
+// Imports one per-rank trace file into a single-rank Store (activities sorted). PyTorch
+// profile_memory "[memory]" events of CUDA devices become kCounterGpuMemory counters
+// (value "Total Allocated", sorted by rank, device, name, ts).
 // Throws Error("<file>: <problem>") for a malformed file (truncated gzip, invalid JSON, not a
 // trace, empty, no rank). Malformed individual events are counted, not fatal.
 Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats);
