@@ -188,3 +188,17 @@ TEST(Progress, ParseMode) {
   EXPECT_TRUE(parse_progress_mode("auto").has_value());
   EXPECT_FALSE(parse_progress_mode("fancy").has_value());
 }
+
+TEST(Progress, TickerBatchesAndFlushes) {
+  std::ostringstream out;
+  Progress p("rows", 3000, "events", ProgressMode::Lines, &out);
+  {
+    ProgressTicker ticker(p);
+    for (int i = 0; i < 3000; ++i) ticker.tick();
+    EXPECT_EQ(p.done(), 2048);  // handed over in blocks of 1024
+    ticker.flush();
+    EXPECT_EQ(p.done(), 3000);
+    ticker.tick();
+  }  // the destructor flushes the rest
+  EXPECT_EQ(p.done(), 3001);
+}

@@ -98,4 +98,25 @@ class Progress {
   bool drawn_ = false, finished_ = false;
 };
 
+// Per-row loops on one thread: a plain counter handed to the Progress every 1024 units, so a row
+// costs an increment and a compare instead of an atomic add (~7 ns). flush() before finish().
+class ProgressTicker {
+ public:
+  explicit ProgressTicker(Progress& p) : p_(p) {}
+  ProgressTicker(const ProgressTicker&) = delete;
+  ProgressTicker& operator=(const ProgressTicker&) = delete;
+  ~ProgressTicker() { flush(); }
+  void tick() {
+    if (++pending_ == 1024) flush();
+  }
+  void flush() {
+    if (pending_) p_.advance(pending_);
+    pending_ = 0;
+  }
+
+ private:
+  Progress& p_;
+  int64_t pending_ = 0;
+};
+
 }  // namespace kernalyse
