@@ -3,6 +3,7 @@
 // every 10 ms, so a hot loop reads the clock a few hundred times a second at most.
 #include "kernalyse/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,10 @@ Progress::Progress(std::string label, int64_t total, std::string unit, ProgressM
     next_check_.store(INT64_MAX, std::memory_order_relaxed);
     return;
   }
+  if (mode_ == ProgressMode::Tty && !out) {  // drawing on our stderr: fit its width
+    winsize ws{};
+    columns_ = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+  }
   t0_ = last_check_ = now();
   // Lines waits 5 s from the start for its time-based line; Tty draws at the first check.
   last_draw_ = mode_ == ProgressMode::Lines ? t0_ : INT64_MIN / 2;
@@ -113,10 +118,8 @@ std::optional<double> Progress::eta_s(int64_t done, double elapsed_s) const {
   return static_cast<double>(std::max<int64_t>(total_ - done, 0)) / rate;
 }
 
-std::string Progress::tty_line(int64_t done, double elapsed_s) const {
-  std::string label = label_;
-  if (label.size() > 40) label = std::string("...").append(label, label.size() - 37);
-  std::string s = label;
+std::string Progress::bar(int64_t done) const {
+  std::string s;
   if (total_ > 0) {
     double f = std::clamp(static_cast<double>(done) / static_cast<double>(total_), 0.0, 1.0);
     int fill = static_cast<int>(f * kBarWidth);
@@ -134,10 +137,28 @@ std::string Progress::tty_line(int64_t done, double elapsed_s) const {
     // append(), not " " + str: GCC 12 warns there (-Wrestrict, a false positive).
     s.append(" ").append(format_amount(static_cast<double>(done), unit_));
   }
-  if (elapsed_s >= 0.05)
-    s.append(" ").append(format_rate(static_cast<double>(done) / elapsed_s, unit_));
-  if (auto eta = eta_s(done, elapsed_s)) s.append(" ETA ").append(format_duration(*eta));
   return s;
+}
+
+// A line longer than the terminal wraps, and '\r' then redraws only its last row: the label
+// gives way first (keeping its end, the file name), then the line is cut.
+std::string Progress::fit(const std::string& tail) const {
+  size_t room = 40;
+  if (columns_ > 0) room = columns_ > tail.size() + 9 ? columns_ - 1 - tail.size() : 8;
+  std::string s = label_.size() <= room || room <= 3
+                      ? label_
+                      : std::string("...").append(label_, label_.size() - (room - 3));
+  s += tail;
+  if (columns_ > 1 && s.size() > columns_ - 1) s.resize(columns_ - 1);
+  return s;
+}
+
+std::string Progress::tty_line(int64_t done, double elapsed_s) const {
+  std::string tail = bar(done);
+  if (elapsed_s >= 0.05)
+    tail.append(" ").append(format_rate(static_cast<double>(done) / elapsed_s, unit_));
+  if (auto eta = eta_s(done, elapsed_s)) tail.append(" ETA ").append(format_duration(*eta));
+  return fit(tail);
 }
 
 void Progress::check(int64_t done, bool final) {
@@ -160,8 +181,10 @@ void Progress::check(int64_t done, bool final) {
     std::string line = tty_line(done, elapsed);
     if (final) {
       // Replace rate/ETA by what it took: "... 100% 412 MB in 1.02s (404 MB/s)".
-      line = (total_ > 0 ? tty_line(done, 0) : label_) + " " + format_amount(static_cast<double>(done), unit_) + " in " +
-             fmt("%.2f", elapsed) + "s (" + format_rate(rate, unit_) + ")";
+      std::string tail = total_ > 0 ? bar(done) : std::string();
+      tail.append(" ").append(format_amount(static_cast<double>(done), unit_)).append(" in ");
+      tail.append(fmt("%.2f", elapsed)).append("s (").append(format_rate(rate, unit_)).append(")");
+      line = fit(tail);
     }
     size_t width = line.size();
     if (width < drawn_width_) line.append(drawn_width_ - width, ' ');  // wipe a longer old line

@@ -68,6 +68,22 @@ TEST(Progress, TtyLine) {
   EXPECT_EQ(unknown.tty_line(20'000, 2.0), "writing 20.0k events 10.0k events/s");
 }
 
+TEST(Progress, TtyLineFitsTheTerminal) {
+  FakeClock c;
+  std::ostringstream out;
+  Progress p("importing /very/long/directory/name/of/traces/rank-000123.json", 1000, "bytes",
+             ProgressMode::Tty, &out, c.fn());
+  // Unlimited: the label keeps its last 37 characters.
+  EXPECT_EQ(p.tty_line(500, 1.0),
+            "...ctory/name/of/traces/rank-000123.json [============>           ]  50% 500 B/s ETA 1s");
+  p.set_columns(80);  // the label gives way, the file name stays
+  std::string l = p.tty_line(500, 1.0);
+  EXPECT_EQ(l.size(), 79u);
+  EXPECT_EQ(l, "...me/of/traces/rank-000123.json [============>           ]  50% 500 B/s ETA 1s");
+  p.set_columns(30);  // too narrow even for the bar: cut, never wrapped
+  EXPECT_EQ(p.tty_line(500, 1.0).size(), 29u);
+}
+
 TEST(Progress, TtyRedrawIsThrottled) {
   FakeClock c;
   std::ostringstream out;

@@ -70,6 +70,9 @@ class Progress {
   static std::string format_duration(double s);                         // "3s", "2m05s", "1h02m"
   // The TTY line for `done` units after `elapsed_s`.
   std::string tty_line(int64_t done, double elapsed_s) const;
+  // Terminal width the TTY line must fit (less one column); 0 = unlimited (the label is cut at
+  // 40). Taken from stderr when drawing there (80 if unknown), else 0.
+  void set_columns(size_t columns) { columns_ = columns; }
   // ETA in s, or nullopt before enough data (< 0.5 s elapsed or < 1 % done) or with no total.
   std::optional<double> eta_s(int64_t done, double elapsed_s) const;
 
@@ -81,6 +84,8 @@ class Progress {
  private:
   void check(int64_t done, bool final);
   void emit(const std::string& s);
+  std::string bar(int64_t done) const;            // " [====>   ]  58%", or " 412 MB"
+  std::string fit(const std::string& tail) const;  // label (cut to fit) + tail
   int64_t now() const;
 
   std::string label_, unit_;
@@ -95,6 +100,7 @@ class Progress {
   int64_t t0_ = 0, last_check_ = 0, last_draw_ = INT64_MIN / 2;
   int next_decile_ = 1;  // Lines: next 10 % boundary to report
   size_t drawn_width_ = 0;
+  size_t columns_ = 0;
   bool drawn_ = false, finished_ = false;
 };
 
