@@ -154,7 +154,7 @@ int run_spool(const Options& o, const std::string& command_line) {
   if (!o.output.empty() && !o.force && fs::exists(o.output))
     throw Error(o.output + ": exists (use --force to replace it)");
   RecoveryReport rep;
-  Store store = recover_spool_dir(o.spool, &rep);
+  Store store = recover_spool_dir(o.spool, &rep, o.mode);
   store.attrs.tool_version = KERNALYSE_VERSION;
   store.attrs.command_line = command_line;
   store.attrs.created_utc = utc_now();
