@@ -18,6 +18,7 @@
 #include "kernalyse/export.h"
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
+#include "kernalyse/progress.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/spool_store.h"
 
@@ -43,6 +44,8 @@ struct Options {
   std::string gap_sort = "total", sort = "total";
   int top = 0;
   bool verbose = false, json = false, quiet = false;
+  std::string progress = "auto";  // --progress; resolved once into `mode` (Off with --quiet)
+  ProgressMode mode = ProgressMode::Off;
   std::string csv_dir;
   std::vector<std::string> comm_regex;
   std::string perfetto, export_kineto, from, to;  // exports (docs/exports.md)
@@ -92,8 +95,15 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
   std::vector<ImportStats> st(files.size());
   std::vector<std::string> errors(files.size());
   std::atomic<size_t> next{0};
+  // One bar for all files, in on-disk bytes: parallel imports advance it together.
+  int64_t total = 0;
+  for (const auto& f : files) total += input_bytes(f);
+  Progress progress(files.size() == 1 ? "importing " + fs::path(files[0]).filename().string()
+                                      : "importing " + std::to_string(files.size()) + " files",
+                    total, "bytes", o.mode);
   ImportOptions iopt;
   iopt.classifier = &cls;
+  iopt.progress = &progress;
   // --rank names the rank of a single trace that carries none.
   if (files.size() == 1) iopt.rank = o.rank;
   auto worker = [&] {
@@ -120,7 +130,9 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
     stats->malformed += s.malformed;
     stats->warnings.insert(stats->warnings.end(), s.warnings.begin(), s.warnings.end());
   }
-  return merge_stores(std::move(parts));
+  Store merged = merge_stores(std::move(parts));
+  progress.finish();
+  return merged;
 }
 
 SummarySort parse_summary_sort(const std::string& s) {
@@ -145,7 +157,7 @@ int run_spool(const Options& o, const std::string& command_line) {
   if (!o.output.empty() && !o.force && fs::exists(o.output))
     throw Error(o.output + ": exists (use --force to replace it)");
   RecoveryReport rep;
-  Store store = recover_spool_dir(o.spool, &rep);
+  Store store = recover_spool_dir(o.spool, &rep, o.mode);
   store.attrs.tool_version = KERNALYSE_VERSION;
   store.attrs.command_line = command_line;
   store.attrs.created_utc = utc_now();
@@ -168,7 +180,7 @@ int run_spool(const Options& o, const std::string& command_line) {
     for (const auto& line : rep.lines()) std::cout << line << "\n";
   }
   if (!o.output.empty()) {
-    write_store(store, o.output, WriteOptions{o.force});
+    write_store(store, o.output, WriteOptions{o.force, o.mode});
     if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
   }
   return 0;
@@ -233,13 +245,13 @@ int run(const Options& o, const std::string& command_line) {
                 << std::defaultfloat;
     }
     if (!o.output.empty()) {
-      write_store(store, o.output, WriteOptions{o.force});
+      write_store(store, o.output, WriteOptions{o.force, o.mode});
       if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
     }
   }
   if (exporting) {
     ExportOptions eo;
-    eo.rank = o.rank, eo.step = o.step, eo.force = o.force;
+    eo.rank = o.rank, eo.step = o.step, eo.force = o.force, eo.progress = o.mode;
     if (!o.from.empty()) eo.from_ns = parse_time_to_ns(o.from);
     if (!o.to.empty()) eo.to_ns = parse_time_to_ns(o.to);
     if (!o.html.empty()) {
@@ -437,6 +449,11 @@ int main(int argc, char** argv) {
   app.add_option("--from", o.from, "exports and --html timeline: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
   app.add_option("--to", o.to, "exports: keep events starting before T (same units as --from)");
   app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");
+  app.add_option("--progress", o.progress,
+                 "progress on stderr: a redrawn bar (tty), plain log lines (lines), or none (off); "
+                 "auto: tty on a terminal, lines otherwise")
+      ->check(CLI::IsMember({"auto", "tty", "lines", "off"}))
+      ->capture_default_str();
   app.set_version_flag("--version", std::string("kernalyse-merge ") + KERNALYSE_VERSION);
   try {
     app.parse(argc, argv);
@@ -444,6 +461,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
   if (o.all) o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = true;
+  o.mode = o.quiet ? ProgressMode::Off : parse_progress_mode(o.progress).value_or(ProgressMode::Off);
   std::string cmd;
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
   try {

@@ -5,6 +5,7 @@
 #include "kernalyse/kineto.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -15,7 +16,9 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <regex>
+#include <tuple>
 #include <unordered_map>
 
 #include "kernalyse/store_io.h"
@@ -35,6 +38,8 @@ class Input {
   explicit Input(const std::string& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY);
     if (fd_ < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0) size_ = static_cast<int64_t>(st.st_size);
     unsigned char magic[2] = {0, 0};
     ssize_t n = ::pread(fd_, magic, 2, 0);
     if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
@@ -57,6 +62,7 @@ class Input {
       do r = ::read(fd_, dst, n);
       while (r < 0 && errno == EINTR);
       if (r < 0) throw Error(path_ + ": read error: " + std::strerror(errno));
+      pos_ += r;
       return static_cast<size_t>(r);
     }
     int r = gzread(gz_, dst, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)));
@@ -68,9 +74,13 @@ class Input {
     }
     return static_cast<size_t>(r);
   }
+  // File bytes consumed so far: compressed bytes for gzip (what progress counts against size()).
+  int64_t disk_pos() const { return gz_ ? static_cast<int64_t>(gzoffset(gz_)) : pos_; }
+  int64_t size() const { return size_; }
 
  private:
   std::string path_;
+  int64_t pos_ = 0, size_ = 0;
   int fd_ = -1;
   gzFile gz_ = nullptr;
 };
@@ -89,7 +99,7 @@ class Buffer {
 
 class StreamBuffer : public Buffer {
  public:
-  explicit StreamBuffer(Input* in) : in_(in), store_(4 << 20) {
+  StreamBuffer(Input* in, Progress* progress) : in_(in), progress_(progress), store_(4 << 20) {
     begin = end = store_.data();
   }
   char* refill(char* keep) override {
@@ -102,12 +112,24 @@ class StreamBuffer : public Buffer {
     end = begin + kept + n;
     if (n == 0) eof = true;
     total_read += static_cast<int64_t>(n);
+    if (progress_) {  // once per refill (MBs), never per event
+      int64_t pos = std::min(in_->disk_pos(), in_->size());
+      progress_->advance(pos - reported_);
+      reported_ = pos;
+    }
     return begin;
+  }
+  // Accounts the rest of the file (gzip trailer, buffered input) once the import is done.
+  void progress_done() {
+    if (progress_) progress_->advance(in_->size() - reported_);
+    reported_ = in_->size();
   }
   int64_t total_read = 0;
 
  private:
   Input* in_;
+  Progress* progress_;
+  int64_t reported_ = 0;
   std::vector<char> store_;
 };
 
@@ -343,6 +365,7 @@ struct RawEvent {
   int64_t in_nelems = -1, out_nelems = -1, group_size = -1, seq = -1;
   int64_t in_bytes = -1, out_bytes = -1;
   bool has_nccl = false;
+  int64_t mem_device_type = -1, mem_device_id = -1, mem_total_allocated = -1;  // "[memory]"
   bool bad = false;  // a field had the wrong type
 };
 
@@ -498,6 +521,12 @@ class EventParser {
       raw_field(ev, kPgDesc);
     } else if (key_is(k, "Process Group Ranks")) {
       raw_field(ev, kPgRanks);
+    } else if (key_is(k, "Device Type")) {  // profile_memory "[memory]" events
+      if (int_value(&v)) ev.mem_device_type = v;
+    } else if (key_is(k, "Device Id")) {
+      if (int_value(&v)) ev.mem_device_id = v;
+    } else if (key_is(k, "Total Allocated")) {
+      if (int_value(&v)) ev.mem_total_allocated = v;
     } else {
       c_->skip_value();
     }
@@ -533,6 +562,7 @@ class Importer {
 
   bool top_member(Cursor& c);  // true when it opened the traceEvents list
   void add_event(const RawEvent& ev);
+  void add_memory(const RawEvent& ev);
   void finish(ImportStats* stats);
   std::string where(const Buffer& b, const char* at) const {
     return std::to_string(b.consumed + (at - b.begin));
@@ -544,6 +574,7 @@ class Importer {
   const Classifier* classifier_;
   Store store_;
   std::vector<int8_t> category_of_;  // per name id; -1 = not classified yet
+  uint32_t gpu_memory_name_ = 0;     // interned on the first counter (0: not yet)
   bool have_events_key_ = false;
   bool top_is_array_ = false;
   std::string distributed_info_, device_properties_;
@@ -687,6 +718,7 @@ void Importer::add_event(const RawEvent& ev) {
     return;
   }
   std::string_view ph = ev.s[kPh], cat = ev.s[kCat];
+  if ((ph == "i" || ph == "I") && ev.s[kName] == "[memory]") return add_memory(ev);
   if (ph != "X") {  // metadata, flows, instants, counters: not needed for analysis
     ++ignored_;
     return;
@@ -793,6 +825,49 @@ void Importer::add_event(const RawEvent& ev) {
   an.step.push_back(step);
 }
 
+// PyTorch's profile_memory instant: one per allocation or free, args "Device Type" (c10
+// DeviceType: 1 = CUDA, also HIP on ROCm builds), "Device Id", "Bytes" (negative for a free) and,
+// since PyTorch 1.10, "Total Allocated" / "Total Reserved" after the change. "Total Allocated" is
+// the step function we keep; events without it (older PyTorch) cannot give absolute values.
+void Importer::add_memory(const RawEvent& ev) {
+  if (ev.mem_device_type != 1 || ev.mem_total_allocated < 0) {  // CPU memory, or no total
+    ++ignored_;
+    return;
+  }
+  if (!ev.has_ts || ev.mem_device_id < 0 || ev.mem_device_id > INT32_MAX) {
+    ++malformed_;
+    return;
+  }
+  if (gpu_memory_name_ == 0) gpu_memory_name_ = store_.strings.intern(kCounterGpuMemory);
+  Counters& c = store_.counters;
+  c.rank.push_back(0);
+  c.device.push_back(static_cast<int32_t>(ev.mem_device_id));
+  c.name_id.push_back(gpu_memory_name_);
+  c.ts_ns.push_back(ev.ts);
+  c.value.push_back(ev.mem_total_allocated);
+}
+
+// Sorts counters by (rank, device, name id, ts); stable, so events at the same ts keep their
+// file order and the last one stays the value after that instant.
+void sort_counters(Counters& c) {
+  auto less = [&](size_t x, size_t y) {
+    return std::tie(c.rank[x], c.device[x], c.name_id[x], c.ts_ns[x]) <
+           std::tie(c.rank[y], c.device[y], c.name_id[y], c.ts_ns[y]);
+  };
+  std::vector<size_t> idx(c.size());
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  bool sorted = true;
+  for (size_t i = 1; i < idx.size() && sorted; ++i) sorted = !less(i, i - 1);
+  if (sorted) return;
+  std::stable_sort(idx.begin(), idx.end(), less);
+  auto permute = [&](auto& col) {
+    std::remove_reference_t<decltype(col)> out(col.size());
+    for (size_t i = 0; i < idx.size(); ++i) out[i] = col[idx[i]];
+    col = std::move(out);
+  };
+  permute(c.rank), permute(c.device), permute(c.name_id), permute(c.ts_ns), permute(c.value);
+}
+
 void Importer::finish(ImportStats* stats) {
   // Rank: distributedInfo, then --rank, then the file name (with a warning).
   std::optional<int32_t> rank;
@@ -828,10 +903,12 @@ void Importer::finish(ImportStats* stats) {
   Activities& a = store_.activities;
   LaunchCalls& l = store_.launches;
   Annotations& an = store_.annotations;
+  Counters& cn = store_.counters;
   shift(a.start_ns), shift(a.end_ns), shift(l.start_ns), shift(l.end_ns), shift(an.start_ns),
-      shift(an.end_ns);
+      shift(an.end_ns), shift(cn.ts_ns);
 
-  for (auto* col : {&a.rank, &l.rank, &an.rank}) std::fill(col->begin(), col->end(), *rank);
+  for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) std::fill(col->begin(), col->end(), *rank);
+  sort_counters(cn);
 
   assign_steps(store_);
 
@@ -917,6 +994,11 @@ bool parse_us_to_ns(std::string_view t, int64_t* ns) {
   return true;
 }
 
+int64_t input_bytes(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
 std::optional<int32_t> rank_from_filename(const std::string& path) {
   static const std::regex re(R"((?:rank|worker)[-_]?(\d+))", std::regex::icase);
   std::string base = path.substr(path.find_last_of('/') == std::string::npos
@@ -929,9 +1011,10 @@ std::optional<int32_t> rank_from_filename(const std::string& path) {
 
 Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {
   Input in(path);
-  StreamBuffer buf(&in);
+  StreamBuffer buf(&in, opt.progress);
   Importer imp(path, opt);
   imp.run(buf, stats);
+  buf.progress_done();
   if (stats) stats->bytes += buf.total_read;
   return imp.take();
 }

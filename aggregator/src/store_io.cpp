@@ -24,7 +24,23 @@ using namespace detail;
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-void write_file(const Store& s, const std::string& tmp) {
+// Bytes of a column as progress counts them (in memory; the file may compress them).
+template <class Col>
+int64_t col_bytes(const Col& c) {
+  return static_cast<int64_t>(c.size() * sizeof(typename Col::value_type));
+}
+
+int64_t table_bytes(const Store& s) {
+  int64_t n = 0;
+  auto add = [&](const char*, const auto& col) { n += col_bytes(col); };
+  activity_columns(s.activities, add);
+  launch_columns(s.launches, add);
+  annotation_columns(s.annotations, add);
+  nccl_columns(s.nccl, add);
+  return n;
+}
+
+void write_file(const Store& s, const std::string& tmp, Progress& progress) {
   Handle fapl = file_access();
   Handle file(h5(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "cannot create file"),
               H5Fclose);
@@ -36,6 +52,7 @@ void write_file(const Store& s, const std::string& tmp) {
     Handle g = create_group(file, "activities");
     activity_columns(s.activities, [&](const char* name, const auto& col) {
       write_column(g, "activities", name, col, n);
+      progress.advance(col_bytes(col));
     });
   }
   {
@@ -43,6 +60,7 @@ void write_file(const Store& s, const std::string& tmp) {
     Handle g = create_group(file, "launches");
     launch_columns(s.launches, [&](const char* name, const auto& col) {
       write_column(g, "launches", name, col, n);
+      progress.advance(col_bytes(col));
     });
   }
   {
@@ -50,6 +68,7 @@ void write_file(const Store& s, const std::string& tmp) {
     Handle g = create_group(file, "annotations");
     annotation_columns(s.annotations, [&](const char* name, const auto& col) {
       write_column(g, "annotations", name, col, n);
+      progress.advance(col_bytes(col));
     });
   }
   {
@@ -62,6 +81,7 @@ void write_file(const Store& s, const std::string& tmp) {
         write_column(g, "nccl", name, std::vector<T>(n, nccl_default<T>(name)), n);
       else
         write_column(g, "nccl", name, col, n);
+      progress.advance(col_bytes(col));
     });
   }
   {
@@ -405,7 +425,8 @@ void write_store(const Store& store, const std::string& path, const WriteOptions
   if (fd < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
   ::close(fd);
   try {
-    write_file(store, tmp);
+    Progress progress("writing " + path, table_bytes(store), "bytes", opt.progress);
+    write_file(store, tmp, progress);
     // Without --force, refuse to clobber a file that appeared while we were writing.
     int rc = opt.force
                  ? std::rename(tmp.c_str(), path.c_str())
@@ -416,6 +437,7 @@ void write_store(const Store& store, const std::string& path, const WriteOptions
       if (errno == EEXIST) throw Failure("exists (use --force to replace it)");
       throw Failure(std::string("cannot rename ") + tmp + ": " + std::strerror(errno));
     }
+    progress.finish();  // only once the store is in place
   } catch (const Failure& e) {
     ::unlink(tmp.c_str());
     throw Error(path + ": " + e.what());

@@ -432,6 +432,11 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   }
 
   Writer w(path, opt.force);
+  // Rows visited (kept or filtered out), known up front; flows are few and not counted.
+  Progress progress("writing " + path,
+                    static_cast<int64_t>(a.size() + an.size() + l.size() + waits.size()), "events",
+                    opt.progress);
+  ProgressTicker ticker(progress);
   ExportStats st;
   st.files = 1;
   w << "{\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":";
@@ -493,6 +498,7 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   };
   // GPU activities, per (rank, device, stream) in time order (the store's sort order).
   for (size_t i = 0; i < a.size(); ++i) {
+    ticker.tick();
     if (!sel.activity(i)) continue;
     int64_t tid = tid_of[{a.rank[i], 10, a.device[i], a.stream[i]}];
     auto kind = static_cast<Kind>(a.kind[i]);
@@ -510,6 +516,7 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   }
   // Annotations (steps, user ranges, GPU annotations, NVTX), per rank in start order.
   for (size_t i = 0; i < an.size(); ++i) {
+    ticker.tick();
     if (!sel.annotation(i)) continue;
     auto k = static_cast<AnnotationKind>(an.kind[i]);
     int64_t tid = k == AnnotationKind::Step ? tid_of[{an.rank[i], 1, 0, 0}]
@@ -532,6 +539,7 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   }
   // CUDA API calls (launches), per CPU thread in start order.
   for (size_t i = 0; i < l.size(); ++i) {
+    ticker.tick();
     if (!sel.launch(i)) continue;
     xev(l.rank[i], tid_of[{l.rank[i], 40, l.pid[i], l.tid[i]}], l.start_ns[i], l.end_ns[i],
         s.strings.at(l.name_id[i]), "cuda_runtime");
@@ -544,6 +552,7 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   }
   // Collective waits.
   for (const auto& x : waits) {
+    ticker.tick();
     const Matched& m = matched[static_cast<size_t>(x.coll)];
     uint32_t row0 = m.rows[0].second;
     int32_t n = nccl_of[row0];
@@ -636,6 +645,8 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   }
   w << "\n]}\n";
   w.commit();
+  ticker.flush();
+  progress.finish();
   return st;
 }
 
@@ -665,6 +676,16 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
   bool a_sorted = std::is_sorted(a.rank.begin(), a.rank.end());
   bool l_sorted = std::is_sorted(l.rank.begin(), l.rank.end());
   bool n_sorted = std::is_sorted(an.rank.begin(), an.rank.end());
+  int64_t rows = 0;  // progress total: the selected ranks' rows, visited once each
+  for (const RankInfo* ri : ranks) {
+    auto [a0, a1] = rank_rows(a.rank, ri->rank, a_sorted);
+    auto [l0, l1] = rank_rows(l.rank, ri->rank, l_sorted);
+    auto [n0, n1] = rank_rows(an.rank, ri->rank, n_sorted);
+    rows += static_cast<int64_t>((a1 - a0) + (l1 - l0) + (n1 - n0));
+  }
+  Progress progress("writing " + dir + " (" + std::to_string(ranks.size()) + " rank files)", rows,
+                    "events", opt.progress);
+  ProgressTicker ticker(progress);
   ExportStats st;
   for (const RankInfo* ri : ranks) {
     int32_t r = ri->rank;
@@ -724,6 +745,7 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
     };
     auto [a_lo, a_hi] = rank_rows(a.rank, r, a_sorted);
     for (size_t i = a_lo; i < a_hi; ++i) {
+      ticker.tick();
       if (a.rank[i] != r || !sel.activity(i)) continue;
       auto kind = static_cast<Kind>(a.kind[i]);
       xev(a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
@@ -738,6 +760,7 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
     }
     auto [l_lo, l_hi] = rank_rows(l.rank, r, l_sorted);
     for (size_t i = l_lo; i < l_hi; ++i) {
+      ticker.tick();
       if (l.rank[i] != r || !sel.launch(i)) continue;
       xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]), "cuda_runtime");
       if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
@@ -745,6 +768,7 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
     }
     auto [n_lo, n_hi] = rank_rows(an.rank, r, n_sorted);
     for (size_t i = n_lo; i < n_hi; ++i) {
+      ticker.tick();
       if (an.rank[i] != r || !sel.annotation(i)) continue;
       auto k = static_cast<AnnotationKind>(an.kind[i]);
       // Kineto has no NVTX category: NVTX ranges become user annotations. GPU annotations: pid
@@ -757,6 +781,8 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
     w << "\n]}\n";
     w.commit();
   }
+  ticker.flush();
+  progress.finish();
   return st;
 }
 

@@ -250,7 +250,7 @@ std::vector<std::string> RecoveryReport::lines() const {
   return out;
 }
 
-Store recover_spool_dir(const std::string& dir, RecoveryReport* report) {
+Store recover_spool_dir(const std::string& dir, RecoveryReport* report, ProgressMode mode) {
   RecoveryReport local;
   RecoveryReport& rep = report ? *report : local;
   rep = RecoveryReport{};
@@ -268,12 +268,16 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report) {
   }
   if (files.empty()) throw Error(dir + ": no rank-<r>.kspool spool files in this directory");
 
+  int64_t total = 0;
+  for (const auto& [rank, path] : files) total += static_cast<int64_t>(fs::file_size(path, ec));
+  Progress progress("recovering " + dir, total, "bytes", mode);
   std::vector<spool::Contents> contents;
   contents.reserve(files.size());
   int64_t anchor = 0;
   int32_t world = 0;
   for (const auto& [rank, path] : files) {
     contents.push_back(spool::read(path));
+    progress.advance(static_cast<int64_t>(fs::file_size(path, ec)));
     const auto& c = contents.back();
     if (c.has_meta) {
       if (c.meta.fixed.has_start && c.meta.fixed.anchor_ns != 0) anchor = c.meta.fixed.anchor_ns;
@@ -352,6 +356,7 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report) {
             [](const RankRecovery& a, const RankRecovery& b) { return a.rank < b.rank; });
 
   Store merged = merge_stores(std::move(parts));
+  progress.finish();
   // Ranks with a spool file but nothing readable, and ranks without one, still get a row.
   for (const auto& rr : rep.ranks) {
     if (rr.recovered) continue;

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "kernalyse/kineto.h"
 #include "kernalyse/store_io.h"
@@ -241,4 +243,71 @@ TEST(Kineto, StreamingAcrossBufferRefillsMatchesInMemory) {
   EXPECT_EQ(a.activities.start_ns, b.activities.start_ns);
   EXPECT_EQ(a.activities.end_ns, b.activities.end_ns);
   EXPECT_EQ(a.strings.size(), b.strings.size());
+}
+
+TEST(Kineto, MemoryEventsBecomeGpuMemoryCounters) {
+  // profile_memory=True instants, as PyTorch writes them: CUDA ones (Device Type 1) carry the
+  // new "Total Allocated"; CPU ones (Device Type 0, Device Id -1) and pre-1.10 events without a
+  // total are skipped. Out of order on purpose: counters come out sorted by (device, ts).
+  const char* mem = R"J(
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 100, "tid": 101,
+     "ts": 20.5, "args": {"Device Type": 1, "Device Id": 1, "Addr": 139926520725504,
+     "Bytes": 4096, "Total Allocated": 8192, "Total Reserved": 2097152}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 100, "tid": 101,
+     "ts": 10.001, "args": {"Device Type": 1, "Device Id": 1, "Addr": 139926520725504,
+     "Bytes": 4096, "Total Allocated": 4096, "Total Reserved": 2097152}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 100, "tid": 101,
+     "ts": 15, "args": {"Device Type": 1, "Device Id": 0, "Addr": 1, "Bytes": -512,
+     "Total Allocated": 1000000000000, "Total Reserved": 2000000000000}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 100, "tid": 101,
+     "ts": 11, "args": {"Device Type": 0, "Device Id": -1, "Addr": 2, "Bytes": 64,
+     "Total Allocated": 64, "Total Reserved": 0}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 100, "tid": 101,
+     "ts": 12, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 64}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 100, "tid": 101,
+     "args": {"Device Type": 1, "Device Id": 0, "Bytes": 64, "Total Allocated": 64}})J";
+  ImportStats st;
+  Store s = import(wrap(std::string(kKernel) + "," + mem, R"J( "baseTimeNanoseconds": 1000000000,)J"),
+                   &st);
+  const Counters& c = s.counters;
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.rank, (std::vector<int32_t>{3, 3, 3}));
+  EXPECT_EQ(c.device, (std::vector<int32_t>{0, 1, 1}));
+  // Exact decimal µs → ns, relative to baseTimeNanoseconds like every other time.
+  EXPECT_EQ(c.ts_ns, (std::vector<int64_t>{1'000'015'000, 1'000'010'001, 1'000'020'500}));
+  EXPECT_EQ(c.value, (std::vector<int64_t>{1'000'000'000'000, 4096, 8192}));
+  for (uint32_t id : c.name_id) EXPECT_EQ(s.strings.at(id), kCounterGpuMemory);
+  EXPECT_EQ(s.activities.size(), 1u);
+  EXPECT_EQ(s.ranks[0].events_malformed, 1);  // the one without ts
+  EXPECT_EQ(s.ranks[0].events_ignored, 2);    // CPU memory, no total
+}
+
+TEST(Kineto, NoMemoryEventsNoCountersNoString) {
+  Store s = import(wrap(kKernel));
+  EXPECT_EQ(s.counters.size(), 0u);
+  for (const auto& str : s.strings.all()) EXPECT_NE(str, kCounterGpuMemory);
+}
+
+TEST(Kineto, ImportProgressCountsFileBytes) {
+  // Plain and gzip: the shared Progress ends at the files' on-disk sizes (what its total is).
+  std::string json = wrap(kKernel);
+  auto dir = std::filesystem::temp_directory_path();
+  auto plain = dir / "kernalyse_progress_rank-0.json", gz = dir / "kernalyse_progress_rank-1.json.gz";
+  {
+    std::ofstream f(plain, std::ios::binary);
+    f << json;
+  }
+  ASSERT_EQ(std::system(("gzip -c " + plain.string() + " > " + gz.string()).c_str()), 0);
+  int64_t total = input_bytes(plain.string()) + input_bytes(gz.string());
+  std::ostringstream out;
+  Progress p("importing 2 files", total, "bytes", ProgressMode::Lines, &out);
+  ImportOptions o;
+  o.progress = &p;
+  import_kineto_file(plain.string(), o, nullptr);
+  import_kineto_file(gz.string(), o, nullptr);
+  std::filesystem::remove(plain);
+  std::filesystem::remove(gz);
+  EXPECT_EQ(p.done(), total);
+  p.finish();
+  EXPECT_NE(out.str().find("importing 2 files: "), std::string::npos);
 }

@@ -2,6 +2,7 @@
 // ../shared/traces/README.md states. Skips (visibly) when the folder is absent.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "kernalyse/kineto.h"
@@ -101,4 +102,27 @@ TEST(SharedTraces, TraceFilterPairMergesIntoRanks0And1) {
   }
   EXPECT_EQ(r0, 1154u);
   EXPECT_EQ(r1, 1104u);
+}
+
+TEST(SharedTraceCounters, ProfileMemoryEventsOfDfIndexResolver) {
+  // The one shared trace recorded with profile_memory=True: 28010 "[memory]" instants, 26770 of
+  // them on CUDA device 1 (the rest CPU, Device Id -1). Expected values from a JSON reader.
+  const std::string path = traces_dir() + "/hta/df_index_resolver/df_index_resolver.json.gz";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+  Store s = import_kineto_file(path, {}, nullptr);
+  const Counters& c = s.counters;
+  ASSERT_EQ(c.size(), 26770u);
+  for (size_t i = 0; i < c.size(); ++i) {
+    ASSERT_EQ(c.rank[i], 1);
+    ASSERT_EQ(c.device[i], 1);
+    ASSERT_EQ(s.strings.at(c.name_id[i]), kCounterGpuMemory);
+    if (i) {
+      ASSERT_LE(c.ts_ns[i - 1], c.ts_ns[i]);
+    }
+  }
+  EXPECT_EQ(c.ts_ns.front(), 1669783687404093000);
+  EXPECT_EQ(c.value.front(), 4121780224);
+  EXPECT_EQ(c.ts_ns.back(), 1669783689122558000);
+  EXPECT_EQ(c.value.back(), 4096614400);
+  EXPECT_EQ(*std::max_element(c.value.begin(), c.value.end()), 6629508096);
 }

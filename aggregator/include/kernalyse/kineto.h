@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernalyse/classify.h"
+#include "kernalyse/progress.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -16,6 +17,9 @@ struct ImportOptions {
   // Rank for a file whose distributedInfo has none (checked before the file name).
   std::optional<int32_t> rank;
   const Classifier* classifier = nullptr;  // nullptr: default NCCL/RCCL patterns
+  // Advanced by the file bytes consumed (compressed bytes for .gz), so one Progress whose total
+  // is the inputs' on-disk sizes (input_bytes()) can be shared by parallel imports.
+  Progress* progress = nullptr;
 };
 
 struct ImportStats {
@@ -25,7 +29,9 @@ struct ImportStats {
   std::vector<std::string> warnings;  // e.g. "rank taken from file name"
 };
 
-// Imports one per-rank trace file into a single-rank Store (activities sorted).
+// Imports one per-rank trace file into a single-rank Store (activities sorted). PyTorch
+// profile_memory "[memory]" events of CUDA devices become kCounterGpuMemory counters
+// (value "Total Allocated", sorted by rank, device, name, ts).
 // Throws Error("<file>: <problem>") for a malformed file (truncated gzip, invalid JSON, not a
 // trace, empty, no rank). Malformed individual events are counted, not fatal.
 Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats);
@@ -33,6 +39,9 @@ Store import_kineto_file(const std::string& path, const ImportOptions& opt, Impo
 // Same, from an in-memory JSON text (tests); `name` stands in for the file name.
 Store import_kineto_string(std::string_view json, const std::string& name,
                            const ImportOptions& opt, ImportStats* stats);
+
+// On-disk size of a trace file (the unit import progress counts in); 0 if it cannot be read.
+int64_t input_bytes(const std::string& path);
 
 // Rank from a file name ("rank-3", "rank3", "rank_3", "worker3"); nullopt if none.
 std::optional<int32_t> rank_from_filename(const std::string& path);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernalyse/progress.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -16,6 +17,7 @@ class Error : public std::runtime_error {
 
 struct WriteOptions {
   bool force = false;  // replace an existing file; otherwise an existing path is an error
+  ProgressMode progress = ProgressMode::Off;  // "writing <path>", in column bytes written
 };
 
 // Writes to "<path>.tmp.<pid>" and renames on success; nothing is left behind on failure.

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernalyse/progress.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -19,6 +20,7 @@ struct ExportOptions {
   std::optional<int32_t> step;
   std::optional<int64_t> from_ns, to_ns;
   bool force = false;  // replace an existing output
+  ProgressMode progress = ProgressMode::Off;  // "writing <path>", in store rows visited
 };
 
 struct ExportStats {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernalyse/clockmodel.h"
+#include "kernalyse/progress.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -64,7 +65,9 @@ struct RecoveryReport {
 // Reads every rank-<r>.kspool in `dir`, converts each with spool_to_store (clock from the spool's
 // Meta block: start sample → offset only; with the end sample, offset and drift), merges them,
 // and adds a RankInfo row for every missing rank. Throws kernalyse::Error if `dir` is not a
-// directory, holds no spool files, or no rank has a complete block.
-Store recover_spool_dir(const std::string& dir, RecoveryReport* report);
+// directory, holds no spool files, or no rank has a complete block. `progress`: "recovering
+// DIR", in spool bytes, one step per rank file read.
+Store recover_spool_dir(const std::string& dir, RecoveryReport* report,
+                        ProgressMode progress = ProgressMode::Off);
 
 }  // namespace kernalyse
