@@ -847,27 +847,6 @@ void Importer::add_memory(const RawEvent& ev) {
   c.value.push_back(ev.mem_total_allocated);
 }
 
-// Sorts counters by (rank, device, name id, ts); stable, so events at the same ts keep their
-// file order and the last one stays the value after that instant.
-void sort_counters(Counters& c) {
-  auto less = [&](size_t x, size_t y) {
-    return std::tie(c.rank[x], c.device[x], c.name_id[x], c.ts_ns[x]) <
-           std::tie(c.rank[y], c.device[y], c.name_id[y], c.ts_ns[y]);
-  };
-  std::vector<size_t> idx(c.size());
-  std::iota(idx.begin(), idx.end(), size_t{0});
-  bool sorted = true;
-  for (size_t i = 1; i < idx.size() && sorted; ++i) sorted = !less(i, i - 1);
-  if (sorted) return;
-  std::stable_sort(idx.begin(), idx.end(), less);
-  auto permute = [&](auto& col) {
-    std::remove_reference_t<decltype(col)> out(col.size());
-    for (size_t i = 0; i < idx.size(); ++i) out[i] = col[idx[i]];
-    col = std::move(out);
-  };
-  permute(c.rank), permute(c.device), permute(c.name_id), permute(c.ts_ns), permute(c.value);
-}
-
 void Importer::finish(ImportStats* stats) {
   // Rank: distributedInfo, then --rank, then the file name (with a warning).
   std::optional<int32_t> rank;
@@ -908,7 +887,7 @@ void Importer::finish(ImportStats* stats) {
       shift(an.end_ns), shift(cn.ts_ns);
 
   for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) std::fill(col->begin(), col->end(), *rank);
-  sort_counters(cn);
+  sort_counters(cn);  // kernalyse::sort_counters: stable, same-ts events keep file order
 
   assign_steps(store_);
 

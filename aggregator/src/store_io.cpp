@@ -37,6 +37,7 @@ int64_t table_bytes(const Store& s) {
   launch_columns(s.launches, add);
   annotation_columns(s.annotations, add);
   nccl_columns(s.nccl, add);
+  counter_columns(s.counters, add);
   return n;
 }
 
@@ -89,6 +90,7 @@ void write_file(const Store& s, const std::string& tmp, Progress& progress) {
     Handle g = create_group(file, "counters");
     counter_columns(s.counters, [&](const char* name, const auto& col) {
       write_column(g, "counters", name, col, n);
+      progress.advance(col_bytes(col));
     });
   }
   write_ranks_group(file, s.ranks);
