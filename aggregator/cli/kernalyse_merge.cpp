@@ -262,6 +262,7 @@ int run(const Options& o, const std::string& command_line) {
       ho.hist_min_us = o.hist_min, ho.hist_max_us = o.hist_max, ho.hist_bins = o.bins;
       ho.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
       ho.force = o.force;
+      ho.progress = o.mode;
       ho.title = o.inputs.size() == 1 ? fs::path(o.inputs[0]).filename().string() : "";
       auto t0 = std::chrono::steady_clock::now();
       HtmlStats hs = write_html_report(store, o.html, ho);

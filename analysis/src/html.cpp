@@ -286,7 +286,13 @@ struct Built {
   std::vector<Table> tables;  // in page order
 };
 
-Built build(const Store& s, const HtmlOptions& opt) {
+// Sections of build(), for the progress bar.
+constexpr int64_t kBuildSteps = 6;
+
+Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr) {
+  auto step = [&] {
+    if (progress) progress->advance(1);
+  };
   Built out;
   json& d = out.data;
   const int64_t base = export_base_ns(s);
@@ -298,19 +304,23 @@ Built build(const Store& s, const HtmlOptions& opt) {
   so.top = opt.top;
   so.per_rank = false;
   kernel_summary(s, so, &rep);
+  step();
   GapOptions go;
   go.filter = opt.filter;
   go.hist_min_us = opt.hist_min_us, go.hist_max_us = opt.hist_max_us, go.bins = opt.hist_bins;
   go.top = opt.top;
   gap_analysis(s, go, &rep);
+  step();
   CrossRankOptions xo;
   xo.filter = opt.filter;
   xo.kernel_wait_ns = opt.kernel_wait_ns;
   xo.top = opt.top;
   overlap_analysis(s, xo, &rep);
   breakdown_analysis(s, xo, &rep);
+  step();
   Report srep;  // its headline opens with the root-cause sentence
   straggler_analysis(s, xo, &srep);
+  step();
 
   // Run summary.
   std::set<std::string> hosts;
@@ -600,7 +610,10 @@ json html_report_data(const Store& s, const HtmlOptions& opt) { return build(s, 
 HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlOptions& opt) {
   std::error_code ec;
   if (!opt.force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
-  std::string h = page(build(s, opt));
+  Progress progress("writing " + path, kBuildSteps, "sections", opt.progress);
+  Built built = build(s, opt, &progress);
+  progress.set(kBuildSteps - 1);  // the timeline and memory series are built too
+  std::string h = page(built);
   // Temporary file next to the target, renamed when complete: no partial report is ever left.
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
@@ -618,6 +631,8 @@ HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlO
     fs::remove(tmp, ec2);
     throw Error(path + ": cannot rename the temporary file: " + ec.message());
   }
+  progress.set(kBuildSteps);  // the page is written
+  progress.finish();
   return {static_cast<int64_t>(h.size())};
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/progress.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -26,6 +27,7 @@ struct HtmlOptions {
   int64_t kernel_wait_ns = 30'000;
   bool force = false;      // replace an existing file
   std::string title;       // shown in the page header, e.g. the input file
+  ProgressMode progress = ProgressMode::Off;  // "writing <path>", in report sections built
 };
 
 struct HtmlStats {
