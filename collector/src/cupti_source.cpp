@@ -118,66 +118,38 @@ void RecordParser::on_record(const void* p) {
     ++stats_.no_timing;
     ++losses_.dropped_cupti;
   };
+  // Kernels, copies and memsets: the same timing checks and the same record form.
+  auto timed = [&](int32_t kind, const auto* r, const char* name, int64_t& counter) {
+    if (untimed(r->start, r->end)) return no_timing();
+    if (r->end < r->start) return skip();
+    kernalyse_emu_activity a{kind,
+                             static_cast<int32_t>(r->deviceId),
+                             static_cast<int32_t>(r->streamId),
+                             static_cast<int64_t>(r->start),
+                             static_cast<int64_t>(r->end),
+                             static_cast<int64_t>(r->correlationId),
+                             name};
+    ++counter;
+    sink_.activity(a, false);
+  };
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-      if (untimed(k->start, k->end)) return no_timing();
-      if (k->end < k->start) return skip();
-      kernalyse_emu_activity a{KERNALYSE_EMU_KERNEL,
-                               static_cast<int32_t>(k->deviceId),
-                               static_cast<int32_t>(k->streamId),
-                               static_cast<int64_t>(k->start),
-                               static_cast<int64_t>(k->end),
-                               static_cast<int64_t>(k->correlationId),
-                               k->name ? k->name : "<unnamed kernel>"};
-      ++stats_.kernels;
-      sink_.activity(a, false);
-      return;
+      return timed(KERNALYSE_EMU_KERNEL, k, k->name ? k->name : "<unnamed kernel>", stats_.kernels);
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-      if (untimed(m->start, m->end)) return no_timing();
-      if (m->end < m->start) return skip();
-      kernalyse_emu_activity a{KERNALYSE_EMU_MEMCPY,
-                               static_cast<int32_t>(m->deviceId),
-                               static_cast<int32_t>(m->streamId),
-                               static_cast<int64_t>(m->start),
-                               static_cast<int64_t>(m->end),
-                               static_cast<int64_t>(m->correlationId),
-                               memcpy_name(m->copyKind, m->srcKind, m->dstKind)};
-      ++stats_.memcpys;
-      sink_.activity(a, false);
-      return;
+      return timed(KERNALYSE_EMU_MEMCPY, m, memcpy_name(m->copyKind, m->srcKind, m->dstKind),
+                   stats_.memcpys);
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer-to-peer: device = the one that ran the copy
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
-      if (untimed(m->start, m->end)) return no_timing();
-      if (m->end < m->start) return skip();
-      kernalyse_emu_activity a{KERNALYSE_EMU_MEMCPY,
-                               static_cast<int32_t>(m->deviceId),
-                               static_cast<int32_t>(m->streamId),
-                               static_cast<int64_t>(m->start),
-                               static_cast<int64_t>(m->end),
-                               static_cast<int64_t>(m->correlationId),
-                               memcpy_name(m->copyKind, m->srcKind, m->dstKind)};
-      ++stats_.memcpys;
-      sink_.activity(a, false);
-      return;
+      return timed(KERNALYSE_EMU_MEMCPY, m, memcpy_name(m->copyKind, m->srcKind, m->dstKind),
+                   stats_.memcpys);
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-      if (untimed(m->start, m->end)) return no_timing();
-      if (m->end < m->start) return skip();
-      kernalyse_emu_activity a{KERNALYSE_EMU_MEMSET,
-                               static_cast<int32_t>(m->deviceId),
-                               static_cast<int32_t>(m->streamId),
-                               static_cast<int64_t>(m->start),
-                               static_cast<int64_t>(m->end),
-                               static_cast<int64_t>(m->correlationId),
-                               memset_name(m->memoryKind)};
-      ++stats_.memsets;
-      sink_.activity(a, false);
-      return;
+      return timed(KERNALYSE_EMU_MEMSET, m, memset_name(m->memoryKind), stats_.memsets);
     }
     case CUPTI_ACTIVITY_KIND_DRIVER:
     case CUPTI_ACTIVITY_KIND_RUNTIME: {
