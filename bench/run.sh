@@ -66,6 +66,9 @@ read -r nl nn <<< "$launches"
 all_col_mb=$(( (rows * 46 + nl * 20 + nn * 64) / 1000000 ))
 timed all_analyses "$bin/kernalyse-merge" "$dir/run.h5" --all --top 20
 log "  all analyses: columns read $all_col_mb MB; peak RSS / columns read = $(awk -v r="$rss_mb" -v c="$all_col_mb" 'BEGIN {printf "%.2f", r / c}')"
+timed html_report "$bin/kernalyse-merge" "$dir/run.h5" --html "$dir/report.html" --force -q
+log "  HTML report: $(( $(stat -c %s "$dir/report.html") / 1000 )) kB (budget 5000 kB)"
+rm -f "$dir/report.html"
 
 # The real trace_filter pair (import + every analysis), against HTA's 1.6 s on this machine type.
 tf="${KERNALYSE_SHARED_TRACES:-$(dirname "$0")/../../shared/traces}/hta/trace_filter"
