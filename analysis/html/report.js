@@ -167,6 +167,22 @@
     }, '');
   })();
 
+  // GPU board power per device (NVML, mW → W).
+  (function () {
+    var P = D.power || [], n = 0;
+    P.forEach(function (s) { n += s.points.length; });
+    if (!n) return draw('power', 0, null, 'no GPU power samples in this store (NVML not available when it was recorded)');
+    draw('power', n, {
+      tooltip: { trigger: 'axis', valueFormatter: function (v) { return v.toFixed(1) + ' W'; } },
+      legend: { top: 0, type: 'scroll' },
+      grid: { left: 70, right: 30, top: 30, bottom: 60 },
+      xAxis: { type: 'value', name: 'ms', scale: true },
+      yAxis: { type: 'value', name: 'W' },
+      series: P.map(function (s) { return { name: s.name, type: 'line', step: 'end', showSymbol: false, data: s.points.map(function (p) { return [p[0] / 1e6, p[1] / 1000]; }) }; }),
+      dataZoom: zoom()
+    }, '');
+  })();
+
   window.addEventListener('resize', function () { charts.forEach(function (c) { c.resize(); }); });
   root.setAttribute('data-kx-charts', JSON.stringify(checks));
   root.setAttribute('data-kx-ready', '1');

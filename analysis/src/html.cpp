@@ -213,18 +213,20 @@ json straggler_heatmap(const json& st, int max_cols) {
   return out;
 }
 
-// GPU memory in use per (rank, device) over the window: a step series, at most 2 points per
-// timeline bin (the bin's maximum; the value entering the window first).
-json memory_series(const Store& s, const HtmlOptions& opt, const Window& w, int64_t base,
-                   Table* t) {
+// One counter (GPU memory in use, power) per (rank, device) over the window: a step series, at
+// most 2 points per timeline bin (the bin's maximum; the value entering the window first).
+// `unit` names the table's value columns (peak_<unit>, last_<unit>).
+json counter_series(const Store& s, const HtmlOptions& opt, const Window& w, int64_t base,
+                    const char* counter, const char* key, const std::string& what,
+                    const std::string& unit, Table* t) {
   json series = json::array();
-  t->key = "gpu_memory";
-  t->title = "GPU memory in use per device (counter " + std::string(kCounterGpuMemory) + ")";
-  t->columns = {"rank", "device", "samples", "peak_bytes", "peak_at_us", "last_bytes"};
+  t->key = key;
+  t->title = what + " per device (counter " + std::string(counter) + ")";
+  t->columns = {"rank", "device", "samples", "peak_" + unit, "peak_at_us", "last_" + unit};
   const Counters& c = s.counters;
   int64_t id = -1;
   for (size_t i = 0; i < s.strings.size(); ++i)
-    if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory) id = static_cast<int64_t>(i);
+    if (s.strings.at(static_cast<uint32_t>(i)) == counter) id = static_cast<int64_t>(i);
   if (id < 0 || c.size() == 0 || c.name_id.size() != c.size()) return series;
   std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> by;
   for (size_t i = 0; i < c.size(); ++i)
@@ -441,8 +443,11 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     }
   d["kernels"] = kb;
 
-  Table mem;
-  d["memory"] = memory_series(s, opt, w, base, &mem);
+  Table mem, power;
+  d["memory"] = counter_series(s, opt, w, base, kCounterGpuMemory, "gpu_memory",
+                               "GPU memory in use", "bytes", &mem);
+  d["power"] = counter_series(s, opt, w, base, kCounterPower, "gpu_power", "GPU board power",
+                              "mw", &power);
 
   // Tables in page order; charts link to them by key.
   out.tables.push_back(std::move(rt));
@@ -453,6 +458,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
                         "kernel_summary"})
     if (const Table* t = find_table(rep, k)) out.tables.push_back(*t);
   if (!mem.key.empty()) out.tables.push_back(std::move(mem));
+  if (!power.key.empty()) out.tables.push_back(std::move(power));
   return out;
 }
 
@@ -527,7 +533,7 @@ std::string page(const Built& b) {
   h += "<nav><a href=\"#s-summary\">summary</a> <a href=\"#s-timeline\">timeline</a> "
        "<a href=\"#s-stragglers\">stragglers</a> <a href=\"#s-overlap\">overlap</a> "
        "<a href=\"#s-gaps\">gaps</a> <a href=\"#s-kernels\">top kernels</a> "
-       "<a href=\"#s-memory\">GPU memory</a> <a href=\"#tables\">tables</a></nav></header>\n";
+       "<a href=\"#s-memory\">GPU memory</a> <a href=\"#s-power\">GPU power</a> <a href=\"#tables\">tables</a></nav></header>\n";
 
   // Summary (plain HTML: readable even without the script).
   auto fmt_us = [](const json& v) {
@@ -579,6 +585,9 @@ std::string page(const Built& b) {
           {{"kernel_summary", "kernel summary"}}, "460px");
   section(h, "memory", "GPU memory over time", "GPU memory in use per device (step series).",
           {{"gpu_memory", "GPU memory"}}, "320px");
+  section(h, "power", "GPU power over time",
+          "Board power per device as NVML reports it (a 1 s average on recent GPUs).",
+          {{"gpu_power", "GPU power"}}, "280px");
 
   h += "<section id=\"tables\"><h2>Tables</h2>\n";
   for (const auto& t : b.tables) append_table(h, t);

@@ -33,6 +33,7 @@
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/store_mpi.h"
+#include "nvml_power.h"
 #include "recorder.h"
 #include "sink.h"
 #include "spool.h"
@@ -147,6 +148,17 @@ class Collector final : public collector::Sink {
     rec_.memory(m);
     after_add();
   }
+  void counter(const kernalyse_emu_counter& c, bool emulated) override {
+    IntakeGuard in;
+    std::lock_guard<std::mutex> g(mu_);
+    rec_.counter(c, emulated);
+    after_add();
+  }
+  // A real GPU is being recorded: sample its power too (NVML opened on the sampler's thread,
+  // never here: we may be inside cuInit).
+  void gpu_recording_started() override {
+    power_.start(*this, std::atoll(env("KERNALYSE_POWER_MS", "100").c_str()));
+  }
   void losses(const collector::LossCounts& c) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
@@ -199,6 +211,10 @@ class Collector final : public collector::Sink {
     // What CUPTI still holds goes through the Sink before the spool closes (not under mu_: the
     // flush delivers records on this thread). Then: the application used CUDA, but CUDA never
     // loaded our injection because there is no driver: say so once, and store it per rank.
+    power_.stop();
+    if (!power_.problem().empty() && !quiet_)
+      std::fprintf(err_, "kernalyse: rank %d: no GPU power samples (%s)\n", rank,
+                   power_.problem().c_str());
     collector::cupti_flush_registered(true);
     if (!collector::cuda_injection_seen() && !collector::cuda_libraries_mapped().empty()) {
       std::string why = collector::cuda_absent_reason();  // "no CUDA device: ..."
@@ -466,6 +482,7 @@ class Collector final : public collector::Sink {
   std::atomic<bool> term_requested_{false}, term_flushed_{false};
   std::mutex mu_;
   collector::Recorder rec_;
+  collector::PowerSampler power_;
   spool::Writer spool_;
 };
 
@@ -568,6 +585,10 @@ void kernalyse_emu_record_range(const kernalyse_emu_range* r) {
 void kernalyse_emu_record_memory(const kernalyse_emu_memory* m) {
   Collector& c = Collector::get();
   if (c.recording() && m) c.memory(*m);
+}
+void kernalyse_emu_record_counter(const kernalyse_emu_counter* k) {
+  Collector& c = Collector::get();
+  if (c.recording() && k && k->name) c.counter(*k, /*emulated=*/true);
 }
 
 }  // extern "C"

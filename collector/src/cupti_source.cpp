@@ -624,5 +624,6 @@ extern "C" int InitializeInjection(void) {
   }
   std::string line = "cupti: recording (CUPTI API " + std::to_string(version) + ")";
   sink->status(line.c_str(), nullptr);
+  sink->gpu_recording_started();
   return 1;
 }

@@ -57,6 +57,12 @@ void Recorder::memory(const kernalyse_emu_memory& m) {
   ++pending_;
 }
 
+void Recorder::counter(const kernalyse_emu_counter& c, bool emulated) {
+  counters_.push_back({c.ts_ns, c.value, c.device, intern(c.name)});
+  emulated_ = emulated_ || emulated;
+  ++pending_;
+}
+
 void Recorder::losses(const LossCounts& c) {
   if (c.dropped_cupti == losses_.dropped_cupti && c.dropped_ours == losses_.dropped_ours &&
       c.skipped == losses_.skipped)
@@ -97,6 +103,7 @@ bool Recorder::flush(spool::Writer& w) {
   put(spool::BlockType::Nccl, nccl_);
   put(spool::BlockType::Ranges, ranges_);
   put(spool::BlockType::Memory, memory_);
+  put(spool::BlockType::Counter, counters_);
   if (ok && status_dirty_) {
     ok = w.write_status({losses_.dropped_cupti, losses_.dropped_ours, losses_.skipped},
                         status_line_, device_name_);

@@ -22,6 +22,7 @@ class Recorder : public Sink {
   void nccl(const kernalyse_emu_nccl& n) override;
   void range(const kernalyse_emu_range& r) override;
   void memory(const kernalyse_emu_memory& m) override;
+  void counter(const kernalyse_emu_counter& c, bool emulated) override;
   void losses(const LossCounts& c) override;
   void status(const char* line, const char* device_name) override;
 
@@ -52,6 +53,7 @@ class Recorder : public Sink {
   std::vector<spool::Nccl> nccl_;
   std::vector<spool::Range> ranges_;
   std::vector<spool::Memory> memory_;
+  std::vector<spool::Counter> counters_;
   LossCounts losses_;
   std::string status_line_, device_name_;
   bool status_dirty_ = false;

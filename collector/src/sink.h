@@ -28,10 +28,14 @@ class Sink {
   virtual void nccl(const kernalyse_emu_nccl& n) = 0;
   virtual void range(const kernalyse_emu_range& r) = 0;
   virtual void memory(const kernalyse_emu_memory& m) = 0;
+  // A sampled value (NVML power, ...); `emulated` as for activity().
+  virtual void counter(const kernalyse_emu_counter& c, bool emulated) = 0;
   virtual void losses(const LossCounts& c) = 0;
   // One line saying what this rank could record ("cupti: 1 CUDA device (NVIDIA H100 ...)",
   // "no CUDA device: ..."); stored per rank. `device_name` may be null.
   virtual void status(const char* line, const char* device_name) = 0;
+  // The CUPTI source is recording a real GPU: the Collector then starts its NVML power sampler.
+  virtual void gpu_recording_started() {}
 };
 
 // The process's sink (the Collector), or null when the collector is not recording in this

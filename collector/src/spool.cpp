@@ -100,6 +100,7 @@ Contents read(const std::string& path) {
       case BlockType::Nccl: want = h.count * sizeof(Nccl); break;
       case BlockType::Ranges: want = h.count * sizeof(Range); break;
       case BlockType::Memory: want = h.count * sizeof(Memory); break;
+      case BlockType::Counter: want = h.count * sizeof(Counter); break;
       case BlockType::Status:
         want = h.count == 1 && h.payload_bytes >= sizeof(StatusFixed) + 2 ? h.payload_bytes
                                                                           : size_t{h.payload_bytes} + 1;
@@ -117,6 +118,7 @@ Contents read(const std::string& path) {
       case BlockType::Nccl: append(c.nccl, p, h.count); break;
       case BlockType::Ranges: append(c.ranges, p, h.count); break;
       case BlockType::Memory: append(c.memory, p, h.count); break;
+      case BlockType::Counter: append(c.counters, p, h.count); break;
       case BlockType::Status: {
         StatusFixed f;
         std::memcpy(&f, p, sizeof f);

@@ -9,10 +9,10 @@
 namespace kernalyse::spool {
 
 inline constexpr uint32_t kMagic = 0x4C50534B;  // "KSPL"
-inline constexpr uint16_t kVersion = 2;  // 2: NCCL algo/proto/channels, Memory, Status
+inline constexpr uint16_t kVersion = 2;  // 2: NCCL algo/proto/channels, Memory, Status, Counter
 
 enum class BlockType : uint16_t { Strings = 1, Activities = 2, Launches = 3, Nccl = 4, Ranges = 5,
-                                  Meta = 6, Memory = 7, Status = 8 };
+                                  Meta = 6, Memory = 7, Status = 8, Counter = 9 };
 
 #pragma pack(push, 1)
 struct BlockHeader {
@@ -45,6 +45,11 @@ struct Memory {
   int64_t ts_ns, bytes;  // bytes > 0: allocation, < 0: release
   uint64_t address;
   int32_t device, stream;
+};
+struct Counter {
+  int64_t ts_ns, value;
+  int32_t device;
+  uint32_t name;  // string id
 };
 // Fixed part of a Status block; the status line and the device name follow, NUL-terminated.
 // Cumulative counts: the last complete Status block wins.
@@ -85,6 +90,7 @@ struct Contents {
   std::vector<Nccl> nccl;
   std::vector<Range> ranges;
   std::vector<Memory> memory;
+  std::vector<Counter> counters;
   bool has_status = false;
   StatusFixed status{};           // the last Status block, if has_status
   std::string status_line, device_name;

@@ -172,6 +172,19 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
       k.ts_ns.push_back(ts);
       k.value.push_back(in_use);
     }
+    // Sampled counters (NVML power, ...) as they came.
+    for (const auto& r : c.counters) {
+      if (r.name >= nstr) {
+        ++dropped;
+        continue;
+      }
+      k.rank.push_back(rank);
+      k.device.push_back(r.device);
+      k.name_id.push_back(r.name);
+      k.ts_ns.push_back(t(r.ts_ns));
+      k.value.push_back(r.value);
+    }
+    sort_counters(k);
   }
 
   RankInfo info;
@@ -197,7 +210,7 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   info.records_dropped_cupti = c.status.dropped_cupti;
   info.events_malformed = c.status.skipped;
   info.events_ignored = unlinked;
-  info.events_total += static_cast<int64_t>(c.memory.size());
+  info.events_total += static_cast<int64_t>(c.memory.size() + c.counters.size());
   info.collector_status = c.status_line;
   if (info.collector_status.empty())
     info.collector_status = meta.emulated ? "emulated device (no GPU)" : "no GPU activity recorded";

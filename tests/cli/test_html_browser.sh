@@ -104,5 +104,5 @@ check rank1 rank1.html timeline,overlap,gaps,kernels yes
 # (c) GPU memory counters (hand-built store).
 "$BIN/kernalyse_html_fixture" counters.html
 expect_eq "fixture: report written" "$?" "0"
-check counters counters.html "$all,memory" yes
+check counters counters.html "$all,memory,power" yes
 finish

@@ -62,6 +62,7 @@ class CaptureSink : public Sink {
     ranges.push_back({r.start_ns, r.end_ns, r.thread, r.name});
   }
   void memory(const kernalyse_emu_memory& m) override { mems.push_back(m); }
+  void counter(const kernalyse_emu_counter&, bool) override {}
   void losses(const LossCounts& c) override {
     last_losses = c;
     ++loss_reports;

@@ -41,6 +41,7 @@ class CaptureSink : public kc::Sink {
   }
   void range(const kernalyse_emu_range&) override {}
   void memory(const kernalyse_emu_memory&) override {}
+  void counter(const kernalyse_emu_counter&, bool) override {}
   void losses(const kc::LossCounts&) override {}
   void status(const char*, const char*) override {}
 

@@ -33,11 +33,11 @@ int main(int argc, char** argv) {
     a.correlation.push_back(kNoCorrelation);
     a.step.push_back(kNoStep);
   };
-  auto counter = [&](int32_t rank, int64_t ts, int64_t v) {
+  auto counter = [&](int32_t rank, int64_t ts, int64_t v, const char* name = kCounterGpuMemory) {
     auto& c = s.counters;
     c.rank.push_back(rank);
     c.device.push_back(rank);
-    c.name_id.push_back(s.strings.intern(kCounterGpuMemory));
+    c.name_id.push_back(s.strings.intern(name));
     c.ts_ns.push_back(t0 + ts);
     c.value.push_back(v);
   };
@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
       add(r, 13, Kind::Kernel, t + gemm + 40'000, t + 130'000 + 40'000 + 60'000,
           "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)");
       counter(r, t + 1'000, mem += (64LL << 20));
+      counter(r, t + 2'000, 450'000 + 100'000 * r, kCounterPower);  // mW: rank 1 busier
       counter(r, t + gemm, mem -= (32LL << 20));
       t = (step + 1) * 300'000;
     }

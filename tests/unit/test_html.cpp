@@ -93,6 +93,8 @@ TEST(Html, MemorySeriesFromCountersAndWindow) {
   sample(1, 10'000, 50);
   HtmlOptions o;
   auto d = html_report_data(s, o);
+  ASSERT_EQ(d["power"].size(), 1u);  // the power sample is its own chart
+  EXPECT_EQ(d["power"][0]["points"], nlohmann::json::parse("[[700000,99]]"));
   ASSERT_EQ(d["memory"].size(), 2u);
   EXPECT_EQ(d["memory"][0]["name"], "rank 0 GPU 0");
   EXPECT_EQ(d["memory"][0]["points"], nlohmann::json::parse("[[0,100],[250000,300],[700000,200]]"));

@@ -81,9 +81,10 @@ TEST_F(RecorderTest, EveryRecordTypeReachesTheStore) {
   r.memory({1200, 0, 13, 50, 0x2000});
   r.memory({1200, 1, -1, 7, 0x3000});
   r.memory({1900, 0, -1, -100, 0x1000});
+  r.counter({1100, 0, kCounterPower, 350000}, false);  // an NVML power sample, mW
   r.losses({3, 2, 1});
   r.status("cupti: 1 CUDA device", "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(r.pending(), 6);  // since the flush
+  EXPECT_EQ(r.pending(), 7);  // since the flush
   Store s = convert(r, w);
 
   ASSERT_EQ(s.ranks.size(), 1u);
@@ -120,15 +121,20 @@ TEST_F(RecorderTest, EveryRecordTypeReachesTheStore) {
 
   // Memory in use per device as a step function, in run time.
   const Counters& k = s.counters;
-  ASSERT_EQ(k.size(), 4u);
-  std::vector<std::tuple<int32_t, int64_t, int64_t>> got;
+  ASSERT_EQ(k.size(), 5u);
+  std::vector<std::tuple<int32_t, int64_t, int64_t>> got, power;
   for (size_t i = 0; i < k.size(); ++i) {
     EXPECT_EQ(k.rank[i], 3);
-    EXPECT_EQ(s.strings.at(k.name_id[i]), kCounterGpuMemory);
-    got.emplace_back(k.device[i], k.ts_ns[i] - 1'000'000'000, k.value[i]);
+    const std::string& name = s.strings.at(k.name_id[i]);
+    (name == kCounterPower ? power : got).emplace_back(k.device[i], k.ts_ns[i] - 1'000'000'000, k.value[i]);
+    if (i) {  // sorted by (rank, device, name, ts)
+      EXPECT_LE(std::tie(k.device[i - 1], k.name_id[i - 1], k.ts_ns[i - 1]),
+                std::tie(k.device[i], k.name_id[i], k.ts_ns[i]));
+    }
   }
   EXPECT_EQ(got, (std::vector<std::tuple<int32_t, int64_t, int64_t>>{
                      {0, 1000, 100}, {0, 1200, 150}, {0, 1900, 50}, {1, 1200, 7}}));
+  EXPECT_EQ(power, (std::vector<std::tuple<int32_t, int64_t, int64_t>>{{0, 1100, 350000}}));
 
   // And through the HDF5 store.
   const std::string h5 = (dir / "run.h5").string();

@@ -62,6 +62,15 @@ typedef struct kernalyse_emu_memory {
   uint64_t address;
 } kernalyse_emu_memory;
 
+/* A sampled per-device value (power in mW from NVML, ...): the counter holds `value` from
+ * `ts_ns` on. `name` is a store counter name ("gpu_power_mw"). */
+typedef struct kernalyse_emu_counter {
+  int64_t ts_ns;
+  int32_t device;
+  const char* name;
+  int64_t value;
+} kernalyse_emu_counter;
+
 /* A host-side range (NVTX-like): "ProfilerStep#N" marks step N; other names are user ranges. */
 typedef struct kernalyse_emu_range {
   int64_t start_ns;
@@ -76,6 +85,7 @@ typedef void (*kernalyse_emu_record_activity_fn)(const kernalyse_emu_activity*);
 typedef void (*kernalyse_emu_record_launch_fn)(const kernalyse_emu_launch*);
 typedef void (*kernalyse_emu_record_nccl_fn)(const kernalyse_emu_nccl*);
 typedef void (*kernalyse_emu_record_memory_fn)(const kernalyse_emu_memory*);
+typedef void (*kernalyse_emu_record_counter_fn)(const kernalyse_emu_counter*);
 
 int64_t kernalyse_emu_now_ns(void);
 void kernalyse_emu_record_activity(const kernalyse_emu_activity* a);
@@ -83,6 +93,7 @@ void kernalyse_emu_record_launch(const kernalyse_emu_launch* l);
 void kernalyse_emu_record_nccl(const kernalyse_emu_nccl* n);
 void kernalyse_emu_record_range(const kernalyse_emu_range* r);
 void kernalyse_emu_record_memory(const kernalyse_emu_memory* m);
+void kernalyse_emu_record_counter(const kernalyse_emu_counter* c);
 
 #ifdef __cplusplus
 }

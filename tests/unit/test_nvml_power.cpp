@@ -1,0 +1,67 @@
+// NVML power sampling (collector/src/nvml_power.h): the CUDA_VISIBLE_DEVICES → NVML device map,
+// and the sampler on a machine without NVML (this one): no thread left running, no sample, the
+// reason named. The sampling itself needs a GPU (bench/gpu/validate.sh).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include "../../collector/src/nvml_power.h"
+
+using namespace kernalyse::collector;
+
+TEST(NvmlPower, VisibleDevicesMap) {
+  auto all = map_visible_devices(nullptr, 3);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2].cuda_ordinal, 2);
+  EXPECT_EQ(all[2].nvml_index, 2);
+  EXPECT_EQ(map_visible_devices("", 2).size(), 2u);
+
+  auto some = map_visible_devices("3, 1", 4);
+  ASSERT_EQ(some.size(), 2u);
+  EXPECT_EQ(some[0].cuda_ordinal, 0);
+  EXPECT_EQ(some[0].nvml_index, 3);
+  EXPECT_EQ(some[1].nvml_index, 1);
+
+  auto uuids = map_visible_devices("GPU-8f3a,MIG-77", 0);
+  ASSERT_EQ(uuids.size(), 2u);
+  EXPECT_EQ(uuids[0].nvml_index, -1);
+  EXPECT_EQ(uuids[0].uuid, "GPU-8f3a");
+  EXPECT_EQ(uuids[1].uuid, "MIG-77");
+
+  // CUDA stops at the first invalid entry, and so do we; an index past the devices is invalid.
+  EXPECT_EQ(map_visible_devices("0,x,1", 4).size(), 1u);
+  EXPECT_EQ(map_visible_devices("5,0", 4).size(), 0u);
+  EXPECT_EQ(map_visible_devices("-1", 4).size(), 0u);
+}
+
+namespace {
+struct CountingSink : Sink {
+  int counters = 0;
+  void activity(const kernalyse_emu_activity&, bool) override {}
+  void launch(const kernalyse_emu_launch&) override {}
+  void nccl(const kernalyse_emu_nccl&) override {}
+  void range(const kernalyse_emu_range&) override {}
+  void memory(const kernalyse_emu_memory&) override {}
+  void counter(const kernalyse_emu_counter&, bool) override { ++counters; }
+  void losses(const LossCounts&) override {}
+  void status(const char*, const char*) override {}
+};
+}  // namespace
+
+TEST(NvmlPower, WithoutNvmlNothingIsSampledAndTheReasonIsNamed) {
+  if (void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(h);
+    GTEST_SKIP() << "this machine has NVML: the no-NVML path is not reachable here";
+  }
+  CountingSink sink;
+  PowerSampler p;
+  p.start(sink, 5);
+  p.stop();
+  EXPECT_EQ(p.samples(), 0);
+  EXPECT_EQ(sink.counters, 0);
+  EXPECT_NE(p.problem().find("libnvidia-ml.so.1 not found"), std::string::npos) << p.problem();
+
+  PowerSampler off;  // period 0: never starts
+  off.start(sink, 0);
+  off.stop();
+  EXPECT_EQ(off.problem(), "");
+}
