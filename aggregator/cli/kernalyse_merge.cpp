@@ -293,14 +293,16 @@ int run(const Options& o, const std::string& command_line) {
   for (const auto& r : store.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r.rank);
   report.headline.push_back("ranks: " + ranks + "; clocks: " + store.attrs.clock_domain);
   // What each rank's collector could record, and what it lost: said, never silent.
-  std::map<std::pair<int32_t, int32_t>, int64_t> peak_mem;  // (rank, device) → bytes
+  std::map<std::pair<int32_t, int32_t>, int64_t> peak_mem, peak_power;  // (rank, device) → peak
   {
     const Counters& k = store.counters;
-    for (size_t i = 0; i < k.size(); ++i)
-      if (store.strings.at(k.name_id[i]) == kCounterGpuMemory) {
-        int64_t& m = peak_mem[{k.rank[i], k.device[i]}];
-        m = std::max(m, k.value[i]);
-      }
+    for (size_t i = 0; i < k.size(); ++i) {
+      const std::string& name = store.strings.at(k.name_id[i]);
+      auto* peaks = name == kCounterGpuMemory ? &peak_mem : name == kCounterPower ? &peak_power : nullptr;
+      if (!peaks) continue;
+      int64_t& m = (*peaks)[{k.rank[i], k.device[i]}];
+      m = std::max(m, k.value[i]);
+    }
   }
   for (const auto& r : store.ranks) {
     const std::string& st = r.collector_status;
@@ -322,9 +324,11 @@ int run(const Options& o, const std::string& command_line) {
   }
   nlohmann::json jr = nlohmann::json::array();
   for (const auto& r : store.ranks) {
-    nlohmann::json mem = nlohmann::json::object();
+    nlohmann::json mem = nlohmann::json::object(), power = nlohmann::json::object();
     for (const auto& [rd, bytes] : peak_mem)
       if (rd.first == r.rank) mem[std::to_string(rd.second)] = bytes;
+    for (const auto& [rd, mw] : peak_power)
+      if (rd.first == r.rank) power[std::to_string(rd.second)] = mw;
     jr.push_back({{"rank", r.rank},
                   {"source", r.source},
                   {"devices", r.devices},
@@ -336,7 +340,8 @@ int run(const Options& o, const std::string& command_line) {
                   {"collector_status", r.collector_status},
                   {"records_dropped", r.records_dropped},
                   {"records_dropped_cupti", r.records_dropped_cupti},
-                  {"peak_gpu_memory_bytes", mem}});
+                  {"peak_gpu_memory_bytes", mem},
+                  {"peak_gpu_power_mw", power}});
   }
   report.json["ranks"] = jr;
   report.json["emulated"] = store.attrs.emulated;

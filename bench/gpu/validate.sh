@@ -147,6 +147,7 @@ C="--layers 4 --hidden 2048 --batch 8 --steps 10 --warmup 1 --gemm custom"
 prof1 "$R/c.h5" "$app" $C --report-json "$R/c.json" > "$R/c.log" 2>&1 || say "run c: rc $?"
 summary "$R/c.h5" "$R/c-summary.json"
 check counts "$R/c.json" "$R/c-summary.json" > "$WORK/checks/c.json"
+check collector "$R/c-summary.json" > "$WORK/checks/g.json"
 timeout 300 "$bin/kernalyse-merge" "$R/c.h5" --perfetto "$R/c-perfetto.json" --force > /dev/null 2>&1
 check nvtx "$R/c.json" "$R/c-perfetto.json" > "$WORK/checks/e.json"
 # The same counts with cuBLAS: own kernels exact, cuBLAS kernels per GEMM call reported.

@@ -21,6 +21,7 @@ TARGETS = {
     "durations": "per-name summed kernel time within 5 % of summed cudaEvent time",
     "nvtx": "kernels attributed to each NVTX 'layer L' range == kernels the app launched in it",
     "torch": "same kernel names and counts as torch.profiler",
+    "collector": "every rank: collector_status 'cupti: ...', no dropped records, GPU memory and NVML power counters present",
 }
 
 
@@ -254,6 +255,21 @@ def twogpu(args):
     emit(res)
 
 
+def collector(args):
+    summ = load(args[0])
+    rows = []
+    for r in summ.get("ranks", []):
+        rows.append({"rank": r.get("rank"), "status": r.get("collector_status", ""),
+                     "dropped": r.get("records_dropped", 0) + r.get("records_dropped_cupti", 0),
+                     "peak_memory_bytes": max(r.get("peak_gpu_memory_bytes", {}).values(), default=0),
+                     "peak_power_mw": max(r.get("peak_gpu_power_mw", {}).values(), default=0)})
+    ok = bool(rows) and all(x["status"].startswith("cupti:") and x["dropped"] == 0 and x["peak_memory_bytes"] > 0
+                            and x["peak_power_mw"] > 0 for x in rows)
+    emit({"check": "g_collector_status_memory_power", "target": TARGETS["collector"], "pass": ok, "ranks": rows,
+          "detail": "; ".join(f"rank {x['rank']}: {x['status']}, {x['dropped']} dropped, peak {x['peak_memory_bytes']} B, "
+                              f"{x['peak_power_mw']} mW" for x in rows)})
+
+
 def finish(args):
     src, out = args[0], args[1]
     checks = {}
@@ -289,7 +305,7 @@ def finish(args):
         elif name == "f_torch_profiler":
             nums = (f"{d.get('names_store')} / {d.get('names_torch')} names, {d.get('store_total')} / {d.get('torch_total')} kernels, "
                     f"{len(d.get('count_differences', {}))} count differences")
-        elif name.startswith("b_"):
+        elif name.startswith("b_") or name.startswith("g_"):
             nums = d.get("detail", "")
         lines.append(f"| {name} | {d.get('target', '')} | {verdict.get(d.get('pass'), '?')} | {nums} |")
     lines.append("")
@@ -301,7 +317,7 @@ def finish(args):
 
 def main():
     cmds = {"overhead": overhead, "twogpu": twogpu, "counts": counts, "durations": durations, "nvtx": nvtx, "torch": torch_cmp,
-            "finish": finish}
+            "collector": collector, "finish": finish}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
@@ -310,7 +326,8 @@ def main():
     except (OSError, ValueError, KeyError, TypeError) as e:
         # A missing or malformed input is a failed check, not a crash of the whole validation.
         names = {"overhead": "a_overhead", "twogpu": "b_two_ranks_one_gpu", "counts": "c_kernel_counts",
-                 "durations": "d_durations", "nvtx": "e_nvtx_layers", "torch": "f_torch_profiler"}
+                 "durations": "d_durations", "nvtx": "e_nvtx_layers", "torch": "f_torch_profiler",
+                 "collector": "g_collector_status_memory_power"}
         emit({"check": names.get(sys.argv[1], sys.argv[1]), "target": TARGETS.get(sys.argv[1], ""), "pass": False, "detail": f"{type(e).__name__}: {e}"})
         return 0
 
