@@ -187,6 +187,15 @@ void write_nccl_args(Writer& w, const Store& s, int32_t n) {
   if (n < static_cast<int32_t>(c.comm_hash.size()) && c.comm_hash[n])
     w << ",\"comm hash\":" << std::to_string(c.comm_hash[n]);
   if (n < static_cast<int32_t>(c.peer.size()) && c.peer[n] >= 0) w << ",\"peer\":", w.num(c.peer[n]);
+  // From the NCCL profiler plugin (schema 2); absent for imports.
+  if (n < static_cast<int32_t>(c.comm_rank.size()) && c.comm_rank[n] >= 0)
+    w << ",\"comm rank\":", w.num(c.comm_rank[n]);
+  if (n < static_cast<int32_t>(c.algo_id.size()) && c.algo_id[n])
+    w << ",\"algorithm\":", w.str(s.strings.at(c.algo_id[n]));
+  if (n < static_cast<int32_t>(c.proto_id.size()) && c.proto_id[n])
+    w << ",\"protocol\":", w.str(s.strings.at(c.proto_id[n]));
+  if (n < static_cast<int32_t>(c.n_channels.size()) && c.n_channels[n] >= 0)
+    w << ",\"channels\":", w.num(c.n_channels[n]);
 }
 
 // ---------------------------------------------------------------- collective matching
