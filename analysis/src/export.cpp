@@ -787,6 +787,33 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
           gpu ? "gpu_user_annotation" : "user_annotation");
       w << "}}";
     }
+    // GPU memory in use as the PyTorch profiler writes it (profile_memory=True): a "[memory]"
+    // instant per change, which our importer (and HTA's memory views) read back.
+    {
+      const Counters& c = s.counters;
+      int64_t mem_id = -1;
+      for (size_t i = 0; i < s.strings.size() && mem_id < 0; ++i)
+        if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory) mem_id = static_cast<int64_t>(i);
+      std::map<int32_t, int64_t> prev;  // device → last value, for "Bytes" (the change)
+      for (size_t i = 0; mem_id >= 0 && i < c.size(); ++i) {
+        if (c.rank[i] != r || c.name_id[i] != static_cast<uint32_t>(mem_id)) continue;
+        const int64_t delta = c.value[i] - prev[c.device[i]];
+        prev[c.device[i]] = c.value[i];
+        if (!sel.time_ok(c.ts_ns[i], c.ts_ns[i])) continue;
+        w << (first ? "" : ",\n") << "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",";
+        first = false;
+        w << "\"name\":\"[memory]\",\"pid\":0,\"tid\":0,\"ts\":";
+        w.us(c.ts_ns[i] - base);
+        w << ",\"args\":{\"Device Type\":1,\"Device Id\":";
+        w.num(c.device[i]);
+        w << ",\"Bytes\":";
+        w.num(delta);
+        w << ",\"Total Allocated\":";
+        w.num(c.value[i]);
+        w << "}}";
+        ++st.events;
+      }
+    }
     w << "\n]}\n";
     w.commit();
   }

@@ -119,6 +119,14 @@ Store make_store(int32_t rank, int64_t t0) {
   s.ranks.push_back(ri);
   sort_activities(s);
   assign_steps(s);
+  // GPU memory in use on the rank's device (schema 2 counters): up, up, down.
+  for (auto [ts, v] : {std::pair<int64_t, int64_t>{500, 1 << 20}, {1'500, 3 << 20}, {2'500, 1 << 19}}) {
+    s.counters.rank.push_back(rank);
+    s.counters.device.push_back(rank % 2);
+    s.counters.name_id.push_back(s.strings.intern(kCounterGpuMemory));
+    s.counters.ts_ns.push_back(t0 + ts);
+    s.counters.value.push_back(v);
+  }
   return s;
 }
 
@@ -162,6 +170,15 @@ void expect_same_content(const Store& x, const Store& y) {
     EXPECT_EQ(p.end_ns[i], q.end_ns[i]);
     EXPECT_EQ(x.strings.at(p.name_id[i]), y.strings.at(q.name_id[i]));
     EXPECT_EQ(p.step[i], q.step[i]);
+  }
+  const auto &k = x.counters, &kk = y.counters;  // GPU memory: the Kineto export's [memory] events
+  ASSERT_EQ(k.size(), kk.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    EXPECT_EQ(k.rank[i], kk.rank[i]);
+    EXPECT_EQ(k.device[i], kk.device[i]);
+    EXPECT_EQ(x.strings.at(k.name_id[i]), y.strings.at(kk.name_id[i]));
+    EXPECT_EQ(k.ts_ns[i], kk.ts_ns[i]);
+    EXPECT_EQ(k.value[i], kk.value[i]);
   }
   const auto &n = x.nccl, &o = y.nccl;
   ASSERT_EQ(n.size(), o.size());
@@ -331,6 +348,7 @@ TEST(Export, PerfettoWritesCounters) {
   TmpDir d;
   const int64_t t0 = 1'700'000'000'000'000'123;
   Store s = merge_stores({make_store(0, t0), make_store(1, t0 + 50'007)});
+  s.counters = Counters{};   // make_store's own memory series: replaced by these
   Counters& c = s.counters;  // hand-built: GPU memory on both ranks, power on rank 1
   auto sample = [&](int32_t rank, int32_t dev, const char* name, int64_t ts, int64_t v) {
     c.rank.push_back(rank);
@@ -370,6 +388,7 @@ TEST(Export, PerfettoWritesCounters) {
   EXPECT_EQ(export_perfetto(s, cut.string(), o).counters, 1);
   // An empty counters table writes none.
   Store plain = make_store(0, t0);
+  plain.counters = Counters{};
   fs::path p2 = d.p / "plain.json";
   EXPECT_EQ(export_perfetto(plain, p2.string(), {}).counters, 0);
 }
