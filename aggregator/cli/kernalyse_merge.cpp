@@ -36,7 +36,7 @@ struct Options {
   std::string spool;  // --spool DIR: crash recovery from the ranks' spool files
   std::optional<int32_t> rank, step;
   bool summary = false, gaps = false, overlap = false, breakdown = false, idle = false,
-       stragglers = false, all = false;
+       stragglers = false, all = false, ranges = false;
   std::string compat = "native";
   double kernel_wait_us = 30;
   double hist_min = 0, hist_max = 1000;
@@ -200,13 +200,13 @@ int run(const Options& o, const std::string& command_line) {
       throw Error(f + ": is a store; give either one store or trace files, not both");
 
   Store store;
-  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers;
+  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges;
   bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
     // Read only what the chosen analyses use (peak RSS stays near the columns read).
-    bool need_launches = o.idle || o.stragglers || o.compat == "hta";
+    bool need_launches = o.idle || o.stragglers || o.ranges || o.compat == "hta";
     ColumnSelection sel;
     if (!o.perfetto.empty() || !o.export_kineto.empty()) {
       // exports write every column
@@ -214,7 +214,8 @@ int run(const Options& o, const std::string& command_line) {
       sel.launch_detail = false;
     } else if (!exporting) {
       sel.launches = need_launches;
-      sel.launch_detail = false;  // the analyses join launches by correlation and use their start
+      // The analyses join launches by correlation and use their start; --ranges also their thread.
+      sel.launch_detail = o.ranges;
       sel.nccl = o.stragglers;
       sel.activity_correlation = need_launches;
     }
@@ -381,6 +382,12 @@ int run(const Options& o, const std::string& command_line) {
   if (o.overlap) overlap_analysis(store, xo, &report);
   if (o.breakdown) breakdown_analysis(store, xo, &report);
   if (o.idle) idle_analysis(store, xo, &report);
+  if (o.ranges) {
+    RangeOptions ro;
+    ro.filter = filter;
+    ro.top = o.top > 0 ? o.top : 20;
+    range_analysis(store, ro, &report);
+  }
   if (o.stragglers) {
     straggler_analysis(store, xo, &report);
     bool aligned = std::all_of(store.ranks.begin(), store.ranks.end(), [](const RankInfo& r) {
@@ -422,6 +429,8 @@ int main(int argc, char** argv) {
   app.add_flag("--overlap", o.overlap, "communication/computation overlap and exposed communication");
   app.add_flag("--breakdown", o.breakdown, "temporal breakdown: idle, compute, comm, memory, other");
   app.add_flag("--idle", o.idle, "idle breakdown per stream: host wait, kernel wait, other");
+  app.add_flag("--ranges", o.ranges,
+               "GPU time by NVTX / user-annotation range (kernels launched inside each range; not in --all)");
   app.add_flag("--stragglers", o.stragglers,
                "collective matching across ranks, straggler ledger and root cause");
   app.add_flag("--all", o.all, "every analysis");

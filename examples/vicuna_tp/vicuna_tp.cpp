@@ -837,18 +837,30 @@ int main(int argc, char** argv) {
       if (o.sequence_parallel) host.collective(Coll::ReduceScatter, tp, shard_elems, t.rs);
       else host.collective(Coll::AllReduce, tp, act_elems, t.ar);
     };
+    // NVTX-like ranges per layer and block, as a model annotates them (Megatron, vLLM): the
+    // store's --ranges analysis attributes each launched kernel to its layer.
+    const int64_t host_tid = host.tid;  // the thread the launches are recorded on
+    auto range = [&](const std::string& name, int64_t start) {
+      g_col.record(kernalyse_emu_range{g_col.to_collector(start), g_col.to_collector(raw_now()),
+                                       host_tid, name.c_str()});
+    };
     for (int layer = first_layer; layer < last_layer; ++layer) {
       if (launch_delay_ns > 0) sleep_for_ns(launch_delay_ns);
+      const int64_t layer_start = raw_now();
       norm_in();  // attention block
       host.kernel(kGemmColumn, t.qkv);
       host.kernel(kFlash, t.flash);
       host.kernel(kGemmRow, t.out);
       reduce_out();
+      range("attn", layer_start);
+      const int64_t mlp_start = raw_now();
       norm_in();  // MLP block
       host.kernel(kGemmColumn, t.fc1);
       host.kernel(kSilu, t.act);
       host.kernel(kGemmRow, t.fc2);
       reduce_out();
+      range("mlp", mlp_start);
+      range("layer " + std::to_string(layer), layer_start);
       start_device();
     }
     if (last_stage) {

@@ -23,6 +23,23 @@ expect_eq "slow: happened-before violations after alignment" "$(json slow.json '
 expect_eq "slow: every rank's clock aligned with a stated error" \
   "$(json slow.json 'all(r["clock_method"].startswith("mpi-pingpong") or r["rank"] == 0 for r in d["ranks"])')" "True"
 
+# Model-aware mapping: vicuna_tp's per-layer ranges get exactly the kernels launched in them
+# (10 per layer and step: 2 norms, 3 + 3 GEMM/attention/activation kernels, 2 all-reduces), on
+# every rank; attn and mlp split each layer's kernels; the GPU memory counter is there.
+"$BIN/kernalyse-merge" tp.h5 --ranges --top 0 --json -q > ranges.json
+expect_eq "ranges: analysis exit code" "$?" "0"
+expect_eq "ranges: every layer has 10 kernels per call on all 4 ranks" \
+  "$(json ranges.json 'sorted((r["range"], r["calls"], r["ranks"], r["gpu_items"]) for r in d["ranges"] if r["range"].startswith("layer"))')" \
+  "[('layer 0', 24, 4, 240), ('layer 1', 24, 4, 240), ('layer 2', 24, 4, 240), ('layer 3', 24, 4, 240)]"
+expect_eq "ranges: attn + mlp items = layer items" \
+  "$(json ranges.json 'sum(r["gpu_items"] for r in d["ranges"] if r["range"] in ("attn", "mlp")) == sum(r["gpu_items"] for r in d["ranges"] if r["range"].startswith("layer"))')" "True"
+cov=$(json ranges.json 'd["ranges_coverage_pct"]')
+expect_eq "ranges: most GPU time is inside a layer ($cov %)" "$(awk -v c="$cov" 'BEGIN {print (c > 50 && c < 100)}')" "1"
+expect_eq "memory: peak GPU memory on every rank" \
+  "$(json slow.json 'all(r["peak_gpu_memory_bytes"].get("0", 0) > 0 for r in d["ranks"])')" "True"
+expect_eq "status: every rank emulated" \
+  "$(json slow.json 'all(r["collector_status"] == "emulated device (no GPU)" for r in d["ranks"])')" "True"
+
 # 2. No slow rank: no consistent straggler.
 mpirun -n 4 "$BIN/kernalyse-run" -q -o even.h5 "$BIN/vicuna_tp" --layers 4 --steps 6 2>/dev/null
 expect_eq "even run: exit code" "$?" "0"

@@ -50,6 +50,15 @@ struct SummaryOptions {
 };
 void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out);
 
+// GPU time by annotated range ("model-aware mapping"): every CPU range (NVTX, user annotation;
+// not ProfilerStep) gets the GPU work launched inside it on the same thread, joined through the
+// launch's correlation id. Inclusive: a kernel counts for each range that encloses its launch.
+struct RangeOptions {
+  Filter filter;
+  int top = 20;  // 0 = all
+};
+void range_analysis(const Store& s, const RangeOptions& opt, Report* out);
+
 enum class GapSort { Count, Mean, Max, Std, Total };
 
 struct GapOptions {

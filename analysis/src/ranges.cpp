@@ -1,0 +1,138 @@
+// GPU time by annotated range ("model-aware mapping", docs/analyses.md): every CPU range (NVTX
+// or user annotation, not ProfilerStep) gets the GPU work launched inside it on the same thread,
+// joined through the launch's correlation id, as HTA and Nsight Systems' NVTX projection do.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "kernalyse/analysis.h"
+
+namespace kernalyse {
+
+namespace {
+
+double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+struct Gpu {
+  int64_t ns = 0, items = 0;
+};
+
+struct Acc {
+  int64_t calls = 0, items = 0, gpu_ns = 0, cpu_ns = 0;
+  std::vector<int32_t> ranks;  // distinct, in arrival order (annotations are sorted by rank)
+};
+
+}  // namespace
+
+void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
+  const std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  const Activities& a = s.activities;
+  const LaunchCalls& l = s.launches;
+  const Annotations& an = s.annotations;
+
+  // GPU time per (rank, correlation) of the selected GPU work.
+  std::map<int32_t, std::unordered_map<int64_t, Gpu>> gpu;
+  int64_t all_gpu_ns = 0;
+  for (uint32_t i : rows) {
+    if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+    const int64_t d = a.end_ns[i] - a.start_ns[i];
+    all_gpu_ns += d;
+    if (a.correlation.empty() || a.correlation[i] == kNoCorrelation) continue;
+    Gpu& g = gpu[a.rank[i]][a.correlation[i]];
+    g.ns += d;
+    ++g.items;
+  }
+  // Launches per (rank, thread), in start order (the table is sorted by rank, then start).
+  std::map<std::pair<int32_t, int64_t>, std::vector<uint32_t>> by_thread;
+  const bool have_threads = l.tid.size() == l.size();
+  for (size_t i = 0; have_threads && i < l.size(); ++i)
+    if (!opt.filter.rank || l.rank[i] == *opt.filter.rank)
+      by_thread[{l.rank[i], l.tid[i]}].push_back(static_cast<uint32_t>(i));
+  for (auto& [key, v] : by_thread)
+    std::stable_sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return l.start_ns[x] < l.start_ns[y]; });
+
+  std::vector<char> covered(l.size(), 0);
+  std::map<uint32_t, Acc> by_name;
+  int64_t instances = 0;
+  for (size_t i = 0; i < an.size(); ++i) {
+    const auto kind = static_cast<AnnotationKind>(an.kind[i]);
+    if (kind != AnnotationKind::User && kind != AnnotationKind::Nvtx) continue;
+    if (opt.filter.rank && an.rank[i] != *opt.filter.rank) continue;
+    if (opt.filter.step && an.step[i] != *opt.filter.step) continue;
+    Acc& acc = by_name[an.name_id[i]];
+    ++acc.calls;
+    ++instances;
+    acc.cpu_ns += an.end_ns[i] - an.start_ns[i];
+    if (acc.ranks.empty() || acc.ranks.back() != an.rank[i]) acc.ranks.push_back(an.rank[i]);
+    auto t = by_thread.find({an.rank[i], an.tid[i]});
+    auto g = gpu.find(an.rank[i]);
+    if (t == by_thread.end() || g == gpu.end()) continue;
+    const auto& v = t->second;
+    auto it = std::lower_bound(v.begin(), v.end(), an.start_ns[i],
+                               [&](uint32_t x, int64_t ts) { return l.start_ns[x] < ts; });
+    for (; it != v.end() && l.start_ns[*it] <= an.end_ns[i]; ++it) {
+      auto k = g->second.find(l.correlation[*it]);
+      if (k == g->second.end()) continue;
+      acc.items += k->second.items;
+      acc.gpu_ns += k->second.ns;
+      covered[*it] = 1;
+    }
+  }
+  // GPU time launched inside at least one range (each launch once).
+  int64_t covered_ns = 0;
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (!covered[i]) continue;
+    auto k = gpu[l.rank[i]].find(l.correlation[i]);
+    if (k != gpu[l.rank[i]].end()) covered_ns += k->second.ns;
+  }
+
+  std::vector<std::pair<uint32_t, const Acc*>> order;
+  for (const auto& [name, acc] : by_name) order.emplace_back(name, &acc);
+  std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    if (x.second->gpu_ns != y.second->gpu_ns) return x.second->gpu_ns > y.second->gpu_ns;
+    return s.strings.at(x.first) < s.strings.at(y.first);
+  });
+  const size_t distinct = order.size();
+  if (opt.top > 0 && order.size() > static_cast<size_t>(opt.top)) order.resize(opt.top);
+
+  Table t;
+  t.key = "ranges";
+  t.title = "GPU time by annotated range (" + describe_filter(s, opt.filter) + ")";
+  t.columns = {"range", "calls", "ranks", "gpu_items", "gpu_total_us", "gpu_mean_us", "cpu_total_us",
+               "pct_gpu_time", "gpu_total_ns"};
+  t.text_hidden.assign(t.columns.size(), false);
+  t.text_hidden.back() = true;
+  t.precision = 3;
+  t.max_text_width = 48;
+  for (const auto& [name, acc] : order) {
+    std::vector<Cell> row;
+    row.emplace_back(s.strings.at(name));
+    row.emplace_back(acc->calls);
+    row.emplace_back(static_cast<int64_t>(acc->ranks.size()));
+    row.emplace_back(acc->items);
+    row.emplace_back(us(acc->gpu_ns));
+    row.emplace_back(acc->calls ? us(acc->gpu_ns) / static_cast<double>(acc->calls) : 0.0);
+    row.emplace_back(us(acc->cpu_ns));
+    row.emplace_back(all_gpu_ns > 0 ? 100.0 * static_cast<double>(acc->gpu_ns) / static_cast<double>(all_gpu_ns) : 0.0);
+    row.emplace_back(acc->gpu_ns);
+    t.rows.push_back(std::move(row));
+  }
+  char line[256];
+  if (instances == 0) {
+    std::snprintf(line, sizeof line,
+                  "GPU time by annotated range: no NVTX or user ranges in %s",
+                  describe_filter(s, opt.filter).c_str());
+  } else {
+    std::snprintf(line, sizeof line,
+                  "GPU time by annotated range: %lld ranges, %zu distinct names; %.1f %% of the GPU "
+                  "time was launched inside one (inclusive: nested ranges each count their kernels)",
+                  static_cast<long long>(instances), distinct,
+                  all_gpu_ns > 0 ? 100.0 * static_cast<double>(covered_ns) / static_cast<double>(all_gpu_ns) : 0.0);
+  }
+  out->headline.push_back(line);
+  out->tables.push_back(std::move(t));
+  out->json["ranges_coverage_pct"] =
+      all_gpu_ns > 0 ? 100.0 * static_cast<double>(covered_ns) / static_cast<double>(all_gpu_ns) : 0.0;
+}
+
+}  // namespace kernalyse
