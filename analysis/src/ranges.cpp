@@ -3,6 +3,7 @@
 // joined through the launch's correlation id, as HTA and Nsight Systems' NVTX projection do.
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "kernalyse/analysis.h"
@@ -15,6 +16,12 @@ double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 struct Gpu {
   int64_t ns = 0, items = 0;
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<int32_t, int64_t>& k) const noexcept {
+    return std::hash<int64_t>()(k.second * 1000003 + k.first);
+  }
 };
 
 struct Acc {
@@ -30,61 +37,69 @@ void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
   const LaunchCalls& l = s.launches;
   const Annotations& an = s.annotations;
 
-  // GPU time per (rank, correlation) of the selected GPU work.
-  std::map<int32_t, std::unordered_map<int64_t, Gpu>> gpu;
-  int64_t all_gpu_ns = 0;
-  for (uint32_t i : rows) {
-    if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
-    const int64_t d = a.end_ns[i] - a.start_ns[i];
-    all_gpu_ns += d;
-    if (a.correlation.empty() || a.correlation[i] == kNoCorrelation) continue;
-    Gpu& g = gpu[a.rank[i]][a.correlation[i]];
-    g.ns += d;
-    ++g.items;
-  }
-  // Launches per (rank, thread), in start order (the table is sorted by rank, then start).
-  std::map<std::pair<int32_t, int64_t>, std::vector<uint32_t>> by_thread;
-  const bool have_threads = l.tid.size() == l.size();
-  for (size_t i = 0; have_threads && i < l.size(); ++i)
-    if (!opt.filter.rank || l.rank[i] == *opt.filter.rank)
-      by_thread[{l.rank[i], l.tid[i]}].push_back(static_cast<uint32_t>(i));
-  for (auto& [key, v] : by_thread)
-    std::stable_sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return l.start_ns[x] < l.start_ns[y]; });
-
-  std::vector<char> covered(l.size(), 0);
-  std::map<uint32_t, Acc> by_name;
-  int64_t instances = 0;
+  // The ranges, and the threads they are on.
+  std::vector<uint32_t> ranges;
+  std::set<std::pair<int32_t, int64_t>> threads;
   for (size_t i = 0; i < an.size(); ++i) {
     const auto kind = static_cast<AnnotationKind>(an.kind[i]);
     if (kind != AnnotationKind::User && kind != AnnotationKind::Nvtx) continue;
     if (opt.filter.rank && an.rank[i] != *opt.filter.rank) continue;
     if (opt.filter.step && an.step[i] != *opt.filter.step) continue;
-    Acc& acc = by_name[an.name_id[i]];
-    ++acc.calls;
-    ++instances;
-    acc.cpu_ns += an.end_ns[i] - an.start_ns[i];
-    if (acc.ranks.empty() || acc.ranks.back() != an.rank[i]) acc.ranks.push_back(an.rank[i]);
+    ranges.push_back(static_cast<uint32_t>(i));
+    threads.insert({an.rank[i], an.tid[i]});
+  }
+  // Launches on those threads only, in start order (the table is sorted by rank, then start).
+  std::map<std::pair<int32_t, int64_t>, std::vector<uint32_t>> by_thread;
+  if (!ranges.empty() && l.tid.size() == l.size())
+    for (size_t i = 0; i < l.size(); ++i)
+      if (threads.count({l.rank[i], l.tid[i]})) by_thread[{l.rank[i], l.tid[i]}].push_back(static_cast<uint32_t>(i));
+  for (auto& [key, v] : by_thread)
+    std::stable_sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return l.start_ns[x] < l.start_ns[y]; });
+  // Calls f(launch) for each launch of range i's thread that starts inside it.
+  auto launches_in = [&](uint32_t i, auto&& f) {
     auto t = by_thread.find({an.rank[i], an.tid[i]});
-    auto g = gpu.find(an.rank[i]);
-    if (t == by_thread.end() || g == gpu.end()) continue;
+    if (t == by_thread.end()) return;
     const auto& v = t->second;
     auto it = std::lower_bound(v.begin(), v.end(), an.start_ns[i],
                                [&](uint32_t x, int64_t ts) { return l.start_ns[x] < ts; });
-    for (; it != v.end() && l.start_ns[*it] <= an.end_ns[i]; ++it) {
-      auto k = g->second.find(l.correlation[*it]);
-      if (k == g->second.end()) continue;
-      acc.items += k->second.items;
-      acc.gpu_ns += k->second.ns;
-      covered[*it] = 1;
-    }
+    for (; it != v.end() && l.start_ns[*it] <= an.end_ns[i]; ++it) f(*it);
+  };
+  // GPU time per (rank, correlation), only for launches inside some range: one pass over the
+  // selected GPU work, hashing only those correlations.
+  std::vector<char> covered(l.size(), 0);
+  for (uint32_t i : ranges) launches_in(i, [&](uint32_t x) { covered[x] = 1; });
+  std::unordered_map<std::pair<int32_t, int64_t>, Gpu, PairHash> gpu;
+  for (size_t i = 0; i < l.size(); ++i)
+    if (covered[i]) gpu.try_emplace({l.rank[i], l.correlation[i]});
+  int64_t all_gpu_ns = 0;
+  for (uint32_t i : rows) {
+    if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+    const int64_t d = a.end_ns[i] - a.start_ns[i];
+    all_gpu_ns += d;
+    if (gpu.empty() || a.correlation.empty() || a.correlation[i] == kNoCorrelation) continue;
+    auto g = gpu.find({a.rank[i], a.correlation[i]});
+    if (g == gpu.end()) continue;
+    g->second.ns += d;
+    ++g->second.items;
   }
   // GPU time launched inside at least one range (each launch once).
   int64_t covered_ns = 0;
-  for (size_t i = 0; i < l.size(); ++i) {
-    if (!covered[i]) continue;
-    auto k = gpu[l.rank[i]].find(l.correlation[i]);
-    if (k != gpu[l.rank[i]].end()) covered_ns += k->second.ns;
+  for (const auto& [key, g] : gpu) covered_ns += g.ns;
+
+  std::map<uint32_t, Acc> by_name;
+  for (uint32_t i : ranges) {
+    Acc& acc = by_name[an.name_id[i]];
+    ++acc.calls;
+    acc.cpu_ns += an.end_ns[i] - an.start_ns[i];
+    if (acc.ranks.empty() || acc.ranks.back() != an.rank[i]) acc.ranks.push_back(an.rank[i]);
+    launches_in(i, [&](uint32_t x) {
+      auto g = gpu.find({l.rank[x], l.correlation[x]});
+      if (g == gpu.end()) return;
+      acc.items += g->second.items;
+      acc.gpu_ns += g->second.ns;
+    });
   }
+  const int64_t instances = static_cast<int64_t>(ranges.size());
 
   std::vector<std::pair<uint32_t, const Acc*>> order;
   for (const auto& [name, acc] : by_name) order.emplace_back(name, &acc);
