@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "kernalyse/analysis.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/store_io.h"
 
@@ -102,6 +103,34 @@ TEST(SharedTraces, TraceFilterPairMergesIntoRanks0And1) {
   }
   EXPECT_EQ(r0, 1154u);
   EXPECT_EQ(r1, 1104u);
+}
+
+// --ranges on a real trace: PyTorch's record_function scopes ("## forward ##", "nccl:all_to_all")
+// get the kernels launched inside them. Every "nccl:*" scope launches exactly one NCCL kernel.
+TEST(SharedTraces, TraceFilterRangesJoinKernelsToTheirScopes) {
+  if (!std::filesystem::is_directory(traces_dir()))
+    GTEST_SKIP() << traces_dir() << " absent: shared traces not available";
+  std::vector<Store> parts;
+  for (const char* f : {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"})
+    parts.push_back(import_kineto_file(traces_dir() + "/" + f, {}, nullptr));
+  Store m = merge_stores(std::move(parts));
+  Report r;
+  RangeOptions o;
+  o.top = 0;
+  range_analysis(m, o, &r);
+  const Table& t = r.tables.back();
+  ASSERT_EQ(t.key, "ranges");
+  EXPECT_EQ(t.rows.size(), 33u);
+  int64_t calls = 0;
+  for (const auto& row : t.rows) {
+    calls += std::get<int64_t>(row[1]);
+    const std::string& name = std::get<std::string>(row[0]);
+    if (name.rfind("nccl:", 0) == 0) {
+      EXPECT_EQ(std::get<int64_t>(row[3]), std::get<int64_t>(row[1])) << name;
+    }
+  }
+  EXPECT_EQ(calls, 134);
+  EXPECT_NEAR(r.json["ranges_coverage_pct"].get<double>(), 76.4, 0.05);
 }
 
 TEST(SharedTraceCounters, ProfileMemoryEventsOfDfIndexResolver) {
