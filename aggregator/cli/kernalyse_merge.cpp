@@ -210,8 +210,15 @@ int run(const Options& o, const std::string& command_line) {
     ColumnSelection sel;
     if (!o.perfetto.empty() || !o.export_kineto.empty()) {
       // exports write every column
-    } else if (!o.html.empty()) {  // the report runs summary, gaps, overlap and stragglers
-      sel.launch_detail = false;
+    } else if (!o.html.empty()) {
+      // The report runs summary, gaps, overlap, stragglers and ranges; only ranges need the
+      // launches' threads, and only when the store has NVTX / user ranges at all (a small read).
+      ColumnSelection probe;
+      probe.activities = probe.launches = probe.nccl = probe.counters = false;
+      const Store a = read_store(files[0], probe);
+      sel.launch_detail = std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
+        return k == static_cast<uint8_t>(AnnotationKind::User) || k == static_cast<uint8_t>(AnnotationKind::Nvtx);
+      });
     } else if (!exporting) {
       sel.launches = need_launches;
       // The analyses join launches by correlation and use their start; --ranges also their thread.

@@ -151,6 +151,24 @@
     }, '');
   })();
 
+  // GPU time by annotated range (NVTX / user annotations).
+  (function () {
+    var R = D.ranges || { names: [] };
+    if (!R.names.length) return draw('ranges', 0, null, 'no NVTX or user-annotation ranges in the selection');
+    var names = R.names.slice().reverse(), tot = R.gpu_ns.slice().reverse().map(function (v) { return v / 1000; });
+    var calls = R.calls.slice().reverse(), items = R.items.slice().reverse();
+    draw('ranges', names.length, {
+      tooltip: { formatter: function (p) {
+        var i = p.dataIndex;
+        return names[i].replace(/</g, '&lt;') + '<br>' + fmtNs(p.value * 1000) + ' GPU time, ' + items[i] + ' GPU items in ' + calls[i] + ' calls';
+      } },
+      grid: { left: 330, right: 30, top: 10, bottom: 30 },
+      xAxis: { type: 'value', name: 'µs' },
+      yAxis: { type: 'category', data: names.map(function (s) { return s.length > 48 ? s.slice(0, 47) + '…' : s; }), axisLabel: { width: 320, overflow: 'truncate' } },
+      series: [{ type: 'bar', data: tot, itemStyle: { color: C.compute } }]
+    }, '');
+  })();
+
   // GPU memory per device.
   (function () {
     var M = D.memory || [], n = 0;

@@ -319,6 +319,10 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   xo.top = opt.top;
   overlap_analysis(s, xo, &rep);
   breakdown_analysis(s, xo, &rep);
+  RangeOptions ro;
+  ro.filter = opt.filter;
+  ro.top = opt.top;
+  range_analysis(s, ro, &rep);
   step();
   Report srep;  // its headline opens with the root-cause sentence
   straggler_analysis(s, xo, &srep);
@@ -443,6 +447,17 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     }
   d["kernels"] = kb;
 
+  json rb = {{"names", json::array()}, {"gpu_ns", json::array()}, {"calls", json::array()},
+             {"items", json::array()}};
+  if (const Table* t = find_table(rep, "ranges"))
+    for (const auto& r : t->rows) {
+      rb["names"].push_back(std::get<std::string>(r[col(*t, "range")]));
+      rb["gpu_ns"].push_back(num(r[col(*t, "gpu_total_ns")]));
+      rb["calls"].push_back(num(r[col(*t, "calls")]));
+      rb["items"].push_back(num(r[col(*t, "gpu_items")]));
+    }
+  d["ranges"] = rb;
+
   Table mem, power;
   d["memory"] = counter_series(s, opt, w, base, kCounterGpuMemory, "gpu_memory",
                                "GPU memory in use", "bytes", &mem);
@@ -455,7 +470,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   for (const char* k : {"stragglers_collectives", "stragglers_ranks", "delay_by_kernel"})
     if (const Table* t = find_table(srep, k)) out.tables.push_back(*t);
   for (const char* k : {"overlap", "breakdown", "gap_histogram", "gaps_per_rank", "gap_transitions",
-                        "kernel_summary"})
+                        "kernel_summary", "ranges"})
     if (const Table* t = find_table(rep, k)) out.tables.push_back(*t);
   if (!mem.key.empty()) out.tables.push_back(std::move(mem));
   if (!power.key.empty()) out.tables.push_back(std::move(power));
@@ -533,7 +548,7 @@ std::string page(const Built& b) {
   h += "<nav><a href=\"#s-summary\">summary</a> <a href=\"#s-timeline\">timeline</a> "
        "<a href=\"#s-stragglers\">stragglers</a> <a href=\"#s-overlap\">overlap</a> "
        "<a href=\"#s-gaps\">gaps</a> <a href=\"#s-kernels\">top kernels</a> "
-       "<a href=\"#s-memory\">GPU memory</a> <a href=\"#s-power\">GPU power</a> <a href=\"#tables\">tables</a></nav></header>\n";
+       "<a href=\"#s-ranges\">ranges</a> <a href=\"#s-memory\">GPU memory</a> <a href=\"#s-power\">GPU power</a> <a href=\"#tables\">tables</a></nav></header>\n";
 
   // Summary (plain HTML: readable even without the script).
   auto fmt_us = [](const json& v) {
@@ -583,6 +598,9 @@ std::string page(const Built& b) {
           "320px");
   section(h, "kernels", "Top kernels", "Kernels by total GPU time (all selected ranks).",
           {{"kernel_summary", "kernel summary"}}, "460px");
+  section(h, "ranges", "GPU time by annotated range",
+          "Kernels launched inside each NVTX / user-annotation range (layers, ops), inclusive.",
+          {{"ranges", "ranges"}}, "400px");
   section(h, "memory", "GPU memory over time", "GPU memory in use per device (step series).",
           {{"gpu_memory", "GPU memory"}}, "320px");
   section(h, "power", "GPU power over time",

@@ -83,7 +83,7 @@ all=timeline,stragglers,overlap,gaps,kernels
 if [ -d "$TRACES/hta/trace_filter" ]; then
   kernalyse-merge "$TRACES/hta/trace_filter" --html trace_filter.html -q
   expect_eq "trace_filter: report written" "$?" "0"
-  check trace_filter trace_filter.html "$all" no
+  check trace_filter trace_filter.html "$all,ranges" no
 else
   echo "SKIP (part): $TRACES/hta/trace_filter absent (shared traces not available)"
 fi
@@ -96,7 +96,7 @@ expect_eq "emulated run: exit code" "$?" "0"
 kernalyse-merge emu.h5 --html emulated.html -q
 expect_eq "emulated: report written" "$?" "0"
 expect_contains "emulated: root cause names rank 2" "$(grep -o 'Root cause:</b> [^<]*' emulated.html)" "rank 2 arrived last"
-check emulated emulated.html "$all" yes
+check emulated emulated.html "$all,ranges" yes
 # One rank of it: no cross-rank heatmap, the rest drawn, still no error.
 kernalyse-merge emu.h5 --html rank1.html --rank 1 -q
 check rank1 rank1.html timeline,overlap,gaps,kernels yes
