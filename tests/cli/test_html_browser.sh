@@ -73,7 +73,7 @@ PY
 )
   expect_eq "$name: the page made no network request" "$net" ""
   rm -f "$ART/report-$name.png"
-  chromium_run --window-size=1400,3400 --screenshot="$ART/report-$name.png" "$url" >/dev/null 2>&1
+  chromium_run --window-size=1400,4000 --screenshot="$ART/report-$name.png" "$url" >/dev/null 2>&1
   expect_eq "$name: screenshot saved ($ART/report-$name.png)" \
     "$( [ "$(stat -c %s "$ART/report-$name.png" 2>/dev/null || echo 0)" -gt 20000 ] && echo yes)" "yes"
 }
