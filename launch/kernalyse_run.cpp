@@ -31,7 +31,7 @@ void forward(int sig) {
 [[noreturn]] void usage(int rc) {
   std::fprintf(rc ? stderr : stdout,
                "usage: kernalyse-run [-o FILE] [--force] [--flush-records N] [--flush-ms T]\n"
-               "                     [--spool-dir DIR] [--keep-spool] [--no-nvtx] [-q] [--] APP [ARGS...]\n"
+               "                     [--spool-dir DIR] [--keep-spool] [--nvtx] [-q] [--] APP [ARGS...]\n"
                "Runs APP (one MPI rank) under the kernalyse collector; all ranks write one store\n"
                "(default run.h5; an existing file is never overwritten: the next free name is\n"
                "used and reported, unless --force). Exit code: APP's.\n");
@@ -93,7 +93,7 @@ int resolve(const std::string& app, std::string* path, std::string* why) {
 
 int main(int argc, char** argv) {
   std::string output = "run.h5", spool_dir;
-  bool force = false, quiet = false, keep_spool = false, nvtx = true;
+  bool force = false, quiet = false, keep_spool = false, nvtx = false;
   std::string flush_records, flush_ms;
   int i = 1;
   for (; i < argc; ++i) {
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     else if (a == "--force") force = true;
     else if (a == "-q" || a == "--quiet") quiet = true;
     else if (a == "--keep-spool") keep_spool = true;
-    else if (a == "--no-nvtx") nvtx = false;
+    else if (a == "--nvtx") nvtx = true;
     else if (a == "--spool-dir") spool_dir = value("--spool-dir");
     else if (a == "--flush-records") flush_records = value("--flush-records");
     else if (a == "--flush-ms") flush_ms = value("--flush-ms");
@@ -182,8 +182,8 @@ int main(int argc, char** argv) {
 #ifdef KERNALYSE_HAVE_CUPTI
   inject("CUDA_INJECTION64_PATH", true);  // only if the collector exports InitializeInjection
   // NVTX ranges reach CUPTI (as MARKER records, then store annotations) only when NVTX loads
-  // libcupti as its injection. --no-nvtx leaves NVTX alone (NVTX issue #125: a crash in
-  // libcupti's nvtxNameOsThreadA reported with CUDA 13.0); a user's own setting wins.
+  // libcupti as its injection. Opt-in (--nvtx) until a GPU run has shown it safe: NVTX issue #125
+  // reports a crash in libcupti's nvtxNameOsThreadA with CUDA 13.0. A user's own setting wins.
   if (nvtx) setenv("NVTX_INJECTION64_PATH", KERNALYSE_LIBCUPTI, 0);
 #else
   (void)nvtx;

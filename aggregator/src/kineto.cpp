@@ -887,7 +887,7 @@ void Importer::finish(ImportStats* stats) {
       shift(an.end_ns), shift(cn.ts_ns);
 
   for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) std::fill(col->begin(), col->end(), *rank);
-  sort_counters(cn);  // kernalyse::sort_counters: stable, same-ts events keep file order
+  sort_counters(cn, store_.strings);  // stable: same-ts events keep their file order
 
   assign_steps(store_);
 

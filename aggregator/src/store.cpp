@@ -766,7 +766,7 @@ Store merge_stores(std::vector<Store> parts) {
   sort_activities(out);
   sort_launches(out.launches);
   sort_annotations(out.annotations);
-  sort_counters(out.counters);
+  sort_counters(out.counters, out.strings);
   return out;
 }
 
@@ -783,13 +783,15 @@ void fill_optional_nccl_columns(NcclInfo& c) {
   fill(c.n_channels, int32_t{-1});
 }
 
-void sort_counters(Counters& k) {
+void sort_counters(Counters& k, const StringTable& strings) {
   const size_t n = k.size();
   check_len(k.rank, n, "counters.rank");
   check_len(k.device, n, "counters.device");
   check_len(k.name_id, n, "counters.name_id");
   check_len(k.value, n, "counters.value");
-  auto key = [&](size_t i) { return std::tie(k.rank[i], k.device[i], k.name_id[i], k.ts_ns[i]); };
+  auto key = [&](size_t i) {
+    return std::make_tuple(k.rank[i], k.device[i], std::string_view(strings.at(k.name_id[i])), k.ts_ns[i]);
+  };
   bool sorted = true;
   for (size_t i = 1; i < n && sorted; ++i) sorted = !(key(i) < key(i - 1));
   if (sorted) return;

@@ -252,11 +252,12 @@ bool ready_as_is(const Store& s) {
   const auto& na = s.nccl.activity;
   if (!std::is_sorted(na.begin(), na.end()) || (!na.empty() && na.back() >= a.size())) return false;
   if (!sorted_by_rank_start(s.launches) || !sorted_by_rank_start(s.annotations)) return false;
-  const Counters& k = s.counters;
+  const Counters& k = s.counters;  // ordered by name text, as sort_counters orders them
+  auto ckey = [&](size_t i) {
+    return std::make_tuple(k.rank[i], k.device[i], std::string_view(s.strings.at(k.name_id[i])), k.ts_ns[i]);
+  };
   for (size_t i = 1; i < k.size(); ++i)
-    if (std::tie(k.rank[i], k.device[i], k.name_id[i], k.ts_ns[i]) <
-        std::tie(k.rank[i - 1], k.device[i - 1], k.name_id[i - 1], k.ts_ns[i - 1]))
-      return false;
+    if (ckey(i) < ckey(i - 1)) return false;
   std::vector<int32_t> ranks;
   for (const RankInfo& r : s.ranks) ranks.push_back(r.rank);
   std::sort(ranks.begin(), ranks.end());

@@ -121,7 +121,7 @@ probe=$?
 say "probe: $(tail -1 "$R/probe.log")"
 
 run1() { timeout "${TMO:-300}" mpirun -n 1 "$@" < /dev/null; }  # one rank, never reading our stdin
-prof1() { run1 "$bin/kernalyse-run" -q --force -o "$@"; }  # prof1 STORE APP ARGS...
+prof1() { run1 "$bin/kernalyse-run" -q --force --nvtx -o "$@"; }  # prof1 STORE APP ARGS...
 summary() { timeout 300 "$bin/kernalyse-merge" "$1" --summary --verbose --json > "$2" 2> "$2.err"; }
 check() { $py "$root/bench/gpu/validate_checks.py" "$@"; }
 app=$bin/vicuna_tp_cuda
@@ -175,7 +175,7 @@ B2="--layers 4 --hidden 2048 --batch 8 --steps 10 --warmup 1 --slow-rank 1 --slo
 NCCL_DEBUG=WARN timeout 150 mpirun -n 2 "$app" $B2 --no-share-gpu < /dev/null > "$R/b-plain.log" 2>&1
 rc_plain=$?
 say "plain 2 ranks (no NCCL_HOSTID): rc $rc_plain: $(grep -m1 -E 'Duplicate GPU|vicuna_tp_cuda:' "$R/b-plain.log")"
-NCCL_DEBUG=WARN timeout 300 mpirun -n 2 "$bin/kernalyse-run" -q --force -o "$R/b.h5" "$app" $B2 --report-json "$R/b.json" < /dev/null > "$R/b.log" 2>&1
+NCCL_DEBUG=WARN timeout 300 mpirun -n 2 "$bin/kernalyse-run" -q --force --nvtx -o "$R/b.h5" "$app" $B2 --report-json "$R/b.json" < /dev/null > "$R/b.log" 2>&1
 rc_share=$?
 say "2 ranks, per-rank NCCL_HOSTID, under kernalyse-run: rc $rc_share"
 summary "$R/b.h5" "$R/b-summary.json"

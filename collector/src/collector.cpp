@@ -121,52 +121,61 @@ class Collector final : public collector::Sink {
   void activity(const kernalyse_emu_activity& a, bool emulated) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
     rec_.activity(a, emulated);
     after_add();
   }
   void launch(const kernalyse_emu_launch& l) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
     rec_.launch(l);
     after_add();
   }
   void nccl(const kernalyse_emu_nccl& n) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
     rec_.nccl(n);
     after_add();
   }
   void range(const kernalyse_emu_range& r) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
     rec_.range(r);
     after_add();
   }
   void memory(const kernalyse_emu_memory& m) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
     rec_.memory(m);
     after_add();
   }
   void counter(const kernalyse_emu_counter& c, bool emulated) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
     rec_.counter(c, emulated);
     after_add();
   }
-  // A real GPU is being recorded: sample its power too (NVML opened on the sampler's thread,
-  // never here: we may be inside cuInit).
-  void gpu_recording_started() override {
-    power_.start(*this, std::atoll(env("KERNALYSE_POWER_MS", "100").c_str()));
+  // CUPTI saw GPU work on this device: sample its power too (NVML is opened on the sampler's
+  // thread, never on CUDA's).
+  void gpu_device_used(int32_t ordinal, const char* nvml_uuid) override {
+    power_.add_device(ordinal, nvml_uuid ? nvml_uuid : "");
+    power_.start(*this, std::atoll(env("KERNALYSE_POWER_MS", "100").c_str()));  // once
   }
   void losses(const collector::LossCounts& c) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
     rec_.losses(c);
   }
   void status(const char* line, const char* device_name) override {
     IntakeGuard in;
     std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
     rec_.status(line, device_name);
   }
 
@@ -297,9 +306,9 @@ class Collector final : public collector::Sink {
       }
       if (lost_all[0] + lost_all[1] > 0)
         std::fprintf(err_,
-                     "kernalyse-run: warning: %lld records dropped (CUPTI: %lld, kernalyse: %lld); "
-                     "per rank in /ranks records_dropped*; see docs/collector.md to enlarge the "
-                     "buffers\n",
+                     "kernalyse-run: warning: %lld records lost (CUPTI: %lld, dropped or still "
+                     "running at the final flush; kernalyse: %lld); per rank in /ranks "
+                     "records_dropped*; docs/collector.md says how to enlarge the buffers\n",
                      static_cast<long long>(lost_all[0] + lost_all[1]),
                      static_cast<long long>(lost_all[0]), static_cast<long long>(lost_all[1]));
       std::fflush(err_);

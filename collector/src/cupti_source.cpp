@@ -131,6 +131,7 @@ void RecordParser::on_record(const void* p) {
                              name};
     ++counter;
     sink_.activity(a, false);
+    device_used(r->deviceId);
   };
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -175,6 +176,12 @@ void RecordParser::on_record(const void* p) {
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemory4*>(rec);
       if (m->timestamp == 0) return no_timing();
+      // Device memory only: MEMORY2 also reports pinned host (cudaMallocHost) and managed
+      // allocations, which are not GPU memory in use.
+      if (m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+        ++stats_.memory_not_device;
+        return;
+      }
       int64_t bytes = static_cast<int64_t>(m->bytes);
       if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
         bytes = -bytes;
@@ -225,6 +232,16 @@ void RecordParser::on_record(const void* p) {
     case CUPTI_ACTIVITY_KIND_DEVICE: {
       const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(rec);
       ++stats_.devices;
+      if (d->id <= 1024) {
+        if (device_uuids_.size() <= d->id) device_uuids_.resize(d->id + 1);
+        const auto* u = reinterpret_cast<const unsigned char*>(&d->uuid);
+        char buf[48];
+        std::snprintf(buf, sizeof buf,
+                      "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                      u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                      u[14], u[15]);
+        device_uuids_[d->id] = buf;
+      }
       device_seen(d->id, d->name);
       return;
     }
@@ -258,6 +275,15 @@ const char* RecordParser::api_name(bool driver, uint32_t cbid) {
     name = std::string(driver ? "cuda driver API " : "cuda runtime API ") + std::to_string(cbid);
   }
   return names.emplace(cbid, std::move(name)).first->second.c_str();
+}
+
+void RecordParser::device_used(uint32_t id) {
+  if (id > 1024) return;
+  if (devices_used_.size() <= id) devices_used_.resize(id + 1, 0);
+  if (devices_used_[id]) return;
+  devices_used_[id] = 1;
+  const std::string uuid = id < device_uuids_.size() ? device_uuids_[id] : "";
+  sink_.gpu_device_used(static_cast<int32_t>(id), uuid.c_str());
 }
 
 void RecordParser::device_seen(uint32_t id, const char* name) {
@@ -624,6 +650,5 @@ extern "C" int InitializeInjection(void) {
   }
   std::string line = "cupti: recording (CUPTI API " + std::to_string(version) + ")";
   sink->status(line.c_str(), nullptr);
-  sink->gpu_recording_started();
   return 1;
 }

@@ -24,6 +24,7 @@ struct ParseStats {
   int64_t records = 0;  // records cuptiActivityGetNextRecord returned
   int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, memory = 0, ranges = 0;
   int64_t external_correlations = 0;
+  int64_t memory_not_device = 0;  // MEMORY2 records of pinned host / managed memory: not kept
   int64_t devices = 0, contexts = 0, streams = 0;
   int64_t no_timing = 0;             // start == end == 0 (CUPTI could not time it): dropped
   int64_t skipped = 0;               // unknown kinds, corrupt or unusable records
@@ -60,9 +61,12 @@ class RecordParser {
   void on_record(const void* rec);
   const char* api_name(bool driver, uint32_t cbid);
   void device_seen(uint32_t id, const char* name);
+  void device_used(uint32_t id);
 
   Sink& sink_;
-  mutable std::mutex mu_;  // never held while calling into CUPTI except GetNextRecord
+  // Never held while calling into CUPTI except cuptiActivityGetNextRecord and
+  // cuptiGetCallbackName (lookups in a record buffer and a static table).
+  mutable std::mutex mu_;
   ParseStats stats_;
   LossCounts losses_;
   struct OpenRange {
@@ -74,6 +78,8 @@ class RecordParser {
   std::unordered_map<uint32_t, uint64_t> external_;         // correlation id → external id
   std::unordered_map<uint32_t, std::string> api_names_[2];  // runtime, driver: cbid → name
   std::vector<std::string> device_names_;                   // by CUPTI device id
+  std::vector<std::string> device_uuids_;                   // "GPU-…" (NVML's form), by device id
+  std::vector<char> devices_used_;                          // GPU work seen, by device id
 };
 
 // Bounded pool of 8-byte-aligned activity buffers: at most `max_buffers` of `bytes` each exist

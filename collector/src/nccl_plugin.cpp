@@ -63,11 +63,12 @@ struct Event {
   bool stopped = false;
   bool consumed = false;  // CollApi/P2pApi: its Coll/P2p task has stopped
   bool pinned = false;    // graph-captured API event: replays refer to it, freed at finalize
+  bool no_task = false;   // CollApi/P2pApi that NCCL completes without a task (1 rank, count 0)
   int32_t refs = 0;       // live children referring to this event
   CommCtx* comm = nullptr;
   Event* parent = nullptr;
   uint32_t parent_gen = 0;
-  uint64_t serial = 0;    // Plan: identity across pool reuse
+  uint64_t serial = 0;    // Plan: identity across pool reuse; API events: when they started
   int slot = -1;          // KernelLaunch: index in its GroupApi's launches
   int64_t correlation = -1;
   int n_launches = 0;     // GroupApi
@@ -84,6 +85,7 @@ struct State {
   uint64_t next_serial = 0;
   NcclPluginCounts counts;
   bool warned_refusal = false;
+  uint64_t group_starts = 0;  // GroupApi starts, paces the sweep of API events left behind
 };
 
 // Never destroyed: NCCL's proxy and host-callback threads may still call in during exit.
@@ -174,10 +176,30 @@ void maybe_free(State& s, Event* e) {
   if (!e->stopped || e->refs > 0) return;
   if (e->kind == Kind::GroupApi) {
     free_event(s, e);
-  } else if ((e->kind == Kind::CollApi || e->kind == Kind::P2pApi) && e->consumed && !e->pinned) {
+  } else if ((e->kind == Kind::CollApi || e->kind == Kind::P2pApi) && (e->consumed || e->no_task) &&
+             !e->pinned) {
     release_parent(s, e, Kind::GroupApi);
     free_event(s, e);
   }
+}
+
+// Backstop for API events whose task never comes (calls NCCL completes some other way than the
+// cases no_task knows): once the pool is half full, every 1024th group frees stopped, unpinned,
+// childless API events that started more than kSweepAge serials ago, so that the pool can never
+// fill up with them and stop NCCL recording for the rest of the run.
+constexpr uint64_t kSweepAge = 1 << 16;
+void sweep_stale_api_events(State& s) {
+  if (s.live <= s.limit / 2 || ++s.group_starts % 1024 != 0) return;
+  for (const auto& c : s.chunks)
+    for (size_t i = 0; i < kChunk; ++i) {
+      Event* e = &c[i];
+      if ((e->kind != Kind::CollApi && e->kind != Kind::P2pApi) || !e->stopped || e->pinned ||
+          e->refs > 0 || e->serial + kSweepAge > s.next_serial)
+        continue;
+      ++s.counts.ignored;
+      release_parent(s, e, Kind::GroupApi);
+      free_event(s, e);
+    }
 }
 
 // NCCL's datatype names (ncclDatatypeToString) → the names PyTorch/Kineto traces use (the store's
@@ -358,6 +380,10 @@ ncclResult_t plugin_start(void* context, void** eHandle, ncclProfilerEventDescr_
   Event* e = nullptr;
   switch (t) {
     case ncclProfileGroupApi:
+      sweep_stale_api_events(s);
+      // A KernelLaunch whose stop never came (an NCCL error path) must not bind this thread's
+      // next ordinary kernel launch to an old collective.
+      t_launch = {};
       e = alloc_event(s, Kind::GroupApi, ctx);
       break;
     case ncclProfileCollApi:
@@ -366,6 +392,10 @@ ncclResult_t plugin_start(void* context, void** eHandle, ncclProfilerEventDescr_
       e = alloc_event(s, coll ? Kind::CollApi : Kind::P2pApi, ctx);
       if (!e) break;
       e->pinned = coll ? d->collApi.graphCaptured : d->p2pApi.graphCaptured;
+      e->serial = ++s.next_serial;
+      // NCCL returns from these without a task (enqueue.cc taskAppend): a one-rank communicator
+      // (a plain copy) or nothing to move. Their API events are freed at their stop.
+      e->no_task = coll ? (ctx->nranks == 1 || d->collApi.count == 0) : d->p2pApi.count == 0;
       Event* g = lookup(s, d->parentObj, Kind::GroupApi);
       if (!g && d->parentObj) ++s.counts.bad_handle;
       set_parent(e, g);

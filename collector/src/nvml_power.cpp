@@ -63,6 +63,10 @@ std::vector<DeviceRef> map_visible_devices(const char* cvd, unsigned nvml_count)
 }
 
 void PowerSampler::start(Sink& sink, int64_t period_ms) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stop_) return;  // never again after stop(): the run is over
+  }
   if (period_ms <= 0 || thread_.joinable()) return;
   try {
     thread_ = std::thread([this, s = &sink, period_ms] { run(s, period_ms); });
@@ -72,12 +76,19 @@ void PowerSampler::start(Sink& sink, int64_t period_ms) {
   }
 }
 
+void PowerSampler::add_device(int32_t cuda_ordinal, const std::string& uuid) {
+  std::lock_guard<std::mutex> g(mu_);
+  for (const DeviceRef& d : added_)
+    if (d.cuda_ordinal == cuda_ordinal) return;
+  added_.push_back({cuda_ordinal, -1, uuid});
+}
+
 void PowerSampler::stop() {
-  if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
   }
+  if (!thread_.joinable()) return;
   cv_.notify_all();
   thread_.join();
 }
@@ -119,20 +130,34 @@ void PowerSampler::run(Sink* sink, int64_t period_ms) {
   }
   unsigned n = 0;
   if (count(&n) != 0) n = 0;
+  const std::vector<DeviceRef> visible = map_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"), n);
   struct Dev {
     int32_t ordinal;
     nvmlDevice_t h;
   };
   std::vector<Dev> devs;
-  for (const DeviceRef& r : map_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"), n)) {
-    nvmlDevice_t h = nullptr;
-    int rc = r.nvml_index >= 0 ? by_index(static_cast<unsigned>(r.nvml_index), &h)
-                               : by_uuid(r.uuid.c_str(), &h);
-    if (rc == 0 && h) devs.push_back({r.cuda_ordinal, h});
-  }
-  if (devs.empty()) fail("NVML sees no device of this process");
+  size_t resolved = 0;  // devices of added_ looked up so far
   // Sample until stop(), then once more so the series reaches the end of the run.
-  for (bool last = false; !devs.empty();) {
+  for (bool last = false;;) {
+    std::vector<DeviceRef> fresh;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      fresh.assign(added_.begin() + static_cast<std::ptrdiff_t>(resolved), added_.end());
+      resolved = added_.size();
+    }
+    for (const DeviceRef& r : fresh) {  // by UUID (CUPTI's device record), else by ordinal
+      nvmlDevice_t h = nullptr;
+      int rc = -1;
+      if (!r.uuid.empty()) rc = by_uuid(r.uuid.c_str(), &h);
+      for (const DeviceRef& v : visible)
+        if (rc != 0 && v.cuda_ordinal == r.cuda_ordinal)
+          rc = v.nvml_index >= 0 ? by_index(static_cast<unsigned>(v.nvml_index), &h)
+                                 : by_uuid(v.uuid.c_str(), &h);
+      if (rc == 0 && h)
+        devs.push_back({r.cuda_ordinal, h});
+      else
+        fail("NVML has no device for CUDA device " + std::to_string(r.cuda_ordinal));
+    }
     for (const Dev& d : devs) {
       unsigned mw = 0;
       if (power(d.h, &mw) != 0) continue;

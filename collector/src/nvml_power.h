@@ -28,8 +28,13 @@ class PowerSampler {
  public:
   ~PowerSampler() { stop(); }
   // Starts a thread that opens NVML off the caller's thread (which may be inside cuInit) and
-  // samples every device's power every `period_ms` into `sink`. period_ms <= 0: does nothing.
+  // samples the power of the devices added so far every `period_ms` into `sink`. period_ms <= 0:
+  // does nothing.
   void start(Sink& sink, int64_t period_ms);
+  // A device this process uses (its CUDA ordinal, and its NVML UUID "GPU-…" if known, else "":
+  // then CUDA_VISIBLE_DEVICES maps it). Only devices added are sampled: on a shared node each
+  // rank reports the GPUs it ran on, not all of them.
+  void add_device(int32_t cuda_ordinal, const std::string& uuid);
   // Stops and joins the thread (a last sample is taken first).
   void stop();
   int64_t samples() const;
@@ -42,6 +47,7 @@ class PowerSampler {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  std::vector<DeviceRef> added_;  // nvml_index unused: resolved by the thread
   int64_t samples_ = 0;
   std::string problem_;
 };

@@ -34,8 +34,9 @@ class Sink {
   // One line saying what this rank could record ("cupti: 1 CUDA device (NVIDIA H100 ...)",
   // "no CUDA device: ..."); stored per rank. `device_name` may be null.
   virtual void status(const char* line, const char* device_name) = 0;
-  // The CUPTI source is recording a real GPU: the Collector then starts its NVML power sampler.
-  virtual void gpu_recording_started() {}
+  // The CUPTI source saw the first GPU work on CUDA device `ordinal` (NVML UUID "GPU-…", or ""
+  // if CUPTI did not report it): the Collector samples that device's power (NVML).
+  virtual void gpu_device_used(int32_t /*ordinal*/, const char* /*nvml_uuid*/) {}
 };
 
 // The process's sink (the Collector), or null when the collector is not recording in this

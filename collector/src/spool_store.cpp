@@ -184,7 +184,7 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
       k.ts_ns.push_back(t(r.ts_ns));
       k.value.push_back(r.value);
     }
-    sort_counters(k);
+    sort_counters(k, s.strings);
   }
 
   RankInfo info;

@@ -67,6 +67,8 @@ class CaptureSink : public Sink {
     last_losses = c;
     ++loss_reports;
   }
+  std::vector<std::pair<int32_t, std::string>> devices_used;
+  void gpu_device_used(int32_t ordinal, const char* uuid) override { devices_used.emplace_back(ordinal, uuid); }
   void status(const char* line, const char* device_name) override {
     statuses.push_back(line);
     device_names.push_back(device_name ? device_name : "");
@@ -284,6 +286,27 @@ TEST(CuptiRecords, Memory2AllocAndRelease) {
   EXPECT_EQ(sink.mems[1].stream, 5);
 }
 
+TEST(CuptiRecords, Memory2KeepsDeviceMemoryOnly) {
+  CaptureSink sink;
+  RecordParser p(sink);
+  CUpti_ActivityMemory4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  m.bytes = 4096;
+  m.timestamp = 10;
+  Buf b;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;  // cudaMallocHost: host RAM
+  b.add(m);
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+  b.add(m);
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  b.add(m);
+  EXPECT_EQ(p.process_buffer(b.data(), b.size()), 3u);
+  ASSERT_EQ(sink.mems.size(), 1u);
+  EXPECT_EQ(p.stats().memory_not_device, 2);
+  EXPECT_EQ(p.losses().skipped, 0);  // not a loss: not GPU memory
+}
+
 TEST(CuptiRecords, MarkerStartEndPairsById) {
   CaptureSink sink;
   RecordParser p(sink);
@@ -376,6 +399,29 @@ TEST(CuptiRecords, DeviceRecordSetsStatus) {
   ASSERT_EQ(sink.statuses.size(), 1u);
   EXPECT_EQ(sink.statuses[0], "cupti: 1 CUDA device (0: NVIDIA H100 80GB HBM3)");
   EXPECT_EQ(sink.device_names[0], "NVIDIA H100 80GB HBM3");
+}
+
+// The devices this process ran work on, once each, with the UUID NVML knows them by (from the
+// DEVICE record): the Collector samples the power of exactly these.
+TEST(CuptiRecords, DevicesUsedReportedOnceWithTheirUuid) {
+  CaptureSink sink;
+  RecordParser p(sink);
+  CUpti_ActivityDevice5 d{};
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = 1;
+  d.name = "NVIDIA H200";
+  auto* u = reinterpret_cast<unsigned char*>(&d.uuid);
+  for (int i = 0; i < 16; ++i) u[i] = static_cast<unsigned char>(i);
+  Buf b;
+  b.add(d);
+  b.add(kernel(1, 100, 200, "a"));  // device 1
+  b.add(kernel(2, 300, 400, "b"));  // device 1 again
+  b.add(memcpy_rec(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));  // device 0, no DEVICE record for it
+  p.process_buffer(b.data(), b.size());
+  ASSERT_EQ(sink.devices_used.size(), 2u);
+  EXPECT_EQ(sink.devices_used[0], std::make_pair(1, std::string("GPU-00010203-0405-0607-0809-0a0b0c0d0e0f")));
+  EXPECT_EQ(sink.devices_used[1], std::make_pair(0, std::string("")));
 }
 
 TEST(CuptiRecords, MixedBufferKeepsOrder) {

@@ -546,6 +546,52 @@ TEST_F(NcclPlugin, PoolExhaustionReturnsNullHandles) {
   EXPECT_EQ(recs[0].r.correlation, 44);
 }
 
+// NCCL completes some calls without a task (a one-rank communicator's all-reduce is a plain copy;
+// a zero count does nothing): their API events must not pile up until the pool is full and NCCL
+// recording stops for everyone else.
+TEST_F(NcclPlugin, CallsWithoutTasksDoNotLeakThePool) {
+  {
+    Comm solo(16, 0, 1, "dp-of-one");
+    Comm tp(17, 0, 2, "tp");
+    kc::nccl_plugin_set_pool_limit(64);
+    for (int i = 0; i < 1000; ++i) {
+      void* g = solo.group_api();
+      Comm::stop(solo.coll_api(g, "AllReduce", 1024, "ncclFloat32"));
+      Comm::stop(g);
+      void* g0 = tp.group_api();  // a zero-count call on a real communicator
+      Comm::stop(tp.coll_api(g0, "AllReduce", 0, "ncclFloat32"));
+      Comm::stop(g0);
+    }
+    EXPECT_EQ(delta().pool_exhausted, 0);
+    void* g = tp.group_api();
+    void* a = tp.coll_api(g, "AllReduce", 8, "ncclFloat32");
+    Comm::stop(a);
+    tp.launch(g, 77);
+    Comm::stop(tp.coll(a, tp.plan(), 3, "AllReduce", 8, "ncclFloat32", "RING", "LL", 2));
+    Comm::stop(g);
+    kc::nccl_plugin_set_pool_limit(0);
+  }
+  auto recs = g_sink.take();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].r.correlation, 77);
+}
+
+// A KernelLaunch whose stop never came (an NCCL error path) does not capture the thread's next
+// group's launches: a new GroupApi clears it.
+TEST_F(NcclPlugin, StaleLaunchIsClearedByTheNextGroup) {
+  {
+    Comm c(18, 0, 2);
+    void* g = c.group_api();
+    void* kl = c.kernel_launch(g);  // never stopped
+    ASSERT_NE(kl, nullptr);
+    Comm::stop(g);
+    void* g2 = c.group_api();
+    EXPECT_FALSE(kc::nccl_on_driver_launch(5));  // an ordinary kernel launch after it
+    Comm::stop(g2);
+  }
+  g_sink.take();
+}
+
 TEST_F(NcclPlugin, InitRefusedWhenCollectorNotRecording) {
   g_recording = false;
   {

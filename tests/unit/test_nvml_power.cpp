@@ -54,7 +54,10 @@ TEST(NvmlPower, WithoutNvmlNothingIsSampledAndTheReasonIsNamed) {
   }
   CountingSink sink;
   PowerSampler p;
+  p.add_device(0, "");
   p.start(sink, 5);
+  p.stop();
+  p.start(sink, 5);  // not again after stop()
   p.stop();
   EXPECT_EQ(p.samples(), 0);
   EXPECT_EQ(sink.counters, 0);

@@ -127,9 +127,9 @@ TEST_F(RecorderTest, EveryRecordTypeReachesTheStore) {
     EXPECT_EQ(k.rank[i], 3);
     const std::string& name = s.strings.at(k.name_id[i]);
     (name == kCounterPower ? power : got).emplace_back(k.device[i], k.ts_ns[i] - 1'000'000'000, k.value[i]);
-    if (i) {  // sorted by (rank, device, name, ts)
-      EXPECT_LE(std::tie(k.device[i - 1], k.name_id[i - 1], k.ts_ns[i - 1]),
-                std::tie(k.device[i], k.name_id[i], k.ts_ns[i]));
+    if (i) {  // sorted by (rank, device, name text, ts)
+      EXPECT_LE(std::make_tuple(k.device[i - 1], s.strings.at(k.name_id[i - 1]), k.ts_ns[i - 1]),
+                std::make_tuple(k.device[i], s.strings.at(k.name_id[i]), k.ts_ns[i]));
     }
   }
   EXPECT_EQ(got, (std::vector<std::tuple<int32_t, int64_t, int64_t>>{

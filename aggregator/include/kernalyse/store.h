@@ -203,8 +203,9 @@ void assign_steps(Store& s);
 // proto_id, n_channels) with their "unknown" values when a producer left them empty.
 void fill_optional_nccl_columns(NcclInfo& c);
 
-// Sorts counters by (rank, device, name, ts).
-void sort_counters(Counters& k);
+// Sorts counters by (rank, device, name, ts), the name by its text (not its id, which differs
+// between a rank's own table and a merged one), stably: same-ts rows keep their order.
+void sort_counters(Counters& k, const StringTable& strings);
 
 // Sorts activities by (rank, device, stream, start, end), keeping nccl.activity consistent.
 void sort_activities(Store& s);
