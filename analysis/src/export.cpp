@@ -685,6 +685,7 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
   bool a_sorted = std::is_sorted(a.rank.begin(), a.rank.end());
   bool l_sorted = std::is_sorted(l.rank.begin(), l.rank.end());
   bool n_sorted = std::is_sorted(an.rank.begin(), an.rank.end());
+  bool c_sorted = std::is_sorted(s.counters.rank.begin(), s.counters.rank.end());
   int64_t rows = 0;  // progress total: the selected ranks' rows, visited once each
   for (const RankInfo* ri : ranks) {
     auto [a0, a1] = rank_rows(a.rank, ri->rank, a_sorted);
@@ -795,7 +796,8 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       for (size_t i = 0; i < s.strings.size() && mem_id < 0; ++i)
         if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory) mem_id = static_cast<int64_t>(i);
       std::map<int32_t, int64_t> prev;  // device → last value, for "Bytes" (the change)
-      for (size_t i = 0; mem_id >= 0 && i < c.size(); ++i) {
+      auto [k_lo, k_hi] = rank_rows(c.rank, r, c_sorted);
+      for (size_t i = k_lo; mem_id >= 0 && i < k_hi; ++i) {
         if (c.rank[i] != r || c.name_id[i] != static_cast<uint32_t>(mem_id)) continue;
         const int64_t delta = c.value[i] - prev[c.device[i]];
         prev[c.device[i]] = c.value[i];

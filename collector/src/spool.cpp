@@ -88,7 +88,11 @@ Contents read(const std::string& path) {
     if (data.size() - off < sizeof(BlockHeader)) return stop("torn block header"), c;
     BlockHeader h;
     std::memcpy(&h, data.data() + off, sizeof h);
-    if (h.magic != kMagic || h.version != kVersion) return stop("bad block magic"), c;
+    if (h.magic != kMagic) return stop("bad block magic"), c;
+    if (h.version != kVersion)
+      return stop("spool format version " + std::to_string(h.version) + " (this tool reads " +
+                  std::to_string(kVersion) + ")"),
+             c;
     if (data.size() - off - sizeof h < h.payload_bytes) return stop("torn block"), c;
     const char* p = data.data() + off + sizeof h;
     if (crc32(0L, reinterpret_cast<const Bytef*>(p), h.payload_bytes) != h.crc)

@@ -281,8 +281,13 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
   }
   if (files.empty()) throw Error(dir + ": no rank-<r>.kspool spool files in this directory");
 
+  // A file that vanished or cannot be stat'ed counts 0 bytes (file_size then returns -1).
+  auto bytes_of = [&](const std::string& path) {
+    const auto n = fs::file_size(path, ec);
+    return ec ? int64_t{0} : static_cast<int64_t>(n);
+  };
   int64_t total = 0;
-  for (const auto& [rank, path] : files) total += static_cast<int64_t>(fs::file_size(path, ec));
+  for (const auto& [rank, path] : files) total += bytes_of(path);
   Progress progress("recovering " + dir, total, "bytes", mode);
   std::vector<spool::Contents> contents;
   contents.reserve(files.size());
@@ -290,7 +295,7 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
   int32_t world = 0;
   for (const auto& [rank, path] : files) {
     contents.push_back(spool::read(path));
-    progress.advance(static_cast<int64_t>(fs::file_size(path, ec)));
+    progress.advance(bytes_of(path));
     const auto& c = contents.back();
     if (c.has_meta) {
       if (c.meta.fixed.has_start && c.meta.fixed.anchor_ns != 0) anchor = c.meta.fixed.anchor_ns;
@@ -307,7 +312,7 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
     RankRecovery rr;
     rr.rank = c.has_meta ? c.meta.fixed.rank : file_rank;
     rr.path = path;
-    rr.file_bytes = static_cast<int64_t>(fs::file_size(path, ec));
+    rr.file_bytes = bytes_of(path);
     rr.blocks = c.blocks;
     rr.cut_byte = c.bytes_valid;
     rr.truncated = c.truncated;
