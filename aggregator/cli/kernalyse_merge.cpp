@@ -207,22 +207,26 @@ int run(const Options& o, const std::string& command_line) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
     // Read only what the chosen analyses use (peak RSS stays near the columns read).
     bool need_launches = o.idle || o.stragglers || o.ranges || o.compat == "hta";
+    // Only --ranges needs the launches' threads, and only when the store has NVTX / user ranges
+    // at all: a small read of the annotations tells (the 8 M-kernel benchmark store has none).
+    auto has_ranges = [&] {
+      ColumnSelection probe;
+      probe.activities = probe.launches = probe.nccl = probe.counters = false;
+      const Store a = read_store(files[0], probe);
+      return std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
+        return k == static_cast<uint8_t>(AnnotationKind::User) || k == static_cast<uint8_t>(AnnotationKind::Nvtx);
+      });
+    };
     ColumnSelection sel;
     if (!o.perfetto.empty() || !o.export_kineto.empty()) {
       // exports write every column
     } else if (!o.html.empty()) {
-      // The report runs summary, gaps, overlap, stragglers and ranges; only ranges need the
-      // launches' threads, and only when the store has NVTX / user ranges at all (a small read).
-      ColumnSelection probe;
-      probe.activities = probe.launches = probe.nccl = probe.counters = false;
-      const Store a = read_store(files[0], probe);
-      sel.launch_detail = std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
-        return k == static_cast<uint8_t>(AnnotationKind::User) || k == static_cast<uint8_t>(AnnotationKind::Nvtx);
-      });
+      // The report runs summary, gaps, overlap, stragglers and ranges.
+      sel.launch_detail = has_ranges();
     } else if (!exporting) {
       sel.launches = need_launches;
       // The analyses join launches by correlation and use their start; --ranges also their thread.
-      sel.launch_detail = o.ranges;
+      sel.launch_detail = o.ranges && has_ranges();
       sel.nccl = o.stragglers;
       sel.activity_correlation = need_launches;
     }
@@ -437,7 +441,7 @@ int main(int argc, char** argv) {
   app.add_flag("--breakdown", o.breakdown, "temporal breakdown: idle, compute, comm, memory, other");
   app.add_flag("--idle", o.idle, "idle breakdown per stream: host wait, kernel wait, other");
   app.add_flag("--ranges", o.ranges,
-               "GPU time by NVTX / user-annotation range (kernels launched inside each range; not in --all)");
+               "GPU time by NVTX / user-annotation range (kernels launched inside each range)");
   app.add_flag("--stragglers", o.stragglers,
                "collective matching across ranks, straggler ledger and root cause");
   app.add_flag("--all", o.all, "every analysis");
@@ -482,7 +486,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
-  if (o.all) o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = true;
+  if (o.all) o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = o.ranges = true;
   o.mode = o.quiet ? ProgressMode::Off : parse_progress_mode(o.progress).value_or(ProgressMode::Off);
   std::string cmd;
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
