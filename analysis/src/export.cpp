@@ -591,9 +591,26 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
     std::set<int32_t> rank_set(ranks.begin(), ranks.end());
     bool complete = c.rank.size() == c.size() && c.device.size() == c.size() &&
                     c.name_id.size() == c.size() && c.value.size() == c.size();
-    for (size_t i = 0; complete && i < c.size(); ++i) {
+    // A counter is a step function: with --from, the value in effect when the window opens is
+    // written at its start (the last sample before it), so every track starts with its level.
+    std::map<std::tuple<int32_t, int32_t, uint32_t>, size_t> entry;  // track → last row before
+    if (opt.from_ns && !opt.step)
+      for (size_t i = 0; complete && i < c.size(); ++i)
+        if (rank_set.count(c.rank[i]) && c.ts_ns[i] - base < *opt.from_ns) {
+          auto [it, fresh] = entry.try_emplace({c.rank[i], c.device[i], c.name_id[i]}, i);
+          if (!fresh && c.ts_ns[i] >= c.ts_ns[it->second]) it->second = i;
+        }
+    struct Row {
+      size_t i;
+      int64_t ts;  // when to write it: its own time, or the window's start for an entry value
+      bool entry;
+    };
+    std::vector<Row> rows;
+    for (const auto& [track, i] : entry) rows.push_back({i, base + *opt.from_ns, true});
+    for (size_t i = 0; complete && i < c.size(); ++i) rows.push_back({i, c.ts_ns[i], false});
+    for (const auto& [i, ts, is_entry] : rows) {
       int32_t r = c.rank[i];
-      if (!rank_set.count(r) || !sel.time_ok(c.ts_ns[i], c.ts_ns[i])) continue;
+      if (!rank_set.count(r) || (!is_entry && !sel.time_ok(ts, ts))) continue;
       if (opt.step) {
         auto it = step_span.find(r);
         if (it == step_span.end() || c.ts_ns[i] < it->second.first || c.ts_ns[i] > it->second.second)
@@ -607,7 +624,7 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
       else if (name == kCounterPower) track = dev + " power", unit = "mW";
       begin("C", r, 0);
       w << ",\"ts\":";
-      w.us(c.ts_ns[i] - base);
+      w.us(ts - base);
       w << ",\"name\":";
       w.str(track);
       w << ",\"cat\":\"counter\",\"args\":{\"" << unit << "\":";

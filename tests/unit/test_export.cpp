@@ -379,13 +379,23 @@ TEST(Export, PerfettoWritesCounters) {
   EXPECT_EQ(cs[4]["pid"], 1);
   EXPECT_EQ(cs[4]["name"], "GPU 1 power");
   EXPECT_EQ(cs[4]["args"]["mW"], 251'000);
-  // --rank 0 --from 20 µs --to 100 µs: only the 30.5 µs sample.
+  // --rank 0 --from 20 µs --to 100 µs: the level in effect at 20 µs (the 1 µs sample's), written
+  // at the window's start, then the 30.5 µs sample.
   ExportOptions o;
   o.rank = 0;
   o.from_ns = t0 + 20'000 - base;
   o.to_ns = t0 + 100'000 - base;
   fs::path cut = d.p / "cut.json";
-  EXPECT_EQ(export_perfetto(s, cut.string(), o).counters, 1);
+  EXPECT_EQ(export_perfetto(s, cut.string(), o).counters, 2);
+  std::vector<nlohmann::json> cut_cs;
+  const auto cj = nlohmann::json::parse(slurp(cut));
+  for (const auto& e : cj["traceEvents"])
+    if (e["ph"] == "C") cut_cs.push_back(e);
+  ASSERT_EQ(cut_cs.size(), 2u);
+  const int64_t cut_base = cj["baseTimeNanoseconds"];
+  EXPECT_EQ(std::llround(cut_cs[0]["ts"].get<double>() * 1000), *o.from_ns + base - cut_base);
+  EXPECT_EQ(cut_cs[0]["args"]["bytes"], 1'048'576);
+  EXPECT_EQ(cut_cs[1]["args"]["bytes"], 3'145'728);
   // An empty counters table writes none.
   Store plain = make_store(0, t0);
   plain.counters = Counters{};
