@@ -347,6 +347,27 @@ void counter_columns(Tab& k, F&& f) {
   f("value", k.value);
 }
 
+// The column visitor of any table type.
+template <class Tab, class F>
+void table_columns(Tab& t, F&& f) {
+  using T = std::remove_const_t<Tab>;
+  if constexpr (std::is_same_v<T, Activities>) activity_columns(t, f);
+  if constexpr (std::is_same_v<T, LaunchCalls>) launch_columns(t, f);
+  if constexpr (std::is_same_v<T, Annotations>) annotation_columns(t, f);
+  if constexpr (std::is_same_v<T, NcclInfo>) nccl_columns(t, f);
+  if constexpr (std::is_same_v<T, Counters>) counter_columns(t, f);
+}
+
+// Every row table of a store with its group name, in file order: f(name, table).
+template <class S, class F>
+void for_each_table(S& s, F&& f) {
+  f("activities", s.activities);
+  f("launches", s.launches);
+  f("annotations", s.annotations);
+  f("nccl", s.nccl);
+  f("counters", s.counters);
+}
+
 // /ranks fields in on-disk order: num(name, member) for numeric fields (bool `emulated` is
 // stored as uint8), str(name, member) for strings.
 template <class Num, class Str>

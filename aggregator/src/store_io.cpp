@@ -32,12 +32,9 @@ int64_t col_bytes(const Col& c) {
 
 int64_t table_bytes(const Store& s) {
   int64_t n = 0;
-  auto add = [&](const char*, const auto& col) { n += col_bytes(col); };
-  activity_columns(s.activities, add);
-  launch_columns(s.launches, add);
-  annotation_columns(s.annotations, add);
-  nccl_columns(s.nccl, add);
-  counter_columns(s.counters, add);
+  for_each_table(s, [&](const char*, const auto& t) {
+    table_columns(t, [&](const char*, const auto& col) { n += col_bytes(col); });
+  });
   return n;
 }
 
@@ -48,51 +45,20 @@ void write_file(const Store& s, const std::string& tmp, Progress& progress) {
 
   write_file_attrs(file, s.attrs);
   write_string_table(file, s.strings);
-  {
-    const size_t n = s.activities.size();
-    Handle g = create_group(file, "activities");
-    activity_columns(s.activities, [&](const char* name, const auto& col) {
-      write_column(g, "activities", name, col, n);
-      progress.advance(col_bytes(col));
-    });
-  }
-  {
-    const size_t n = s.launches.size();
-    Handle g = create_group(file, "launches");
-    launch_columns(s.launches, [&](const char* name, const auto& col) {
-      write_column(g, "launches", name, col, n);
-      progress.advance(col_bytes(col));
-    });
-  }
-  {
-    const size_t n = s.annotations.size();
-    Handle g = create_group(file, "annotations");
-    annotation_columns(s.annotations, [&](const char* name, const auto& col) {
-      write_column(g, "annotations", name, col, n);
-      progress.advance(col_bytes(col));
-    });
-  }
-  {
-    const size_t n = s.nccl.size();
-    Handle g = create_group(file, "nccl");
-    nccl_columns(s.nccl, [&](const char* name, const auto& col) {
+  for_each_table(s, [&](const char* table, const auto& t) {
+    const size_t n = t.size();
+    const bool nccl = std::string_view(table) == "nccl";
+    Handle g = create_group(file, table);
+    table_columns(t, [&](const char* name, const auto& col) {
       using T = typename std::decay_t<decltype(col)>::value_type;
-      // Producers that predate the optional columns leave them empty: store "unknown" values.
-      if (col.empty() && n && nccl_column_optional(name))
-        write_column(g, "nccl", name, std::vector<T>(n, nccl_default<T>(name)), n);
+      // Producers that predate the optional nccl columns leave them empty: store "unknown".
+      if (nccl && col.empty() && n && nccl_column_optional(name))
+        write_column(g, table, name, std::vector<T>(n, nccl_default<T>(name)), n);
       else
-        write_column(g, "nccl", name, col, n);
+        write_column(g, table, name, col, n);
       progress.advance(col_bytes(col));
     });
-  }
-  {
-    const size_t n = s.counters.size();
-    Handle g = create_group(file, "counters");
-    counter_columns(s.counters, [&](const char* name, const auto& col) {
-      write_column(g, "counters", name, col, n);
-      progress.advance(col_bytes(col));
-    });
-  }
+  });
   write_ranks_group(file, s.ranks);
   // Closing flushes metadata: a failure here (disk full) must fail the write.
   ok(file.close(), "cannot finish writing the file");

@@ -186,21 +186,12 @@ void require_len(const std::vector<T>& col, size_t n, const std::string& what) {
 // Columns of `t`, each with its on-disk name ("/activities/rank", ...).
 template <class Tab, class F>
 void named(const char* table, Tab& t, F&& f) {
-  auto g = [&](const char* name, auto& col) { f(std::string("/") + table + "/" + name, col); };
-  if constexpr (std::is_same_v<std::remove_const_t<Tab>, Activities>) activity_columns(t, g);
-  if constexpr (std::is_same_v<std::remove_const_t<Tab>, LaunchCalls>) launch_columns(t, g);
-  if constexpr (std::is_same_v<std::remove_const_t<Tab>, Annotations>) annotation_columns(t, g);
-  if constexpr (std::is_same_v<std::remove_const_t<Tab>, NcclInfo>) nccl_columns(t, g);
-  if constexpr (std::is_same_v<std::remove_const_t<Tab>, Counters>) counter_columns(t, g);
+  table_columns(t, [&](const char* name, auto& col) { f(std::string("/") + table + "/" + name, col); });
 }
 
 template <class F>
 void all_columns(const Store& s, F&& f) {
-  named("activities", s.activities, f);
-  named("launches", s.launches, f);
-  named("annotations", s.annotations, f);
-  named("nccl", s.nccl, f);
-  named("counters", s.counters, f);
+  for_each_table(s, [&](const char* table, const auto& t) { named(table, t, f); });
 }
 
 template <class Tab>

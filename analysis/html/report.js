@@ -169,37 +169,25 @@
     }, '');
   })();
 
-  // GPU memory per device.
-  (function () {
-    var M = D.memory || [], n = 0;
-    M.forEach(function (s) { n += s.points.length; });
-    if (!n) return draw('memory', 0, null, 'no GPU memory counters in this store');
-    draw('memory', n, {
-      tooltip: { trigger: 'axis', valueFormatter: fmtBytes },
+  // Per-device counters (step series): GPU memory in bytes, board power from NVML in mW → W.
+  function counterChart(id, series, why, scale, fmt, yAxis) {
+    var n = 0;
+    series.forEach(function (s) { n += s.points.length; });
+    if (!n) return draw(id, 0, null, why);
+    draw(id, n, {
+      tooltip: { trigger: 'axis', valueFormatter: fmt },
       legend: { top: 0, type: 'scroll' },
       grid: { left: 90, right: 30, top: 30, bottom: 60 },
       xAxis: { type: 'value', name: 'ms', scale: true },
-      yAxis: { type: 'value', axisLabel: { formatter: fmtBytes } },
-      series: M.map(function (s) { return { name: s.name, type: 'line', step: 'end', showSymbol: false, data: s.points.map(function (p) { return [p[0] / 1e6, p[1]]; }) }; }),
+      yAxis: yAxis,
+      series: series.map(function (s) { return { name: s.name, type: 'line', step: 'end', showSymbol: false, data: s.points.map(function (p) { return [p[0] / 1e6, p[1] / scale]; }) }; }),
       dataZoom: zoom()
     }, '');
-  })();
-
-  // GPU board power per device (NVML, mW → W).
-  (function () {
-    var P = D.power || [], n = 0;
-    P.forEach(function (s) { n += s.points.length; });
-    if (!n) return draw('power', 0, null, 'no GPU power samples in this store (NVML not available when it was recorded)');
-    draw('power', n, {
-      tooltip: { trigger: 'axis', valueFormatter: function (v) { return v.toFixed(1) + ' W'; } },
-      legend: { top: 0, type: 'scroll' },
-      grid: { left: 70, right: 30, top: 30, bottom: 60 },
-      xAxis: { type: 'value', name: 'ms', scale: true },
-      yAxis: { type: 'value', name: 'W' },
-      series: P.map(function (s) { return { name: s.name, type: 'line', step: 'end', showSymbol: false, data: s.points.map(function (p) { return [p[0] / 1e6, p[1] / 1000]; }) }; }),
-      dataZoom: zoom()
-    }, '');
-  })();
+  }
+  counterChart('memory', D.memory || [], 'no GPU memory counters in this store', 1, fmtBytes,
+               { type: 'value', axisLabel: { formatter: fmtBytes } });
+  counterChart('power', D.power || [], 'no GPU power samples in this store (NVML not available when it was recorded)', 1000,
+               function (v) { return v.toFixed(1) + ' W'; }, { type: 'value', name: 'W' });
 
   window.addEventListener('resize', function () { charts.forEach(function (c) { c.resize(); }); });
   root.setAttribute('data-kx-charts', JSON.stringify(checks));

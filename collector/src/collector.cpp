@@ -119,46 +119,14 @@ class Collector final : public collector::Sink {
 
   // --- record intake (any thread): the Sink every source delivers to ---
   void activity(const kernalyse_emu_activity& a, bool emulated) override {
-    IntakeGuard in;
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
-    rec_.activity(a, emulated);
-    after_add();
+    intake([&] { rec_.activity(a, emulated); });
   }
-  void launch(const kernalyse_emu_launch& l) override {
-    IntakeGuard in;
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
-    rec_.launch(l);
-    after_add();
-  }
-  void nccl(const kernalyse_emu_nccl& n) override {
-    IntakeGuard in;
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
-    rec_.nccl(n);
-    after_add();
-  }
-  void range(const kernalyse_emu_range& r) override {
-    IntakeGuard in;
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
-    rec_.range(r);
-    after_add();
-  }
-  void memory(const kernalyse_emu_memory& m) override {
-    IntakeGuard in;
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
-    rec_.memory(m);
-    after_add();
-  }
+  void launch(const kernalyse_emu_launch& l) override { intake([&] { rec_.launch(l); }); }
+  void nccl(const kernalyse_emu_nccl& n) override { intake([&] { rec_.nccl(n); }); }
+  void range(const kernalyse_emu_range& r) override { intake([&] { rec_.range(r); }); }
+  void memory(const kernalyse_emu_memory& m) override { intake([&] { rec_.memory(m); }); }
   void counter(const kernalyse_emu_counter& c, bool emulated) override {
-    IntakeGuard in;
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
-    rec_.counter(c, emulated);
-    after_add();
+    intake([&] { rec_.counter(c, emulated); });
   }
   // CUPTI saw GPU work on this device: sample its power too (NVML is opened on the sampler's
   // thread, never on CUDA's).
@@ -166,17 +134,9 @@ class Collector final : public collector::Sink {
     power_.add_device(ordinal, nvml_uuid ? nvml_uuid : "");
     power_.start(*this, std::atoll(env("KERNALYSE_POWER_MS", "100").c_str()));  // once
   }
-  void losses(const collector::LossCounts& c) override {
-    IntakeGuard in;
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
-    rec_.losses(c);
-  }
+  void losses(const collector::LossCounts& c) override { intake([&] { rec_.losses(c); }, false); }
   void status(const char* line, const char* device_name) override {
-    IntakeGuard in;
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return;  // after finish(): the spool is closed, nothing more is kept
-    rec_.status(line, device_name);
+    intake([&] { rec_.status(line, device_name); }, false);
   }
 
   // --- MPI lifecycle ---
@@ -331,6 +291,17 @@ class Collector final : public collector::Sink {
 
  private:
   Collector() = default;
+
+  // One record into the buffers: under the mutex (a SIGTERM meanwhile is deferred, see
+  // IntakeGuard), nothing after finish() closed the spool, and a flush when enough are pending.
+  template <class F>
+  void intake(F&& take, bool is_record = true) {
+    IntakeGuard in;
+    std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return;
+    take();
+    if (is_record) after_add();
+  }
 
   // The time-based flush for quiet ranks: a thread that wakes when the oldest pending record is
   // --flush-ms old (or when SIGTERM asks, through a pipe) and flushes.
