@@ -53,8 +53,9 @@ void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
   if (!ranges.empty() && l.tid.size() == l.size())
     for (size_t i = 0; i < l.size(); ++i)
       if (threads.count({l.rank[i], l.tid[i]})) by_thread[{l.rank[i], l.tid[i]}].push_back(static_cast<uint32_t>(i));
+  auto by_start = [&](uint32_t x, uint32_t y) { return l.start_ns[x] < l.start_ns[y]; };
   for (auto& [key, v] : by_thread)
-    std::stable_sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) { return l.start_ns[x] < l.start_ns[y]; });
+    if (!std::is_sorted(v.begin(), v.end(), by_start)) std::stable_sort(v.begin(), v.end(), by_start);
   // Calls f(launch) for each launch of range i's thread that starts inside it.
   auto launches_in = [&](uint32_t i, auto&& f) {
     auto t = by_thread.find({an.rank[i], an.tid[i]});
