@@ -94,6 +94,7 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
   std::vector<Store> parts(files.size());
   std::vector<ImportStats> st(files.size());
   std::vector<std::string> errors(files.size());
+  std::vector<char> rankless(files.size(), 0);
   std::atomic<size_t> next{0};
   // One bar for all files, in on-disk bytes: parallel imports advance it together.
   int64_t total = 0;
@@ -106,10 +107,14 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
   iopt.progress = &progress;
   // --rank names the rank of a single trace that carries none.
   if (files.size() == 1) iopt.rank = o.rank;
+  iopt.only_input = files.size() == 1;  // one rankless file is rank 0
   auto worker = [&] {
     for (size_t i; (i = next++) < files.size();) {
       try {
         parts[i] = import_kineto_file(files[i], iopt, &st[i]);
+      } catch (const NoRankError& e) {
+        errors[i] = e.what();
+        rankless[i] = 1;
       } catch (const Error& e) {
         errors[i] = e.what();
       } catch (const std::bad_alloc&) {
@@ -122,6 +127,16 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
   for (size_t t = 1; t < nthreads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  // Several files that do not say their rank: one error that lists them all.
+  if (std::count(rankless.begin(), rankless.end(), 1) > 1) {
+    std::string list;
+    for (size_t i = 0; i < files.size(); ++i)
+      if (rankless[i]) list += (list.empty() ? "" : ", ") + files[i];
+    throw Error("cannot tell the ranks of " +
+                std::to_string(std::count(rankless.begin(), rankless.end(), 1)) +
+                " traces (no distributedInfo.rank, no rank in the file names): " + list +
+                "; name them rank-N.json or import them one by one with --rank N");
+  }
   for (const auto& e : errors)
     if (!e.empty()) throw Error(e);
   for (const auto& s : st) {
@@ -129,6 +144,7 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
     stats->events += s.events;
     stats->malformed += s.malformed;
     stats->warnings.insert(stats->warnings.end(), s.warnings.begin(), s.warnings.end());
+    stats->notes.insert(stats->notes.end(), s.notes.begin(), s.notes.end());
   }
   Store merged = merge_stores(std::move(parts));
   progress.finish();
@@ -240,6 +256,8 @@ int run(const Options& o, const std::string& command_line) {
     store = import_all(files, o, cls, &stats);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (const auto& w : stats.warnings) std::cerr << "warning: " << w << "\n";
+    if (!o.quiet)
+      for (const auto& n : stats.notes) std::cerr << "info: " << n << "\n";
     store.attrs.tool_version = KERNALYSE_VERSION;
     store.attrs.produced_by = "kernalyse-merge (Kineto JSON import)";
     store.attrs.command_line = command_line;
@@ -343,6 +361,7 @@ int run(const Options& o, const std::string& command_line) {
       if (rd.first == r.rank) power[std::to_string(rd.second)] = mw;
     jr.push_back({{"rank", r.rank},
                   {"source", r.source},
+                  {"host", r.host},
                   {"devices", r.devices},
                   {"device_name", r.device_name},
                   {"emulated", r.emulated},

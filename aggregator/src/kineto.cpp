@@ -867,9 +867,15 @@ void Importer::finish(ImportStats* stats) {
                                 std::to_string(*rank) + " taken from the file name");
     }
   }
+  if (!rank && opt_.only_input) {
+    rank = 0;
+    if (stats)
+      stats->notes.push_back(name_ + ": no rank in the trace or its name; the only input, taken "
+                                     "as rank 0");
+  }
   if (!rank) {
-    throw Error(name_ + ": cannot tell the rank (no distributedInfo.rank, none in the file "
-                        "name); pass --rank N");
+    throw NoRankError(name_ + ": cannot tell the rank (no distributedInfo.rank, none in the file "
+                              "name); pass --rank N");
   }
   if (*rank < 0) throw Error(name_ + ": negative rank " + std::to_string(*rank));
 
@@ -895,6 +901,7 @@ void Importer::finish(ImportStats* stats) {
   info.rank = *rank;
   info.world_size = world;
   info.source = name_;
+  info.host = host_from_filename(name_);
   std::vector<int32_t> devs(a.device.begin(), a.device.end());
   std::sort(devs.begin(), devs.end());
   devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
@@ -986,6 +993,18 @@ std::optional<int32_t> rank_from_filename(const std::string& path) {
   std::smatch m;
   if (std::regex_search(base, m, re)) return static_cast<int32_t>(std::stol(m[1].str()));
   return std::nullopt;
+}
+
+std::string host_from_filename(const std::string& path) {
+  static const std::regex re(R"(^(.+)_(\d+)\.(\d+)\.pt\.trace\.json(?:\.gz)?$)");
+  std::string base = path.substr(path.find_last_of('/') == std::string::npos
+                                     ? 0
+                                     : path.find_last_of('/') + 1);
+  std::smatch m;
+  if (!std::regex_match(base, m, re)) return "";
+  std::string worker = m[1].str() + "_" + m[2].str();
+  if (rank_from_filename(worker)) return "";  // a custom worker name such as "rank_0"
+  return m[1].str();
 }
 
 Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {

@@ -15,6 +15,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kernalyse/store_io.h"
@@ -452,7 +453,7 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   w.num(base);
   if (ranks.size() == 1) {
     const RankInfo* ri = rinfo[ranks[0]];
-    w << ",\"distributedInfo\":{\"rank\":";
+    w << ",\"distributedInfo\":{\"rank\": ";  // the space: HTA's rank regex, see export_kineto
     w.num(ranks[0]);
     w << ",\"world_size\":";
     w.num(ri ? ri->world_size : -1);
@@ -737,7 +738,9 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
         pos = c + 1;
       }
     }
-    w << "],\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":";
+    // "rank": N with a space: HTA v0.6.1 finds a file's rank with the regex "rank":\s+(\d+) on
+    // the raw text (hta/common/trace_file.py, create_rank_to_trace_dict); "rank":N gives none.
+    w << "],\"distributedInfo\":{\"backend\":\"nccl\",\"rank\": ";
     w.num(r);
     w << ",\"world_size\":";
     w.num(ri->world_size >= 0 ? ri->world_size : world);
@@ -771,6 +774,27 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       ++st.events;
     };
     auto [a_lo, a_hi] = rank_rows(a.rank, r, a_sorted);
+    auto [l_lo, l_hi] = rank_rows(l.rank, r, l_sorted);
+    // The launch → GPU work arrows ("ac2g" flows, id = correlation) as Kineto writes them: HTA
+    // and TraceLens read them; only pairs whose both ends are exported.
+    std::unordered_set<int64_t> launched, ran;
+    for (size_t i = l_lo; i < l_hi; ++i)
+      if (l.rank[i] == r && sel.launch(i) && l.correlation[i] != kNoCorrelation) launched.insert(l.correlation[i]);
+    for (size_t i = a_lo; i < a_hi; ++i)
+      if (a.rank[i] == r && sel.activity(i) && a.correlation[i] != kNoCorrelation &&
+          is_gpu_work(static_cast<Kind>(a.kind[i])) && launched.count(a.correlation[i]))
+        ran.insert(a.correlation[i]);
+    auto flow = [&](char ph, int64_t id, int64_t pid, int64_t tid, int64_t ts) {
+      w << ",\n{\"ph\":\"" << std::string_view(&ph, 1) << "\",\"id\":";
+      w.num(id);
+      w << ",\"pid\":";
+      w.num(pid);
+      w << ",\"tid\":";
+      w.num(tid);
+      w << ",\"ts\":";
+      w.us(ts - base);
+      w << ",\"cat\":\"ac2g\",\"name\":\"ac2g\"" << (ph == 'f' ? ",\"bp\":\"e\"}" : "}");
+    };
     for (size_t i = a_lo; i < a_hi; ++i) {
       ticker.tick();
       if (a.rank[i] != r || !sel.activity(i)) continue;
@@ -784,14 +808,17 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
       if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
       w << "}}";
+      if (is_gpu_work(kind) && a.correlation[i] != kNoCorrelation && ran.count(a.correlation[i]))
+        flow('f', a.correlation[i], a.device[i], a.stream[i], a.start_ns[i]);
     }
-    auto [l_lo, l_hi] = rank_rows(l.rank, r, l_sorted);
     for (size_t i = l_lo; i < l_hi; ++i) {
       ticker.tick();
       if (l.rank[i] != r || !sel.launch(i)) continue;
       xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]), "cuda_runtime");
       if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
       w << "}}";
+      if (l.correlation[i] != kNoCorrelation && ran.count(l.correlation[i]))
+        flow('s', l.correlation[i], l.pid[i], l.tid[i], l.start_ns[i]);
     }
     auto [n_lo, n_hi] = rank_rows(an.rank, r, n_sorted);
     for (size_t i = n_lo; i < n_hi; ++i) {

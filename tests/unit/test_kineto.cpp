@@ -216,6 +216,34 @@ TEST(Kineto, RankFromFileName) {
   EXPECT_NE(st.warnings[0].find("taken from the file name"), std::string::npos);
 }
 
+TEST(Kineto, OnlyInputWithoutRankIsRankZeroWithANote) {
+  const std::string json = R"J({"traceEvents": [)J" + std::string(kKernel) + "]}";
+  ImportOptions o;
+  EXPECT_THROW(import_kineto_string(json, "one.json", o, nullptr), NoRankError);
+  o.only_input = true;
+  ImportStats st;
+  Store s = import_kineto_string(json, "one.json", o, &st);
+  EXPECT_EQ(s.ranks[0].rank, 0);
+  ASSERT_EQ(st.notes.size(), 1u);
+  EXPECT_NE(st.notes[0].find("taken as rank 0"), std::string::npos);
+  EXPECT_TRUE(st.warnings.empty());
+  // A rank in the data still wins over the default.
+  Store r = import_kineto_string(wrap(kKernel), "one.json", o, &st);
+  EXPECT_EQ(r.ranks[0].rank, 3);
+}
+
+TEST(Kineto, HostFromTensorboardTraceHandlerName) {
+  EXPECT_EQ(host_from_filename("/d/node-a17.cluster_4242.1712195495519689047.pt.trace.json"),
+            "node-a17.cluster");
+  EXPECT_EQ(host_from_filename("gpu_host_7_99.1700000000.pt.trace.json.gz"), "gpu_host_7");
+  EXPECT_EQ(host_from_filename("graph_capture_rank_0.1773709742341309550.pt.trace.json.gz"), "");
+  EXPECT_EQ(host_from_filename("trace.json"), "");
+  EXPECT_EQ(host_from_filename("host_12.json"), "");
+  ImportStats st;
+  Store s = import(wrap(kKernel), &st, {}, "/tmp/ault43_483927.1700000000000.pt.trace.json");
+  EXPECT_EQ(s.ranks[0].host, "ault43");
+}
+
 TEST(Kineto, StreamingAcrossBufferRefillsMatchesInMemory) {
   // A file much larger than the 4 MiB read buffer, written to disk and gzipped-or-not, imports
   // identically to the in-memory parse (events straddle refill boundaries).

@@ -10,12 +10,16 @@
 #include "kernalyse/classify.h"
 #include "kernalyse/progress.h"
 #include "kernalyse/store.h"
+#include "kernalyse/store_io.h"  // Error
 
 namespace kernalyse {
 
 struct ImportOptions {
   // Rank for a file whose distributedInfo has none (checked before the file name).
   std::optional<int32_t> rank;
+  // The file is the only input: with no rank in its data, --rank or its name it is rank 0 (a
+  // one-GPU torch.profiler trace carries no distributedInfo), said in ImportStats::notes.
+  bool only_input = false;
   const Classifier* classifier = nullptr;  // nullptr: default NCCL/RCCL patterns
   // Advanced by the file bytes consumed (compressed bytes for .gz), so one Progress whose total
   // is the inputs' on-disk sizes (input_bytes()) can be shared by parallel imports.
@@ -27,6 +31,13 @@ struct ImportStats {
   int64_t events = 0;
   int64_t malformed = 0;
   std::vector<std::string> warnings;  // e.g. "rank taken from file name"
+  std::vector<std::string> notes;     // informational, e.g. "the only input, taken as rank 0"
+};
+
+// A trace that does not say its rank (and none was given): the CLI lists every such file.
+class NoRankError : public Error {
+ public:
+  using Error::Error;
 };
 
 // Imports one per-rank trace file into a single-rank Store (activities sorted). PyTorch
@@ -45,6 +56,11 @@ int64_t input_bytes(const std::string& path);
 
 // Rank from a file name ("rank-3", "rank3", "rank_3", "worker3"); nullopt if none.
 std::optional<int32_t> rank_from_filename(const std::string& path);
+
+// Host from a torch.profiler tensorboard_trace_handler file name,
+// "<host>_<pid>.<time_ns>.pt.trace.json[.gz]" (its default worker name is hostname_pid); "" if
+// the name has another form or its worker part names a rank instead ("rank_0.<ts>.pt.trace.json").
+std::string host_from_filename(const std::string& path);
 
 // Exact decimal-text µs → int64 ns ("5.1" → 5100, "1712195495519689.047" → ...689047).
 // Returns false if the text is not a number.
