@@ -18,6 +18,7 @@
 #include "kernalyse/export.h"
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
+#include "kernalyse/nsys.h"
 #include "kernalyse/progress.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/spool_store.h"
@@ -50,6 +51,7 @@ struct Options {
   std::vector<std::string> comm_regex;
   std::string perfetto, export_kineto, from, to;  // exports (docs/exports.md)
   std::string html;                               // --html FILE (docs/report.md)
+  std::string step_range;                         // --step-range REGEX (nsys import)
 };
 
 bool is_trace_name(const fs::path& p) {
@@ -57,10 +59,10 @@ bool is_trace_name(const fs::path& p) {
   auto ends = [&](std::string_view s) {
     return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
   };
-  return ends(".json") || ends(".json.gz");
+  return ends(".json") || ends(".json.gz") || ends(".sqlite");
 }
 
-// Expands directories into their *.json / *.json.gz files (sorted); checks files exist.
+// Expands directories into their *.json / *.json.gz / *.sqlite files (sorted); checks files exist.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& in) {
   std::vector<std::string> out;
   for (const auto& p : in) {
@@ -69,7 +71,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& in) {
       std::vector<std::string> found;
       for (const auto& e : fs::directory_iterator(p, ec))
         if (e.is_regular_file() && is_trace_name(e.path())) found.push_back(e.path().string());
-      if (found.empty()) throw Error(p + ": no *.json or *.json.gz trace files in this directory");
+      if (found.empty())
+        throw Error(p + ": no *.json, *.json.gz or *.sqlite trace files in this directory");
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
     } else if (fs::exists(p, ec)) {
@@ -108,10 +111,21 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
   // --rank names the rank of a single trace that carries none.
   if (files.size() == 1) iopt.rank = o.rank;
   iopt.only_input = files.size() == 1;  // one rankless file is rank 0
+  iopt.step_range = o.step_range;
+  // Nsight Systems reports (SQLite, told by the file header) or Kineto JSON: one kind per run.
+  std::vector<char> nsys(files.size());
+  for (size_t i = 0; i < files.size(); ++i) nsys[i] = is_sqlite_file(files[i]);
+  for (size_t i = 1; i < files.size(); ++i)
+    if (nsys[i] != nsys[0])
+      throw Error(files[nsys[i] ? i : 0] + ": an Nsight Systems report mixed with JSON traces (" +
+                  files[nsys[i] ? 0 : i] + "); import one kind at a time");
+  if (!o.step_range.empty() && (files.empty() || !nsys[0]))
+    throw Error("--step-range applies to Nsight Systems reports (.sqlite) only");
   auto worker = [&] {
     for (size_t i; (i = next++) < files.size();) {
       try {
-        parts[i] = import_kineto_file(files[i], iopt, &st[i]);
+        parts[i] = nsys[i] ? import_nsys_file(files[i], iopt, &st[i])
+                           : import_kineto_file(files[i], iopt, &st[i]);
       } catch (const NoRankError& e) {
         errors[i] = e.what();
         rankless[i] = 1;
@@ -259,17 +273,20 @@ int run(const Options& o, const std::string& command_line) {
     if (!o.quiet)
       for (const auto& n : stats.notes) std::cerr << "info: " << n << "\n";
     store.attrs.tool_version = KERNALYSE_VERSION;
-    store.attrs.produced_by = "kernalyse-merge (Kineto JSON import)";
+    const bool from_nsys = is_sqlite_file(files[0]);
+    store.attrs.produced_by = from_nsys ? "kernalyse-merge (Nsight Systems SQLite import)"
+                                        : "kernalyse-merge (Kineto JSON import)";
     store.attrs.command_line = command_line;
     store.attrs.created_utc = utc_now();
     store.attrs.clock_domain =
-        "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
+        from_nsys ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
+                  : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
     for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
     if (!o.quiet) {
       std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size()
                 << " rank(s), " << store.activities.size() << " GPU activities, "
                 << stats.malformed << " malformed events skipped, "
-                << static_cast<int64_t>(stats.bytes / 1e6) << " MB JSON in "
+                << static_cast<int64_t>(stats.bytes / 1e6) << (from_nsys ? " MB SQLite in " : " MB JSON in ")
                 << std::fixed << std::setprecision(2) << secs << " s ("
                 << std::setprecision(0) << stats.bytes / 1e6 / std::max(secs, 1e-9) << " MB/s)\n"
                 << std::defaultfloat;
@@ -454,6 +471,9 @@ int main(int argc, char** argv) {
   app.add_option("--rank", o.rank,
                  "analyse only rank R (also names the rank of a single trace that has none)");
   app.add_option("--step", o.step, "analyse only ProfilerStep#N");
+  app.add_option("--step-range", o.step_range,
+                 "Nsight Systems import: NVTX ranges whose whole name matches REGEX are steps, its "
+                 "one capture group the step number (default ProfilerStep#(\\d+))");
   app.add_flag("--summary", o.summary, "kernel summary (the default report)");
   app.add_flag("--gaps", o.gaps, "idle-gap analysis per stream, device and rank");
   app.add_flag("--overlap", o.overlap, "communication/computation overlap and exposed communication");

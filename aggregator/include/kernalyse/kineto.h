@@ -20,6 +20,9 @@ struct ImportOptions {
   // The file is the only input: with no rank in its data, --rank or its name it is rank 0 (a
   // one-GPU torch.profiler trace carries no distributedInfo), said in ImportStats::notes.
   bool only_input = false;
+  // Nsight Systems import: a regex with one capture group for N that makes NVTX ranges steps
+  // (default "ProfilerStep#(\d+)", matched against the whole range name).
+  std::string step_range;
   const Classifier* classifier = nullptr;  // nullptr: default NCCL/RCCL patterns
   // Advanced by the file bytes consumed (compressed bytes for .gz), so one Progress whose total
   // is the inputs' on-disk sizes (input_bytes()) can be shared by parallel imports.

@@ -1,0 +1,565 @@
+// Nsight Systems SQLite importer. Every table is read row by row through one prepared statement
+// (sqlite3_step), straight into the store's columns: memory grows with the rows kept, never with
+// a temporary copy of a table. Strings are looked up in StringIds only on a cache miss (one
+// cache entry per distinct name id). Nothing in the file is trusted: a table or column may be
+// missing (schema 2.9 .. 3.30 differ), any cell may hold another type than its declaration says,
+// string ids may dangle; such rows are counted as malformed and skipped.
+#include "kernalyse/nsys.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+#include "kernalyse/classify.h"
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+namespace {
+
+class Db {
+ public:
+  explicit Db(const std::string& path) : path_(path) {
+    int rc =
+        sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string m = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      throw Error(path + ": cannot open as an SQLite database: " + m);
+    }
+  }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+  ~Db() { sqlite3_close(db_); }
+  sqlite3* get() const { return db_; }
+  const std::string& path() const { return path_; }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(path_ + ": " + what + " (" + sqlite3_errmsg(db_) + ")");
+  }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+class Stmt {
+ public:
+  Stmt(const Db& db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &st_, nullptr) != SQLITE_OK)
+      db.fail("not a readable Nsight Systems export");
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(st_); }
+  bool step() {
+    int rc = sqlite3_step(st_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    db_.fail("corrupt or unreadable SQLite data");
+  }
+  void reset() { sqlite3_reset(st_); }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(st_, i, v); }
+  void bind(int i, const std::string& v) {
+    sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  bool is_int(int c) const { return sqlite3_column_type(st_, c) == SQLITE_INTEGER; }
+  bool is_null(int c) const { return sqlite3_column_type(st_, c) == SQLITE_NULL; }
+  int64_t i64(int c) const { return sqlite3_column_int64(st_, c); }
+  // Text of a TEXT cell, "" for any other type (never a conversion of a number or blob).
+  std::string_view text(int c) const {
+    if (sqlite3_column_type(st_, c) != SQLITE_TEXT) return {};
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, c));
+    int n = sqlite3_column_bytes(st_, c);
+    return p && n > 0 ? std::string_view(p, static_cast<size_t>(n)) : std::string_view();
+  }
+
+ private:
+  const Db& db_;
+  sqlite3_stmt* st_ = nullptr;
+};
+
+// A table's column names; empty when the table does not exist.
+std::set<std::string> columns_of(const Db& db, const std::string& table) {
+  Stmt q(db, "SELECT name FROM pragma_table_info(?)");
+  q.bind(1, table);
+  std::set<std::string> out;
+  while (q.step()) out.emplace(q.text(0));
+  return out;
+}
+
+// "SELECT "a", NULL, ... FROM "T"": the listed columns the table has, NULL for the others.
+std::string select(const std::set<std::string>& have, const std::vector<std::string>& cols,
+                   const std::string& table, const std::string& tail = "") {
+  std::string s = "SELECT ";
+  for (size_t i = 0; i < cols.size(); ++i)
+    s += (i ? ", " : "") + (have.count(cols[i]) ? "\"" + cols[i] + "\"" : std::string("NULL"));
+  return s + " FROM \"" + table + "\"" + tail;
+}
+
+// nsys's serialized GlobalId: hw << 56 | vm << 40 | pid << 24 | tid (docs: "Serialized GlobalId").
+int64_t gid_pid(int64_t g) { return (g >> 24) & 0xFFFFFF; }
+int64_t gid_tid(int64_t g) { return g & 0xFFFFFF; }
+
+// CUPTI_ACTIVITY_MEMCPY_KIND (ENUM_CUDA_MEMCPY_OPER), as Kineto names copies.
+const char* copy_kind(int64_t k) {
+  static const char* kNames[] = {"Memcpy Unknown", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA",
+                                 "Memcpy AtoH",    "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA",
+                                 "Memcpy DtoD",    "Memcpy HtoH", "Memcpy PtoP"};
+  return k >= 0 && k < 11 ? kNames[k] : "Memcpy Unknown";
+}
+
+// "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllReduce_Sum_f32_RING_LL":
+// the collective (lower case, as PyTorch names it), algorithm and protocol, "" when absent.
+struct NcclName {
+  std::string collective, algo, proto;
+};
+NcclName parse_nccl_name(std::string_view name) {
+  NcclName r;
+  size_t paren = name.find('(');
+  if (paren != std::string_view::npos) name = name.substr(0, paren);
+  size_t k = name.find("Kernel_");
+  if (k == std::string_view::npos) return r;
+  name = name.substr(k + 7);
+  bool first = true;
+  while (!name.empty()) {
+    size_t u = name.find('_');
+    std::string_view tok = name.substr(0, u);
+    name = u == std::string_view::npos ? std::string_view() : name.substr(u + 1);
+    if (first) {
+      for (char c : tok)
+        r.collective += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+      first = false;
+    } else if (tok == "RING" || tok == "TREE" || tok == "NVLS" || tok == "PAT" ||
+               tok == "COLLNET") {
+      r.algo = tok;
+    } else if (tok == "LL" || tok == "LL128" || tok == "SIMPLE") {
+      r.proto = tok;
+    }
+  }
+  return r;
+}
+
+bool parse_i64(std::string_view t, int64_t* v) {
+  while (!t.empty() && (t.front() == ' ' || t.front() == '"')) t.remove_prefix(1);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '"')) t.remove_suffix(1);
+  auto r = std::from_chars(t.data(), t.data() + t.size(), *v);
+  return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+}
+
+class Importer {
+ public:
+  Importer(const std::string& path, const ImportOptions& opt)
+      : db_(path),
+        opt_(opt),
+        classifier_(opt.classifier ? opt.classifier : &default_cls_),
+        step_re_(opt.step_range.empty() ? std::string(R"(ProfilerStep#(\d+))") : opt.step_range) {
+    if (step_re_.mark_count() < 1)
+      throw Error("--step-range " + opt.step_range +
+                  ": needs one capture group for the step number");
+    if (columns_of(db_, "StringIds").count("value"))
+      string_q_.emplace(db_, "SELECT value FROM StringIds WHERE id = ?");
+  }
+
+  Store run(ImportStats* stats);
+
+ private:
+  // Store string id of an nsys StringIds id; false if the id does not resolve.
+  bool string_id(int64_t nsys_id, uint32_t* out) {
+    auto it = strings_.find(nsys_id);
+    if (it != strings_.end()) {
+      *out = it->second;
+      return true;
+    }
+    if (!string_q_) return false;
+    string_q_->reset();
+    string_q_->bind(1, nsys_id);
+    if (!string_q_->step()) return false;
+    uint32_t id = store_.strings.intern(string_q_->text(0));
+    strings_.emplace(nsys_id, id);
+    *out = id;
+    return true;
+  }
+  Category category(Kind k, uint32_t name) {
+    if (name >= category_of_.size()) category_of_.resize(name + 1, -1);
+    if (category_of_[name] < 0)
+      category_of_[name] = static_cast<int8_t>(classifier_->classify(k, store_.strings.at(name)));
+    return static_cast<Category>(category_of_[name]);
+  }
+  void add_activity(Kind k, const Stmt& q, uint32_t name);
+  void kernels();
+  void copies(const std::string& table, Kind k);
+  void runtime(const std::string& table);
+  void nvtx();
+  void metadata(ImportStats* stats);
+  std::optional<int32_t> find_rank(std::string* from);
+
+  Db db_;
+  ImportOptions opt_;
+  Classifier default_cls_;
+  const Classifier* classifier_;
+  std::regex step_re_;
+  std::optional<Stmt> string_q_;
+  std::unordered_map<int64_t, uint32_t> strings_;
+  std::vector<int8_t> category_of_;
+  Store store_;
+  int64_t events_ = 0, malformed_ = 0, ignored_ = 0;
+  int64_t min_time_ = INT64_MAX;
+};
+
+// Columns 0..4 of every GPU-activity query: start, end, deviceId, streamId, correlationId.
+const std::vector<std::string> kActivityCols = {"start", "end", "deviceId", "streamId",
+                                                "correlationId"};
+
+void Importer::add_activity(Kind k, const Stmt& q, uint32_t name) {
+  Activities& a = store_.activities;
+  a.rank.push_back(0);
+  a.device.push_back(static_cast<int32_t>(q.i64(2)));
+  a.stream.push_back(static_cast<int32_t>(q.i64(3)));
+  a.kind.push_back(static_cast<uint8_t>(k));
+  a.category.push_back(static_cast<uint8_t>(category(k, name)));
+  a.start_ns.push_back(q.i64(0));
+  a.end_ns.push_back(q.i64(1));
+  a.name_id.push_back(name);
+  a.correlation.push_back(q.is_int(4) ? q.i64(4) : kNoCorrelation);
+  a.step.push_back(kNoStep);
+  min_time_ = std::min(min_time_, q.i64(0));
+}
+
+bool valid_activity(const Stmt& q) {
+  return q.is_int(0) && q.is_int(1) && q.is_int(2) && q.is_int(3) && q.i64(1) >= q.i64(0) &&
+         q.i64(2) >= 0 && q.i64(2) <= INT32_MAX && q.i64(3) >= 0 && q.i64(3) <= INT32_MAX &&
+         (q.is_null(4) || q.is_int(4));
+}
+
+void Importer::kernels() {
+  auto have = columns_of(db_, "CUPTI_ACTIVITY_KIND_KERNEL");
+  if (have.empty())
+    throw Error(db_.path() +
+                ": no CUDA kernel table (CUPTI_ACTIVITY_KIND_KERNEL): the report was "
+                "recorded without CUDA tracing (nsys profile --trace=cuda)");
+  auto cols = kActivityCols;
+  cols.insert(cols.end(), {"demangledName", "shortName"});
+  Stmt q(db_, select(have, cols, "CUPTI_ACTIVITY_KIND_KERNEL"));
+  uint32_t name;
+  while (q.step()) {
+    ++events_;
+    bool named =
+        (q.is_int(5) && string_id(q.i64(5), &name)) || (q.is_int(6) && string_id(q.i64(6), &name));
+    if (!valid_activity(q) || !named) {
+      ++malformed_;
+      continue;
+    }
+    size_t row = store_.activities.size();
+    add_activity(Kind::Kernel, q, name);
+    if (store_.activities.category[row] != static_cast<uint8_t>(Category::Communication)) continue;
+    NcclName nn = parse_nccl_name(store_.strings.at(name));
+    NcclInfo& n = store_.nccl;
+    n.activity.push_back(row);
+    n.collective_id.push_back(store_.strings.intern(nn.collective));
+    n.seq.push_back(-1);
+    n.pg_name_id.push_back(0);
+    n.pg_desc_id.push_back(0);
+    n.pg_ranks_id.push_back(0);
+    n.group_size.push_back(-1);
+    n.in_nelems.push_back(-1);
+    n.out_nelems.push_back(-1);
+    n.msg_bytes.push_back(-1);
+    n.dtype_id.push_back(0);
+    n.comm_hash.push_back(0);
+    n.peer.push_back(-1);
+    n.comm_rank.push_back(-1);
+    n.algo_id.push_back(store_.strings.intern(nn.algo));
+    n.proto_id.push_back(store_.strings.intern(nn.proto));
+    n.n_channels.push_back(-1);
+  }
+}
+
+void Importer::copies(const std::string& table, Kind k) {
+  auto have = columns_of(db_, table);
+  if (have.empty()) return;
+  auto cols = kActivityCols;
+  cols.push_back("copyKind");
+  Stmt q(db_, select(have, cols, table));
+  uint32_t memset_name = store_.strings.intern("Memset (Device)");
+  uint32_t copy_names[11];
+  for (int i = 0; i < 11; ++i) copy_names[i] = store_.strings.intern(copy_kind(i));
+  while (q.step()) {
+    ++events_;
+    if (!valid_activity(q)) {
+      ++malformed_;
+      continue;
+    }
+    int64_t ck = q.is_int(5) ? q.i64(5) : 0;
+    add_activity(k, q, k == Kind::Memset ? memset_name : copy_names[ck >= 0 && ck < 11 ? ck : 0]);
+  }
+}
+
+void Importer::runtime(const std::string& table) {
+  auto have = columns_of(db_, table);
+  if (have.empty()) return;
+  Stmt q(db_, select(have, {"start", "end", "globalTid", "correlationId", "nameId"}, table));
+  LaunchCalls& l = store_.launches;
+  uint32_t name;
+  while (q.step()) {
+    ++events_;
+    if (!q.is_int(0) || !q.is_int(1) || q.i64(1) < q.i64(0) || !q.is_int(4) ||
+        !string_id(q.i64(4), &name)) {
+      ++malformed_;
+      continue;
+    }
+    int64_t g = q.is_int(2) ? q.i64(2) : 0;
+    l.rank.push_back(0);
+    l.pid.push_back(gid_pid(g));
+    l.tid.push_back(gid_tid(g));
+    l.start_ns.push_back(q.i64(0));
+    l.end_ns.push_back(q.i64(1));
+    l.name_id.push_back(name);
+    l.correlation.push_back(q.is_int(3) ? q.i64(3) : kNoCorrelation);
+    l.step.push_back(kNoStep);
+  }
+}
+
+// NVTX event types (ENUM_NSYS_EVENT_TYPE): push/pop and start/end ranges; domain creation.
+constexpr int64_t kNvtxPushPop = 59, kNvtxStartEnd = 60, kNvtxDomainCreate = 75;
+
+void Importer::nvtx() {
+  auto have = columns_of(db_, "NVTX_EVENTS");
+  if (have.empty()) return;
+  std::unordered_map<int64_t, std::string> domains;  // domainId → name (few)
+  {
+    Stmt d(db_, select(have, {"domainId", "text"}, "NVTX_EVENTS",
+                       " WHERE eventType = " + std::to_string(kNvtxDomainCreate)));
+    while (d.step())
+      if (d.is_int(0)) domains[d.i64(0)] = std::string(d.text(1));
+  }
+  Stmt q(db_, select(have, {"start", "end", "eventType", "text", "textId", "domainId", "globalTid"},
+                     "NVTX_EVENTS"));
+  Annotations& an = store_.annotations;
+  std::string name;
+  uint32_t tid_name;
+  while (q.step()) {
+    ++events_;
+    int64_t type = q.is_int(2) ? q.i64(2) : -1;
+    if (type != kNvtxPushPop && type != kNvtxStartEnd) {
+      ++ignored_;  // marks, domain and thread names, categories
+      continue;
+    }
+    if (!q.is_int(0) || !q.is_int(1) || q.i64(1) < q.i64(0)) {  // an unclosed range has no end
+      ++malformed_;
+      continue;
+    }
+    if (q.is_int(4) && string_id(q.i64(4), &tid_name))
+      name = store_.strings.at(tid_name);
+    else
+      name.assign(q.text(3));
+    int32_t step = kNoStep;
+    AnnotationKind kind = AnnotationKind::Nvtx;
+    std::smatch m;
+    if (std::regex_match(name, m, step_re_)) {
+      int64_t n;
+      if (parse_i64(m[1].str(), &n) && n >= 0 && n <= INT32_MAX) {
+        kind = AnnotationKind::Step;
+        step = static_cast<int32_t>(n);
+      }
+    }
+    if (kind == AnnotationKind::Nvtx && q.is_int(5) && q.i64(5) != 0) {
+      auto it = domains.find(q.i64(5));
+      if (it != domains.end() && !it->second.empty()) name = it->second + ": " + name;
+    }
+    int64_t g = q.is_int(6) ? q.i64(6) : 0;
+    an.rank.push_back(0);
+    an.kind.push_back(static_cast<uint8_t>(kind));
+    an.pid.push_back(gid_pid(g));
+    an.tid.push_back(gid_tid(g));
+    an.start_ns.push_back(q.i64(0));
+    an.end_ns.push_back(q.i64(1));
+    an.name_id.push_back(store_.strings.intern(name));
+    an.step.push_back(step);
+  }
+}
+
+// The value of a TARGET_INFO_SYSTEM_ENV row, "" if none. Only the named rows are read: exports
+// carry the whole environment of the profiled machine, and kernalyse keeps nothing else of it.
+std::string system_env(const Db& db, const std::string& name) {
+  auto have = columns_of(db, "TARGET_INFO_SYSTEM_ENV");
+  if (!have.count("name") || !have.count("value")) return "";
+  Stmt q(db, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = ? LIMIT 1");
+  q.bind(1, name);
+  return q.step() ? std::string(q.text(0)) : "";
+}
+
+std::optional<int32_t> Importer::find_rank(std::string* from) {
+  auto ok = [](int64_t v) { return v >= 0 && v <= INT32_MAX; };
+  if (columns_of(db_, "MPI_RANKS").count("rank")) {
+    Stmt q(db_, "SELECT rank FROM MPI_RANKS LIMIT 1");
+    if (q.step() && q.is_int(0) && ok(q.i64(0)))
+      return *from = "MPI_RANKS", static_cast<int32_t>(q.i64(0));
+  }
+  auto nv = columns_of(db_, "NVTX_EVENTS");
+  if (nv.count("text")) {  // nsys --trace=mpi names the thread "MPI Rank N"
+    Stmt q(db_, "SELECT text FROM NVTX_EVENTS WHERE text LIKE 'MPI Rank %' LIMIT 1");
+    int64_t v;
+    if (q.step() && parse_i64(q.text(0).substr(std::min<size_t>(9, q.text(0).size())), &v) && ok(v))
+      return *from = "the MPI rank thread name", static_cast<int32_t>(v);
+  }
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"}) {
+    int64_t v;
+    if (parse_i64(system_env(db_, var), &v) && ok(v)) return *from = var, static_cast<int32_t>(v);
+  }
+  if (opt_.rank) return *from = "--rank", *opt_.rank;
+  if (auto r = rank_from_filename(db_.path())) return *from = "the file name", *r;
+  // NCCL's network plugin marks name this process's rank: "ncclNetIsend(): ... Sender_Rank: N"
+  // and "ncclNetIrecv(): ... Receiver_Rank: N" (its rank in the communicator that used the
+  // network; the world rank for the usual one world communicator).
+  if (nv.count("text")) {
+    Stmt q(db_,
+           "SELECT text FROM NVTX_EVENTS WHERE text LIKE 'ncclNetIsend(): %Sender_Rank: %' OR "
+           "text LIKE 'ncclNetIrecv(): %Receiver_Rank: %' LIMIT 1");
+    if (q.step()) {
+      std::string_view t = q.text(0);
+      std::string_view key = t.rfind("ncclNetIsend", 0) == 0 ? "Sender_Rank: " : "Receiver_Rank: ";
+      size_t at = t.find(key);
+      if (at != std::string_view::npos) {
+        std::string_view num = t.substr(at + key.size());
+        num = num.substr(0, num.find(','));
+        int64_t v;
+        if (parse_i64(num, &v) && ok(v))
+          return *from = "NCCL's network NVTX marks", static_cast<int32_t>(v);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+Store Importer::run(ImportStats* stats) {
+  // Version: META_DATA_EXPORT's EXPORT_SCHEMA_VERSION when there is one (older exports have none).
+  std::string version;
+  if (columns_of(db_, "META_DATA_EXPORT").count("value")) {
+    Stmt q(db_, "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION' LIMIT 1");
+    if (q.step()) version = std::string(q.text(0));
+  }
+  int64_t major = -1;
+  if (!version.empty() && parse_i64(version.substr(0, version.find('.')), &major) &&
+      (major < 2 || major > 3) && stats)
+    stats->warnings.push_back(db_.path() + ": export schema " + version +
+                              " is outside the versions read (2.9 to 3.30); importing anyway");
+  kernels();
+  copies("CUPTI_ACTIVITY_KIND_MEMCPY", Kind::Memcpy);
+  copies("CUPTI_ACTIVITY_KIND_MEMSET", Kind::Memset);
+  runtime("CUPTI_ACTIVITY_KIND_RUNTIME");
+  nvtx();
+
+  std::string from;
+  std::optional<int32_t> rank = find_rank(&from);
+  if (rank && stats && from != "MPI_RANKS" && from != "--rank")
+    stats->warnings.push_back(db_.path() + ": rank " + std::to_string(*rank) + " taken from " +
+                              from);
+  if (!rank && opt_.only_input) {
+    rank = 0;
+    if (stats)
+      stats->notes.push_back(db_.path() +
+                             ": no rank in the report or its name; the only input, "
+                             "taken as rank 0");
+  }
+  if (!rank)
+    throw NoRankError(db_.path() +
+                      ": cannot tell the rank (no MPI rank, launcher variable, rank "
+                      "in the file name or NCCL rank mark); pass --rank N");
+
+  // Time: ns since the session start in most exports, epoch ns in some. Relative times are far
+  // below half the session's epoch start; absolute ones are not: decide on that, per file.
+  int64_t session = 0;
+  if (columns_of(db_, "TARGET_INFO_SESSION_START_TIME").count("utcEpochNs")) {
+    Stmt q(db_, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1");
+    if (q.step() && q.is_int(0) && q.i64(0) > 0) session = q.i64(0);
+  }
+  bool absolute = session > 0 && min_time_ != INT64_MAX && min_time_ >= session / 2;
+  int64_t shift = session > 0 && !absolute ? session : 0;
+  Activities& a = store_.activities;
+  LaunchCalls& l = store_.launches;
+  Annotations& an = store_.annotations;
+  if (shift)
+    for (auto* col : {&a.start_ns, &a.end_ns, &l.start_ns, &l.end_ns, &an.start_ns, &an.end_ns})
+      for (auto& x : *col) x += shift;
+  if (session == 0 && stats)
+    stats->warnings.push_back(db_.path() +
+                              ": no session start time (TARGET_INFO_SESSION_START_TIME): "
+                              "times are ns since the capture started, not epoch ns");
+  for (auto* col : {&a.rank, &l.rank, &an.rank}) std::fill(col->begin(), col->end(), *rank);
+  sort_activities(store_);
+  assign_steps(store_);
+
+  RankInfo info;
+  info.rank = *rank;
+  info.source = db_.path();
+  info.host = system_env(db_, "Hostname");
+  std::vector<int32_t> devs(a.device.begin(), a.device.end());
+  std::sort(devs.begin(), devs.end());
+  devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+  for (size_t i = 0; i < devs.size(); ++i) info.devices += (i ? "," : "") + std::to_string(devs[i]);
+  // Device name of the first CUDA device used: TARGET_INFO_CUDA_DEVICE maps CUDA ids to GPU ids
+  // (3.x); TARGET_INFO_GPU has the names (id or, in old exports, deviceId); TARGET_INFO_CUDA_GPU
+  // in the oldest.
+  if (!devs.empty()) {
+    int64_t gpu = devs[0];
+    if (columns_of(db_, "TARGET_INFO_CUDA_DEVICE").count("gpuId")) {
+      Stmt q(db_, "SELECT gpuId FROM TARGET_INFO_CUDA_DEVICE WHERE cudaId = ? LIMIT 1");
+      q.bind(1, gpu);
+      if (q.step() && q.is_int(0)) gpu = q.i64(0);
+    }
+    for (const char* t : {"TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"}) {
+      auto have = columns_of(db_, t);
+      std::string idcol = have.count("id") ? "id" : have.count("deviceId") ? "deviceId" : "";
+      if (idcol.empty() || !have.count("name")) continue;
+      Stmt q(db_,
+             std::string("SELECT name FROM \"") + t + "\" WHERE \"" + idcol + "\" = ? LIMIT 1");
+      q.bind(1, gpu);
+      if (q.step() && !q.text(0).empty()) {
+        info.device_name = std::string(q.text(0));
+        break;
+      }
+    }
+  }
+  info.base_time_ns = session;
+  info.clock_method = "none (recording host wall clock, not aligned across ranks)";
+  info.collector_status =
+      "imported (Nsight Systems" + (version.empty() ? "" : " export schema " + version) + ")";
+  info.events_total = events_;
+  info.events_malformed = malformed_;
+  info.events_ignored = ignored_;
+  store_.ranks = {info};
+  if (stats) {
+    stats->events += events_;
+    stats->malformed += malformed_;
+    if (malformed_ > 0)
+      stats->warnings.push_back(db_.path() + ": " + std::to_string(malformed_) + " of " +
+                                std::to_string(events_) + " rows malformed and skipped");
+  }
+  return std::move(store_);
+}
+
+}  // namespace
+
+bool is_sqlite_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[16] = {};
+  f.read(magic, sizeof magic);
+  return f.gcount() == 16 && std::memcmp(magic, "SQLite format 3\0", 16) == 0;
+}
+
+Store import_nsys_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {
+  if (!is_sqlite_file(path)) throw Error(path + ": not an SQLite database (Nsight Systems export)");
+  Importer imp(path, opt);
+  Store s = imp.run(stats);
+  int64_t bytes = input_bytes(path);
+  if (opt.progress) opt.progress->advance(bytes);
+  if (stats) stats->bytes += bytes;
+  return s;
+}
+
+}  // namespace kernalyse
