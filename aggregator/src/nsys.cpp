@@ -105,12 +105,19 @@ std::string select(const std::set<std::string>& have, const std::vector<std::str
 int64_t gid_pid(int64_t g) { return (g >> 24) & 0xFFFFFF; }
 int64_t gid_tid(int64_t g) { return g & 0xFFFFFF; }
 
-// CUPTI_ACTIVITY_MEMCPY_KIND (ENUM_CUDA_MEMCPY_OPER), as Kineto names copies.
-const char* copy_kind(int64_t k) {
-  static const char* kNames[] = {"Memcpy Unknown", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA",
-                                 "Memcpy AtoH",    "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA",
-                                 "Memcpy DtoD",    "Memcpy HtoH", "Memcpy PtoP"};
-  return k >= 0 && k < 11 ? kNames[k] : "Memcpy Unknown";
+// Copy and memset names as Kineto writes them, from CUPTI's enums (ENUM_CUDA_MEMCPY_OPER,
+// ENUM_CUDA_MEM_KIND): "Memcpy HtoD (Pinned -> Device)", "Memset (Device)"; without the memory
+// kinds (older exports) "Memcpy HtoD", "Memset".
+std::string copy_name(int64_t kind, int64_t src, int64_t dst, bool memset) {
+  static const char* kCopy[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  static const char* kMem[] = {"Unknown", "Pageable", "Pinned",        "Device",
+                               "Array",   "Managed",  "Device Static", "Managed Static"};
+  auto mem = [](int64_t k) { return k >= 0 && k < 8 ? kMem[k] : "Unknown"; };
+  if (memset) return dst < 0 ? "Memset" : std::string("Memset (") + mem(dst) + ")";
+  std::string n = std::string("Memcpy ") + (kind >= 0 && kind < 11 ? kCopy[kind] : "Unknown");
+  if (src >= 0 && dst >= 0) n += std::string(" (") + mem(src) + " -> " + mem(dst) + ")";
+  return n;
 }
 
 // "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllReduce_Sum_f32_RING_LL":
@@ -209,6 +216,7 @@ class Importer {
   Store store_;
   int64_t events_ = 0, malformed_ = 0, ignored_ = 0;
   int64_t min_time_ = INT64_MAX;
+  bool synthetic_ = false;
 };
 
 // Columns 0..4 of every GPU-activity query: start, end, deviceId, streamId, correlationId.
@@ -283,19 +291,28 @@ void Importer::copies(const std::string& table, Kind k) {
   auto have = columns_of(db_, table);
   if (have.empty()) return;
   auto cols = kActivityCols;
-  cols.push_back("copyKind");
+  if (k == Kind::Memset)
+    cols.insert(cols.end(), {"memKind", "memKind", "memKind"});
+  else
+    cols.insert(cols.end(), {"copyKind", "srcKind", "dstKind"});
   Stmt q(db_, select(have, cols, table));
-  uint32_t memset_name = store_.strings.intern("Memset (Device)");
-  uint32_t copy_names[11];
-  for (int i = 0; i < 11; ++i) copy_names[i] = store_.strings.intern(copy_kind(i));
+  std::unordered_map<int64_t, uint32_t> names;  // (kind, src, dst) → name id: a handful
   while (q.step()) {
     ++events_;
     if (!valid_activity(q)) {
       ++malformed_;
       continue;
     }
-    int64_t ck = q.is_int(5) ? q.i64(5) : 0;
-    add_activity(k, q, k == Kind::Memset ? memset_name : copy_names[ck >= 0 && ck < 11 ? ck : 0]);
+    auto small = [&](int c) {
+      return q.is_int(c) && q.i64(c) >= 0 && q.i64(c) < 64 ? q.i64(c) : -1;
+    };
+    int64_t ck = small(5), src = small(6), dst = small(7);
+    int64_t key = ((ck + 1) << 16) | ((src + 1) << 8) | (dst + 1);
+    auto it = names.find(key);
+    if (it == names.end())
+      it = names.emplace(key, store_.strings.intern(copy_name(ck, src, dst, k == Kind::Memset)))
+               .first;
+    add_activity(k, q, it->second);
   }
 }
 
@@ -442,6 +459,9 @@ Store Importer::run(ImportStats* stats) {
   if (columns_of(db_, "META_DATA_EXPORT").count("value")) {
     Stmt q(db_, "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION' LIMIT 1");
     if (q.step()) version = std::string(q.text(0));
+    // kernalyse-tracegen --format nsys marks its synthetic reports (never NVIDIA's exports).
+    Stmt syn(db_, "SELECT value FROM META_DATA_EXPORT WHERE name = 'kernalyseSynthetic' LIMIT 1");
+    synthetic_ = syn.step() && syn.text(0) == "true";
   }
   int64_t major = -1;
   if (!version.empty() && parse_i64(version.substr(0, version.find('.')), &major) &&
@@ -456,7 +476,7 @@ Store Importer::run(ImportStats* stats) {
 
   std::string from;
   std::optional<int32_t> rank = find_rank(&from);
-  if (rank && stats && from != "MPI_RANKS" && from != "--rank")
+  if (rank && stats && (from == "the file name" || from == "NCCL's network NVTX marks"))
     stats->warnings.push_back(db_.path() + ": rank " + std::to_string(*rank) + " taken from " +
                               from);
   if (!rank && opt_.only_input) {
@@ -529,6 +549,8 @@ Store Importer::run(ImportStats* stats) {
   info.clock_method = "none (recording host wall clock, not aligned across ranks)";
   info.collector_status =
       "imported (Nsight Systems" + (version.empty() ? "" : " export schema " + version) + ")";
+  info.emulated = synthetic_;
+  store_.attrs.emulated = synthetic_;
   info.events_total = events_;
   info.events_malformed = malformed_;
   info.events_ignored = ignored_;

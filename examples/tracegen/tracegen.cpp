@@ -35,6 +35,9 @@
 #include <thread>
 #include <vector>
 
+#include "kernalyse/kineto.h"
+#include "nsys_writer.h"
+
 namespace {
 
 using i64 = int64_t;
@@ -44,6 +47,7 @@ struct Options {
   i64 kernels = 10000;  // exact number of "kernel" events per rank, NCCL kernels included
   int steps = 4;
   std::string out, truth;
+  std::string format = "json";  // json, or nsys: one Nsight Systems SQLite export per rank
   bool gz = false, minify = false;
   int gz_level = 1;
   uint64_t seed = 1;
@@ -1006,16 +1010,38 @@ void run(const Options& o) {
   if (!o.truth.empty()) write_truth(o, truth);
 }
 
+// --format nsys: the same planted workload (same seed, same simulation) written as JSON into a
+// scratch directory, read back by kernalyse's Kineto importer (exact ns) and written as one
+// Nsight Systems SQLite export per rank, DIR/rank-<r>.sqlite; the truth file is the same.
+void run_nsys(Options o) {
+  namespace fs = std::filesystem;
+  const std::string out = o.out;
+  fs::create_directories(out);
+  o.out = (fs::path(out) / ".tracegen-json").string();
+  o.gz = false;
+  fs::remove_all(o.out);
+  run(o);
+  for (int r = 0; r < o.ranks; ++r) {
+    kernalyse::ImportOptions io;
+    kernalyse::Store s = kernalyse::import_kineto_file(rank_file(o, r), io, nullptr);
+    const std::string p = (fs::path(out) / ("rank-" + std::to_string(r) + ".sqlite")).string();
+    fs::remove(p);
+    write_nsys_rank(s, p);
+  }
+  fs::remove_all(o.out);
+}
+
 const char* kUsage =
     "usage: kernalyse-tracegen --ranks N --kernels K --steps S --out DIR [--gz] [--gz-level L] [--seed X]\n"
     "                          [--minify] [--truth FILE] [--slow-rank R --slow-factor F]\n"
     "                          [--launch-delay-rank R --launch-delay-us D] [--jitter-us J] [--threads T]\n"
-    "                          [--clock-skew-us R:US[,R:US...]]\n"
+    "                          [--clock-skew-us R:US[,R:US...]] [--format json|nsys]\n"
     "Writes DIR/rank-<r>.json[.gz]: synthetic PyTorch-profiler (Kineto) traces, exactly K kernel events per\n"
     "rank (NCCL kernels included), S ProfilerSteps. All data is marked synthetic (emulated device).\n"
     "--truth FILE: exact counts, gaps, overlap, time breakdown, idle split, every collective's arrivals and\n"
     "waits, and what the knobs planted. --clock-skew-us shifts all timestamps of rank R by US (unaligned\n"
-    "clocks); the truth keeps true times.\n";
+    "clocks); the truth keeps true times. --format nsys writes DIR/rank-<r>.sqlite instead: the same workload\n"
+    "as Nsight Systems SQLite exports.\n";
 
 }  // namespace
 
@@ -1052,6 +1078,10 @@ int main(int argc, char** argv) {
           throw std::invalid_argument("bad value for --seed: " + v);
       }
       else if (a == "--minify") o.minify = true;
+      else if (a == "--format") {
+        o.format = val();
+        if (o.format != "json" && o.format != "nsys") throw std::invalid_argument("--format is json or nsys");
+      }
       else if (a == "--truth") o.truth = val();
       else if (a == "--slow-rank") o.slow_rank = int(num(0));
       else if (a == "--slow-factor") o.slow_factor = num(0.01);
@@ -1086,7 +1116,11 @@ int main(int argc, char** argv) {
   }
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    run(o);
+    if (o.format == "nsys") {
+      run_nsys(o);
+    } else {
+      run(o);
+    }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "kernalyse-tracegen: %d rank(s) x %lld kernels -> %s (%.2f s)\n", o.ranks,
                  (long long)o.kernels, o.out.c_str(), s);
