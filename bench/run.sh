@@ -70,6 +70,23 @@ timed html_report "$bin/kernalyse-merge" "$dir/run.h5" --html "$dir/report.html"
 log "  HTML report: $(( $(stat -c %s "$dir/report.html") / 1000 )) kB (budget 5000 kB)"
 rm -f "$dir/report.html"
 
+# Nsight Systems import: the same workload as one SQLite export (tracegen --format nsys), one
+# file on one core; kernel rows per second of wall time and of CPU time (user + sys: on a loaded
+# machine the wall time includes waiting for a core). Peak RSS at two sizes shows it grows with
+# the rows kept, not with a copy of the file.
+for k in $((kernels / 4)) "$kernels"; do
+  nd="$dir/nsys-$k"
+  if [ ! -f "$nd/rank-0.sqlite" ]; then
+    rm -rf "$nd"
+    "$bin/kernalyse-tracegen" --ranks 1 --kernels "$k" --steps 10 --out "$nd" --format nsys 2>/dev/null
+  fi
+  cat "$nd/rank-0.sqlite" > /dev/null
+  /usr/bin/time -f "%e %U %S %M" -o "$dir/time.txt" "$bin/kernalyse-merge" "$nd/rank-0.sqlite" -o "$dir/nsys.h5" --force -q
+  read -r wall usr sys rss_kb < "$dir/time.txt"
+  log "nsys import, $k kernels ($(( $(stat -c %s "$nd/rank-0.sqlite") / 1000000 )) MB SQLite, as many runtime calls): ${wall} s wall, $(awk -v u="$usr" -v s="$sys" 'BEGIN {printf "%.2f", u + s}') s CPU, peak RSS $((rss_kb / 1024)) MB; $(awk -v k="$k" -v w="$wall" 'BEGIN {printf "%.2f", k / w / 1e6}') M kernel rows/s wall, $(awk -v k="$k" -v u="$usr" -v s="$sys" 'BEGIN {printf "%.2f", k / (u + s) / 1e6}') M/s CPU"
+done
+rm -f "$dir/nsys.h5"
+
 # The real trace_filter pair (import + every analysis), against HTA's 1.6 s on this machine type.
 tf="${KERNALYSE_SHARED_TRACES:-$(dirname "$0")/../../shared/traces}/hta/trace_filter"
 if [ -d "$tf" ]; then
