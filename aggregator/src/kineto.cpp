@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <regex>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -354,7 +355,7 @@ bool parse_int(std::string_view t, int64_t* v) {
 
 // ---------------------------------------------------------------- one trace event
 enum Field : uint8_t { kPh, kCat, kName, kPidStr, kTidStr, kColl, kDtype, kPgName, kPgDesc,
-                       kPgRanks, kNumFields };
+                       kPgRanks, kArgName, kNumFields };
 
 struct RawEvent {
   std::string_view s[kNumFields];
@@ -521,6 +522,9 @@ class EventParser {
       raw_field(ev, kPgDesc);
     } else if (key_is(k, "Process Group Ranks")) {
       raw_field(ev, kPgRanks);
+    } else if (key_is(k, "name")) {  // metadata: process_name's value ("RANK 1 - GPU")
+      if (c_->peek() == '"') ev.s[kArgName] = c_->str(scratch_[kArgName]);
+      else c_->skip_value();
     } else if (key_is(k, "Device Type")) {  // profile_memory "[memory]" events
       if (int_value(&v)) ev.mem_device_type = v;
     } else if (key_is(k, "Device Id")) {
@@ -563,6 +567,8 @@ class Importer {
   bool top_member(Cursor& c);  // true when it opened the traceEvents list
   void add_event(const RawEvent& ev);
   void add_memory(const RawEvent& ev);
+  void add_process_name(const RawEvent& ev);
+  bool split_ranks(const std::optional<int32_t>& fallback, ImportStats* stats);
   void finish(ImportStats* stats);
   std::string where(const Buffer& b, const char* at) const {
     return std::to_string(b.consumed + (at - b.begin));
@@ -575,6 +581,10 @@ class Importer {
   Store store_;
   std::vector<int8_t> category_of_;  // per name id; -1 = not classified yet
   uint32_t gpu_memory_name_ = 0;     // interned on the first counter (0: not yet)
+  // Merged multi-rank files (TraceLens "fusion": each rank's events under its own pids, named
+  // by process_name "RANK n - GPU/CPU"): pid → rank, and each row's pid until finish() maps it.
+  std::unordered_map<int64_t, int32_t> rank_of_pid_;
+  std::vector<int64_t> act_pid_, ann_pid_, cnt_pid_;
   bool have_events_key_ = false;
   bool top_is_array_ = false;
   std::string distributed_info_, device_properties_;
@@ -719,6 +729,7 @@ void Importer::add_event(const RawEvent& ev) {
   }
   std::string_view ph = ev.s[kPh], cat = ev.s[kCat];
   if ((ph == "i" || ph == "I") && ev.s[kName] == "[memory]") return add_memory(ev);
+  if (ph == "M" && ev.s[kName] == "process_name" && ev.has_pid) return add_process_name(ev);
   if (ph != "X") {  // metadata, flows, instants, counters: not needed for analysis
     ++ignored_;
     return;
@@ -773,6 +784,7 @@ void Importer::add_event(const RawEvent& ev) {
       n.peer.push_back(-1);
     }
     a.rank.push_back(0);
+    act_pid_.push_back(ev.pid);
     a.device.push_back(static_cast<int32_t>(device));
     a.stream.push_back(static_cast<int32_t>(stream));
     a.kind.push_back(static_cast<uint8_t>(kind));
@@ -815,6 +827,7 @@ void Importer::add_event(const RawEvent& ev) {
   }
   Annotations& an = store_.annotations;
   an.rank.push_back(0);
+  ann_pid_.push_back(ev.pid);
   an.kind.push_back(static_cast<uint8_t>(ak));
   bool gpu = ak == AnnotationKind::GpuUser;
   an.pid.push_back(gpu && ev.has_device ? ev.device : ev.pid);
@@ -841,10 +854,53 @@ void Importer::add_memory(const RawEvent& ev) {
   if (gpu_memory_name_ == 0) gpu_memory_name_ = store_.strings.intern(kCounterGpuMemory);
   Counters& c = store_.counters;
   c.rank.push_back(0);
+  cnt_pid_.push_back(ev.pid);
   c.device.push_back(static_cast<int32_t>(ev.mem_device_id));
   c.name_id.push_back(gpu_memory_name_);
   c.ts_ns.push_back(ev.ts);
   c.value.push_back(ev.mem_total_allocated);
+}
+
+void Importer::add_process_name(const RawEvent& ev) {
+  ++ignored_;
+  std::string_view n = ev.s[kArgName];
+  if (!starts_with(n, "RANK ")) return;
+  n.remove_prefix(5);
+  size_t d = 0;
+  while (d < n.size() && n[d] >= '0' && n[d] <= '9') ++d;
+  int64_t r;
+  if (d == 0 || d > 9 || (d < n.size() && n[d] != ' ') || !parse_int(n.substr(0, d), &r)) return;
+  rank_of_pid_[ev.pid] = static_cast<int32_t>(r);
+}
+
+// A merged multi-rank file: every row takes the rank its pid's process_name gives (rows of other
+// pids the file-level rank, if any). Returns false when the file names no ranks this way.
+bool Importer::split_ranks(const std::optional<int32_t>& fallback, ImportStats* stats) {
+  if (rank_of_pid_.empty()) return false;
+  std::set<int64_t> unmapped;
+  auto rank_of = [&](int64_t pid) {
+    auto it = rank_of_pid_.find(pid);
+    if (it != rank_of_pid_.end()) return it->second;
+    unmapped.insert(pid);
+    return fallback.value_or(-1);
+  };
+  Activities& a = store_.activities;
+  for (size_t i = 0; i < a.size(); ++i) a.rank[i] = rank_of(act_pid_[i]);
+  LaunchCalls& l = store_.launches;
+  for (size_t i = 0; i < l.size(); ++i) l.rank[i] = rank_of(l.pid[i]);
+  Annotations& an = store_.annotations;
+  for (size_t i = 0; i < an.size(); ++i) an.rank[i] = rank_of(ann_pid_[i]);
+  Counters& cn = store_.counters;
+  for (size_t i = 0; i < cn.size(); ++i) cn.rank[i] = rank_of(cnt_pid_[i]);
+  if (!unmapped.empty() && !fallback)
+    throw NoRankError(name_ + ": events of pid " + std::to_string(*unmapped.begin()) +
+                      " are under no \"RANK n\" process of this merged multi-rank file; pass --rank N "
+                      "for them");
+  if (stats)
+    stats->notes.push_back(name_ + ": a merged multi-rank trace: " +
+                           std::to_string(rank_of_pid_.size()) +
+                           " processes named \"RANK n\", imported as separate ranks");
+  return true;
 }
 
 void Importer::finish(ImportStats* stats) {
@@ -867,17 +923,18 @@ void Importer::finish(ImportStats* stats) {
                                 std::to_string(*rank) + " taken from the file name");
     }
   }
-  if (!rank && opt_.only_input) {
+  const bool merged = !rank_of_pid_.empty();  // ranks named per process (split_ranks)
+  if (!rank && opt_.only_input && !merged) {
     rank = 0;
     if (stats)
       stats->notes.push_back(name_ + ": no rank in the trace or its name; the only input, taken "
                                      "as rank 0");
   }
-  if (!rank) {
+  if (!rank && !merged) {
     throw NoRankError(name_ + ": cannot tell the rank (no distributedInfo.rank, none in the file "
                               "name); pass --rank N");
   }
-  if (*rank < 0) throw Error(name_ + ": negative rank " + std::to_string(*rank));
+  if (rank && *rank < 0) throw Error(name_ + ": negative rank " + std::to_string(*rank));
 
   // Kineto's ts is relative to baseTimeNanoseconds when present, else absolute epoch µs.
   int64_t base = has_base_time_ ? base_time_ns_ : 0;
@@ -892,34 +949,52 @@ void Importer::finish(ImportStats* stats) {
   shift(a.start_ns), shift(a.end_ns), shift(l.start_ns), shift(l.end_ns), shift(an.start_ns),
       shift(an.end_ns), shift(cn.ts_ns);
 
-  for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) std::fill(col->begin(), col->end(), *rank);
+  if (!split_ranks(rank, stats))
+    for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) std::fill(col->begin(), col->end(), *rank);
   sort_counters(cn, store_.strings);  // stable: same-ts events keep their file order
 
   assign_steps(store_);
 
-  RankInfo info;
-  info.rank = *rank;
-  info.world_size = world;
-  info.source = name_;
-  info.host = host_from_filename(name_);
-  std::vector<int32_t> devs(a.device.begin(), a.device.end());
-  std::sort(devs.begin(), devs.end());
-  devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
-  for (size_t i = 0; i < devs.size(); ++i)
-    info.devices += (i ? "," : "") + std::to_string(devs[i]);
+  // One RankInfo per rank (a merged multi-rank file has several); the file-level event counts
+  // go to the first, since events are not attributed to ranks before they are parsed.
+  std::set<int32_t> ranks;
+  if (rank && !merged) ranks.insert(*rank);
+  for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) ranks.insert(col->begin(), col->end());
+  for (const auto& [pid, r] : rank_of_pid_) ranks.insert(r);
+  std::string device_name;
   if (!device_properties_.empty()) {
     auto j = nlohmann::json::parse(device_properties_, nullptr, false);
     if (j.is_array() && !j.empty() && j[0].is_object() && j[0].contains("name") &&
         j[0]["name"].is_string())
-      info.device_name = j[0]["name"].get<std::string>();
+      device_name = j[0]["name"].get<std::string>();
   }
-  info.base_time_ns = base;
-  info.clock_method = "none (recording host wall clock, not aligned across ranks)";
-  info.emulated = synthetic_;
-  info.events_total = events_;
-  info.events_malformed = malformed_;
-  info.events_ignored = ignored_;
-  store_.ranks = {info};
+  store_.ranks.clear();
+  for (int32_t r : ranks) {
+    RankInfo info;
+    info.rank = r;
+    info.world_size = merged ? static_cast<int32_t>(ranks.size()) : world;
+    info.source = name_;
+    info.host = host_from_filename(name_);
+    std::vector<int32_t> devs;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a.rank[i] == r) devs.push_back(a.device[i]);
+    std::sort(devs.begin(), devs.end());
+    devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+    for (size_t i = 0; i < devs.size(); ++i) {
+      if (i) info.devices += ',';
+      info.devices += std::to_string(devs[i]);
+    }
+    info.device_name = device_name;
+    info.base_time_ns = base;
+    info.clock_method = "none (recording host wall clock, not aligned across ranks)";
+    info.emulated = synthetic_;
+    if (store_.ranks.empty()) {
+      info.events_total = events_;
+      info.events_malformed = malformed_;
+      info.events_ignored = ignored_;
+    }
+    store_.ranks.push_back(info);
+  }
   store_.attrs.emulated = synthetic_;
   sort_activities(store_);
 

@@ -4,6 +4,7 @@
 # kernel and copy counts equal the ones a plain JSON reader finds. Several rankless files without
 # distinguishing names are one error that lists them. A tensorboard_trace_handler file name
 # (<host>_<pid>.<ts>.pt.trace.json) gives the rank's host, in /ranks/host and JSON ranks[].host.
+# The merged 4-rank file (TraceLens fusion) imports as four ranks.
 source "$(dirname "$0")/lib.sh"
 need_traces
 K="$TRACES/kineto"
@@ -61,6 +62,30 @@ expect_contains "two rankless files: lists the first" "$err" "$a"
 expect_contains "two rankless files: lists the second" "$err" "$b"
 expect_eq "two rankless files: one line" "$(printf '%s\n' "$err" | wc -l)" "1"
 expect_eq "two rankless files: no output" "$([ -e "$TMP/two.h5" ] && echo yes || echo no)" "no"
+
+# The merged 4-rank ROCm file (TraceLens fusion: pid offsets, process_name "RANK n - GPU"):
+# four ranks, each with the kernels under its pids, and its collectives matched across all four.
+m="$K/merged_4rank_rocm/merged_nccl_only.json.gz"
+if [ -f "$m" ]; then
+  err=$(kernalyse-merge "$m" -o "$TMP/m.h5" --progress off 2>&1)
+  expect_eq "merged 4-rank file: exit code" "$?" "0"
+  expect_contains "merged 4-rank file: says so" "$err" "4 processes named \"RANK n\", imported as separate ranks"
+  want=$("$PY" - "$m" <<'PY'
+import gzip, json, sys
+ev = json.load(gzip.open(sys.argv[1], "rt"))["traceEvents"]
+rank = {e["pid"]: int(e["args"]["name"].split()[1]) for e in ev
+        if e.get("ph") == "M" and e.get("name") == "process_name" and e["args"]["name"].startswith("RANK ")}
+n = {}
+for e in ev:
+    if e.get("ph") == "X" and e.get("cat") == "kernel": n[rank[e["pid"]]] = n.get(rank[e["pid"]], 0) + 1
+print(sorted(n.items()))
+PY
+)
+  got=$("$PY" -c 'import h5py,sys,collections; f=h5py.File(sys.argv[1],"r"); a=f["activities"]; k=a["kind"][:]==0; print(sorted(collections.Counter(a["rank"][:][k].tolist()).items()))' "$TMP/m.h5")
+  expect_eq "merged 4-rank file: kernels per rank" "$got" "$want"
+  got=$(kernalyse-merge "$TMP/m.h5" --stragglers --json -q | "$PY" -c 'import json,sys; c=json.load(sys.stdin)["stragglers"]["collectives"]; print(len(c), sorted({x["ranks"] for x in c}))')
+  expect_eq "merged 4-rank file: 21 collectives matched on 4 ranks" "$got" "21 [4]"
+fi
 
 # Host from a tensorboard_trace_handler name, stored per rank.
 cp "$a" "$TMP/node-a17.example_4242.1712195495519689047.pt.trace.json"

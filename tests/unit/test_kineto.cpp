@@ -244,6 +244,47 @@ TEST(Kineto, HostFromTensorboardTraceHandlerName) {
   EXPECT_EQ(s.ranks[0].host, "ault43");
 }
 
+// TraceLens "fusion" files: one JSON, each rank under its own pids, process_name "RANK n - GPU".
+TEST(Kineto, MergedMultiRankFileSplitsByProcessName) {
+  const std::string json = R"J({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 2, "tid": 4, "ts": 10.0,
+     "dur": 5.0, "args": {"device": 2, "stream": 4, "correlation": 7}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 100000003, "tid": 4,
+     "ts": 11.0, "dur": 4.0, "args": {"device": 3, "stream": 4, "correlation": 7}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 100000001, "tid": 9,
+     "ts": 9.0, "dur": 1.0, "args": {"correlation": 7}},
+    {"name": "process_name", "ph": "M", "pid": 2, "tid": 0, "args": {"name": "RANK 0 - GPU"}},
+    {"name": "process_name", "ph": "M", "pid": 100000003, "tid": 0, "args": {"name": "RANK 1 - GPU"}},
+    {"name": "process_name", "ph": "M", "pid": 100000001, "tid": 0, "args": {"name": "RANK 1 - CPU"}},
+    {"name": "process_name", "ph": "M", "pid": 5, "tid": 0, "args": {"name": "rank 7 · host"}}]})J";
+  ImportOptions o;
+  ImportStats st;
+  Store s = import_kineto_string(json, "fused.json", o, &st);
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_EQ(s.ranks[0].rank, 0);
+  EXPECT_EQ(s.ranks[1].rank, 1);
+  EXPECT_EQ(s.ranks[0].devices, "2");
+  EXPECT_EQ(s.ranks[1].devices, "3");
+  ASSERT_EQ(s.activities.size(), 2u);
+  EXPECT_EQ(s.activities.rank[0], 0);
+  EXPECT_EQ(s.activities.rank[1], 1);
+  EXPECT_EQ(s.activities.device[1], 3);
+  ASSERT_EQ(s.launches.size(), 1u);
+  EXPECT_EQ(s.launches.rank[0], 1);
+  ASSERT_EQ(st.notes.size(), 1u);
+  EXPECT_NE(st.notes[0].find("imported as separate ranks"), std::string::npos);
+  // Events of a pid under no "RANK n" process, and no file-level rank: an error naming the pid.
+  const std::string stray = json.substr(0, json.size() - 2) +
+                            R"J(, {"ph": "X", "cat": "kernel", "name": "k", "pid": 42, "tid": 1,
+                            "ts": 1.0, "dur": 1.0, "args": {"device": 0, "stream": 1}}]})J";
+  try {
+    import_kineto_string(stray, "fused.json", o, nullptr);
+    FAIL() << "no error";
+  } catch (const NoRankError& e) {
+    EXPECT_NE(std::string(e.what()).find("pid 42"), std::string::npos);
+  }
+}
+
 TEST(Kineto, StreamingAcrossBufferRefillsMatchesInMemory) {
   // A file much larger than the 4 MiB read buffer, written to disk and gzipped-or-not, imports
   // identically to the in-memory parse (events straddle refill boundaries).
