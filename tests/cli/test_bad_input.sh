@@ -54,13 +54,15 @@ check "garbage" "$TMP/rank-7.json: invalid JSON at byte 0" "$TMP/rank-7.json"
 # missing file, missing rank, duplicate rank
 check "missing file" "$TMP/nope.json: no such file" "$TMP/nope.json"
 sed 's/"distributedInfo": {"rank": 0, "world_size": 1}, //' "$good" > "$TMP/norank.json"
-check "no rank" "$TMP/norank.json: cannot tell the rank" "$TMP/norank.json"
+# One file without a rank is rank 0 (an info line); two are one error that lists both.
+cp "$TMP/norank.json" "$TMP/second.json"
+check "no rank" "cannot tell the ranks of 2 traces (no distributedInfo.rank, no rank in the file names): $TMP/norank.json, $TMP/second.json" "$TMP/norank.json" "$TMP/second.json"
 cp "$good" "$TMP/copy.json"
 check "duplicate rank" "duplicate rank 0" "$good" "$TMP/copy.json"
 
 # a directory without traces
 mkdir -p "$TMP/emptydir"
-check "empty dir" "$TMP/emptydir: no *.json or *.json.gz" "$TMP/emptydir"
+check "empty dir" "$TMP/emptydir: no *.json, *.json.gz or *.sqlite" "$TMP/emptydir"
 
 # unwritable output path
 rm -f "$TMP"/out.h5*
