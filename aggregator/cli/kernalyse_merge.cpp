@@ -457,13 +457,14 @@ int run(const Options& o, const std::string& command_line) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "kernalyse-merge: merge per-rank GPU traces (Kineto/PyTorch-profiler JSON) into one HDF5 "
-      "store, and analyse a store or traces.\n"
+      "kernalyse-merge: merge per-rank GPU traces (Kineto/PyTorch-profiler JSON, or Nsight "
+      "Systems SQLite exports) into one HDF5 store, and analyse a store or traces.\n"
       "  kernalyse-merge rank0.json.gz rank1.json.gz -o run.h5\n"
       "  kernalyse-merge run.h5 [--gaps] [--json]\n"
       "  kernalyse-merge traces/ --gaps --json"};
   Options o;
-  app.add_option("inputs", o.inputs, "trace files (.json/.json.gz), directories of them, or a store");
+  app.add_option("inputs", o.inputs,
+                 "trace files (.json/.json.gz, or nsys .sqlite), directories of them, or a store");
   app.add_option("-o,--output", o.output, "write the merged store to FILE");
   app.add_flag("--force", o.force, "replace an existing output file");
   app.add_option("--spool", o.spool,
