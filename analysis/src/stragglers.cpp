@@ -125,7 +125,8 @@ struct Causes {
 
 }  // namespace
 
-void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+// Fills the report's tables and JSON, and the typed per-rank ledger when asked for.
+static void ledger_impl(const Store& s, const CrossRankOptions& opt, Report* out, Ledger* typed) {
   const auto& a = s.activities;
   std::vector<uint32_t> rows = select_activities(s, opt.filter);
   NameGroups groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
@@ -589,6 +590,11 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   }
   headline = h.str();
   out->headline.insert(out->headline.begin(), headline);
+  if (typed) {
+    typed->matched = static_cast<int64_t>(matched.size());
+    typed->worst = worst;
+    for (auto& [r, g] : agg) typed->ranks.push_back({r, g.times_last, g.inflicted, g.suffered});
+  }
 
   nlohmann::json js = {{"clock_check", {{"nxn_instances", hb_checked},
                                         {"violations_aligned", hb_aligned},
@@ -617,6 +623,17 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   out->tables.push_back(std::move(ct));
   out->tables.push_back(std::move(rt));
   out->tables.push_back(std::move(dt));
+}
+
+void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  ledger_impl(s, opt, out, nullptr);
+}
+
+Ledger straggler_ledger(const Store& s, const CrossRankOptions& opt) {
+  Report scratch;  // the tables are a small part of the work (one row per collective)
+  Ledger l;
+  ledger_impl(s, opt, &scratch, &l);
+  return l;
 }
 
 }  // namespace kernalyse
