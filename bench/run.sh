@@ -70,6 +70,21 @@ timed html_report "$bin/kernalyse-merge" "$dir/run.h5" --html "$dir/report.html"
 log "  HTML report: $(( $(stat -c %s "$dir/report.html") / 1000 )) kB (budget 5000 kB)"
 rm -f "$dir/report.html"
 
+# Trace diff of two 8 M-kernel stores: a --pair run of the same size (planted differences),
+# imported once (the JSON is removed after import to spare the disk), BASE vs TEST.
+if [ ! -f "$dir/pair/test.h5" ] || [ "$(cat "$dir/pair/params" 2>/dev/null)" != "$ranks $kernels" ]; then
+  rm -rf "$dir/pair"
+  timed generate_pair "$bin/kernalyse-tracegen" --ranks "$ranks" --kernels "$kernels" --steps 10 --pair --out "$dir/pair"
+  for side in base test; do
+    timed "import_pair_$side" "$bin/kernalyse-merge" "$dir/pair/$side" -o "$dir/pair/$side.h5" --force -q
+    rm -rf "${dir:?}/pair/$side"
+  done
+  echo "$ranks $kernels" > "$dir/pair/params"
+fi
+cat "$dir/pair/base.h5" "$dir/pair/test.h5" > /dev/null
+timed diff_two_stores "$bin/kernalyse-merge" --diff "$dir/pair/base.h5" "$dir/pair/test.h5" --top 20 -q
+log "  diff: $(grep -m1 '^diff ' "$dir/diff_two_stores.stdout" | sed 's/^diff [^:]*: //') (target <= 2 s)"
+
 # The real trace_filter pair (import + every analysis), against HTA's 1.6 s on this machine type.
 tf="${KERNALYSE_SHARED_TRACES:-$(dirname "$0")/../../shared/traces}/hta/trace_filter"
 if [ -d "$tf" ]; then
