@@ -104,49 +104,90 @@ std::map<std::pair<std::string, std::string>, KernelSide> by_range(
   const auto kernel = static_cast<uint8_t>(Kind::Kernel);
   for (uint32_t i : select_activities(s, f))
     if (a.kind[i] == kernel && wanted[a.name_id[i]]) rows.push_back(i);
-  // The launch (rank, correlation) → (tid, start) of those rows only.
+  // The launch (rank, correlation) → (tid, start) of those rows only. A per-rank bitmap over
+  // the wanted correlations keeps the hash off the path of the millions of other launches.
   const LaunchCalls& l = s.launches;
   std::unordered_map<std::pair<int32_t, int64_t>, std::pair<int64_t, int64_t>, PairHash> launch;
   if (l.tid.size() == l.size() && a.correlation.size() == a.size()) {
-    for (uint32_t i : rows)
-      if (a.correlation[i] != kNoCorrelation)
-        launch.try_emplace({a.rank[i], a.correlation[i]}, -1, 0);
+    std::map<int32_t, std::pair<int64_t, int64_t>> lim;  // rank → min, max wanted correlation
+    for (uint32_t i : rows) {
+      if (a.correlation[i] == kNoCorrelation) continue;
+      launch.try_emplace({a.rank[i], a.correlation[i]}, -1, 0);
+      auto it = lim.try_emplace(a.rank[i], a.correlation[i], a.correlation[i]).first;
+      it->second = {std::min(it->second.first, a.correlation[i]),
+                    std::max(it->second.second, a.correlation[i])};
+    }
+    std::map<int32_t, std::vector<uint8_t>> bits;
+    for (const auto& [r, mm] : lim)
+      bits[r].assign(static_cast<size_t>(mm.second - mm.first) + 1, 0);
+    for (const auto& [key, v] : launch)
+      bits[key.first][static_cast<size_t>(key.second - lim[key.first].first)] = 1;
+    int32_t cur_rank = INT32_MIN;
+    const std::vector<uint8_t>* cur = nullptr;
+    int64_t lo = 0;
     for (size_t i = 0; i < l.size(); ++i) {
-      auto it = launch.find({l.rank[i], l.correlation[i]});
-      if (it != launch.end()) it->second = {l.tid[i], l.start_ns[i]};
+      if (l.rank[i] != cur_rank) {  // launches come in rank runs
+        cur_rank = l.rank[i];
+        auto b = bits.find(cur_rank);
+        cur = b == bits.end() ? nullptr : &b->second;
+        lo = cur ? lim[cur_rank].first : 0;
+      }
+      const int64_t c = l.correlation[i];
+      if (!cur || c < lo || c - lo >= static_cast<int64_t>(cur->size()) ||
+          !(*cur)[static_cast<size_t>(c - lo)])
+        continue;
+      launch[{l.rank[i], c}] = {l.tid[i], l.start_ns[i]};
     }
   }
-  // Ranges per (rank, thread), by start.
-  std::map<std::pair<int32_t, int64_t>, std::vector<uint32_t>> ranges;
+  // Ranges per (rank, thread), by start, each with its enclosing range (ranges on one thread
+  // nest), so the innermost range containing a time is found in O(depth), not by a scan back.
+  struct Ranges {
+    std::vector<uint32_t> idx;
+    std::vector<int32_t> parent;
+  };
+  std::map<std::pair<int32_t, int64_t>, Ranges> ranges;
   const Annotations& an = s.annotations;
   for (size_t i = 0; i < an.size(); ++i) {
     const auto k = static_cast<AnnotationKind>(an.kind[i]);
     if (k == AnnotationKind::User || k == AnnotationKind::Nvtx)
-      ranges[{an.rank[i], an.tid[i]}].push_back(static_cast<uint32_t>(i));
+      ranges[{an.rank[i], an.tid[i]}].idx.push_back(static_cast<uint32_t>(i));
   }
-  for (auto& [key, v] : ranges)
-    std::stable_sort(v.begin(), v.end(),
+  for (auto& [key, r] : ranges) {
+    std::stable_sort(r.idx.begin(), r.idx.end(),
                      [&](uint32_t x, uint32_t y) { return an.start_ns[x] < an.start_ns[y]; });
-  auto range_of = [&](uint32_t i) -> std::string {
-    if (a.correlation.size() != a.size()) return "";
-    auto it = launch.find({a.rank[i], a.correlation[i]});
-    if (it == launch.end() || it->second.first < 0) return "";
-    auto rv = ranges.find({a.rank[i], it->second.first});
-    if (rv == ranges.end()) return "";
-    const int64_t t = it->second.second;
-    const auto& v = rv->second;
-    auto p = std::upper_bound(v.begin(), v.end(), t,
-                              [&](int64_t ts, uint32_t x) { return ts < an.start_ns[x]; });
-    while (p != v.begin()) {
-      --p;
-      if (an.end_ns[*p] >= t) return s.strings.at(an.name_id[*p]);
+    std::vector<int32_t> open;
+    r.parent.resize(r.idx.size());
+    for (size_t q = 0; q < r.idx.size(); ++q) {
+      while (!open.empty() && an.end_ns[r.idx[open.back()]] < an.start_ns[r.idx[q]])
+        open.pop_back();
+      r.parent[q] = open.empty() ? -1 : open.back();
+      open.push_back(static_cast<int32_t>(q));
     }
-    return "";
+  }
+  // The innermost range's name id (0, the empty string: none).
+  auto range_of = [&](uint32_t i) -> uint32_t {
+    if (a.correlation.size() != a.size()) return 0;
+    auto it = launch.find({a.rank[i], a.correlation[i]});
+    if (it == launch.end() || it->second.first < 0) return 0;
+    auto rv = ranges.find({a.rank[i], it->second.first});
+    if (rv == ranges.end()) return 0;
+    const int64_t t = it->second.second;
+    const Ranges& r = rv->second;
+    auto p = std::upper_bound(r.idx.begin(), r.idx.end(), t,
+                              [&](int64_t ts, uint32_t x) { return ts < an.start_ns[x]; });
+    int32_t q = static_cast<int32_t>(p - r.idx.begin()) - 1;  // last range starting at or before t
+    while (q >= 0 && an.end_ns[r.idx[q]] < t) q = r.parent[q];
+    return q >= 0 ? an.name_id[r.idx[q]] : 0;
   };
+  std::map<std::pair<uint32_t, uint32_t>, KernelSide> by_ids;  // (range, kernel) name ids
   for (uint32_t i : rows) {
-    KernelSide& k = out[{range_of(i), s.strings.at(a.name_id[i])}];
+    KernelSide& k = by_ids[{range_of(i), a.name_id[i]}];
     ++k.count;
     k.total_ns += std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);
+  }
+  for (const auto& [key, k] : by_ids) {
+    KernelSide& o = out[{s.strings.at(key.first), s.strings.at(key.second)}];
+    o.count += k.count, o.total_ns += k.total_ns;
   }
   return out;
 }
@@ -254,7 +295,9 @@ TraceDiff diff_stores(const Store& base, const Store& test, const DiffOptions& o
     std::set<std::string> nb, nt;
     for (const auto& k : d.only_base) nb.insert(k.name);
     for (const auto& k : d.only_test) nt.insert(k.name);
-    auto rb = by_range(base, opt.filter, nb), rt = by_range(test, opt.filter, nt);
+    auto rf = std::async(std::launch::async, [&] { return by_range(test, opt.filter, nt); });
+    auto rb = by_range(base, opt.filter, nb);
+    auto rt = rf.get();
     std::map<std::string, ReplacedGroup> groups;
     for (const auto& [key, k] : rb)
       if (!key.first.empty()) groups[key.first].before.push_back({key.second, k});
