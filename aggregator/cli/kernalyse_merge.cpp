@@ -217,6 +217,8 @@ int run_diff(const Options& o) {
   if (o.diff.size() != 2) throw Error("--diff takes two inputs: BASE TEST");
   if (!o.inputs.empty() || !o.output.empty())
     throw Error("--diff takes its two inputs only; give no other input or -o");
+  if (o.compat != "native" || !o.perfetto.empty() || !o.export_kineto.empty() || !o.spool.empty())
+    throw Error("--diff renders as text, --json, --csv or --html; --compat, exports and --spool do not apply");
   Classifier cls(o.comm_regex);
   DiffOptions opt;
   opt.base_label = o.diff[0], opt.test_label = o.diff[1];
@@ -239,8 +241,8 @@ int run_diff(const Options& o) {
 }
 
 int run(const Options& o, const std::string& command_line) {
-  if (!o.spool.empty()) return run_spool(o, command_line);
   if (!o.diff.empty()) return run_diff(o);
+  if (!o.spool.empty()) return run_spool(o, command_line);
   if (o.inputs.empty()) throw Error("no input: give trace files, a directory of traces, or a store");
   if (o.hist_min >= o.hist_max) throw Error("--hist-min must be below --hist-max");
   if (o.bins < 1) throw Error("--bins must be at least 1");

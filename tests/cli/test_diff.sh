@@ -142,4 +142,6 @@ expect_eq "--step missing in BASE: exit 2" "$?" "2"
 expect_contains "--step missing: names the side" "$(cat "$TMP/err")" "base.h5: no ProfilerStep#99"
 kernalyse-merge --diff "$TMP/base.h5" -q >/dev/null 2>&1
 expect_eq "--diff with one input: exit 2" "$?" "2"
+kernalyse-merge --diff "$TMP/base.h5" "$TMP/base.h5" --compat hta -q >/dev/null 2>"$TMP/err"
+expect_eq "--diff with --compat hta: exit 2, one line" "$? $(wc -l <"$TMP/err")" "2 1"
 finish
