@@ -86,6 +86,20 @@ for k in $((kernels / 4)) "$kernels"; do
   log "nsys import, $k kernels ($(( $(stat -c %s "$nd/rank-0.sqlite") / 1000000 )) MB SQLite, as many runtime calls): ${wall} s wall, $(awk -v u="$usr" -v s="$sys" 'BEGIN {printf "%.2f", u + s}') s CPU, peak RSS $((rss_kb / 1024)) MB; $(awk -v k="$k" -v w="$wall" 'BEGIN {printf "%.2f", k / w / 1e6}') M kernel rows/s wall, $(awk -v k="$k" -v u="$usr" -v s="$sys" 'BEGIN {printf "%.2f", k / (u + s) / 1e6}') M/s CPU"
 done
 rm -f "$dir/nsys.h5"
+# Trace diff of two 8 M-kernel stores: a --pair run of the same size (planted differences),
+# imported once (the JSON is removed after import to spare the disk), BASE vs TEST.
+if [ ! -f "$dir/pair/test.h5" ] || [ "$(cat "$dir/pair/params" 2>/dev/null)" != "$ranks $kernels" ]; then
+  rm -rf "$dir/pair"
+  timed generate_pair "$bin/kernalyse-tracegen" --ranks "$ranks" --kernels "$kernels" --steps 10 --pair --out "$dir/pair"
+  for side in base test; do
+    timed "import_pair_$side" "$bin/kernalyse-merge" "$dir/pair/$side" -o "$dir/pair/$side.h5" --force -q
+    rm -rf "${dir:?}/pair/$side"
+  done
+  echo "$ranks $kernels" > "$dir/pair/params"
+fi
+cat "$dir/pair/base.h5" "$dir/pair/test.h5" > /dev/null
+timed diff_two_stores "$bin/kernalyse-merge" --diff "$dir/pair/base.h5" "$dir/pair/test.h5" --top 20 -q
+log "  diff: $(grep -m1 '^diff ' "$dir/diff_two_stores.stdout" | sed 's/^diff [^:]*: //') (target <= 2 s)"
 
 # The real trace_filter pair (import + every analysis), against HTA's 1.6 s on this machine type.
 tf="${KERNALYSE_SHARED_TRACES:-$(dirname "$0")/../../shared/traces}/hta/trace_filter"

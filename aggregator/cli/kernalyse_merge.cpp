@@ -15,6 +15,7 @@
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/crossrank.h"
+#include "kernalyse/diff.h"
 #include "kernalyse/export.h"
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
@@ -52,6 +53,7 @@ struct Options {
   std::string perfetto, export_kineto, from, to;  // exports (docs/exports.md)
   std::string html;                               // --html FILE (docs/report.md)
   std::string step_range;                         // --step-range REGEX (nsys import)
+  std::vector<std::string> diff;                  // --diff BASE TEST (docs/analyses.md)
 };
 
 bool is_trace_name(const fs::path& p) {
@@ -216,7 +218,60 @@ int run_spool(const Options& o, const std::string& command_line) {
   return 0;
 }
 
+// One side of --diff: a store (the columns the diff reads), a trace file or a directory of
+// traces (imported in memory), with the same rules as the analyses' input.
+Store load_diff_input(const std::string& input, const Options& o, const Classifier& cls) {
+  std::vector<std::string> files = expand_inputs({input});
+  if (files.size() == 1 && is_hdf5_file(files[0])) {
+    ColumnSelection sel;
+    sel.counters = false;
+    ColumnSelection probe;  // launch threads only when there are ranges to join them to
+    probe.activities = probe.launches = probe.nccl = probe.counters = false;
+    const Store a = read_store(files[0], probe);
+    sel.launch_detail = std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
+      return k == static_cast<uint8_t>(AnnotationKind::User) || k == static_cast<uint8_t>(AnnotationKind::Nvtx);
+    });
+    return read_store(files[0], sel);
+  }
+  for (const auto& f : files)
+    if (is_hdf5_file(f)) throw Error(f + ": is a store; give either one store or trace files, not both");
+  ImportStats stats;
+  Store s = import_all(files, o, cls, &stats);
+  for (const auto& w : stats.warnings) std::cerr << "warning: " << w << "\n";
+  for (const auto& r : s.ranks) s.attrs.emulated = s.attrs.emulated || r.emulated;
+  return s;
+}
+
+// --diff BASE TEST: both loaded the same way, compared, rendered like the other analyses.
+int run_diff(const Options& o) {
+  if (o.diff.size() != 2) throw Error("--diff takes two inputs: BASE TEST");
+  if (!o.inputs.empty() || !o.output.empty())
+    throw Error("--diff takes its two inputs only; give no other input or -o");
+  if (o.compat != "native" || !o.perfetto.empty() || !o.export_kineto.empty() || !o.spool.empty())
+    throw Error("--diff renders as text, --json, --csv or --html; --compat, exports and --spool do not apply");
+  Classifier cls(o.comm_regex);
+  DiffOptions opt;
+  opt.base_label = o.diff[0], opt.test_label = o.diff[1];
+  opt.filter = Filter{o.rank, o.step};
+  opt.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
+  Store base = load_diff_input(o.diff[0], o, cls);
+  Store test = load_diff_input(o.diff[1], o, cls);
+  TraceDiff d = diff_stores(base, test, opt);
+  Report report = diff_report(d, o.top);
+  if (!o.html.empty()) {
+    int64_t bytes = write_diff_html(d, o.html, o.force);
+    if (!o.quiet) std::cerr << "wrote " << o.html << " (" << (bytes + 999) / 1000 << " kB)\n";
+  }
+  if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
+  if (o.json)
+    render_json(report, std::cout);
+  else
+    render_text(report, std::cout);
+  return 0;
+}
+
 int run(const Options& o, const std::string& command_line) {
+  if (!o.diff.empty()) return run_diff(o);
   if (!o.spool.empty()) return run_spool(o, command_line);
   if (o.inputs.empty()) throw Error("no input: give trace files, a directory of traces, or a store");
   if (o.hist_min >= o.hist_max) throw Error("--hist-min must be below --hist-max");
@@ -485,6 +540,9 @@ int main(int argc, char** argv) {
   app.add_flag("--stragglers", o.stragglers,
                "collective matching across ranks, straggler ledger and root cause");
   app.add_flag("--all", o.all, "every analysis");
+  app.add_option("--diff", o.diff,
+                 "compare two runs: --diff BASE TEST (each a store, trace file or directory)")
+      ->expected(2);
   app.add_option("--compat", o.compat, "reproduce another tool's numbers")
       ->check(CLI::IsMember({"native", "hta"}))
       ->capture_default_str();

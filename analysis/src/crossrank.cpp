@@ -305,18 +305,19 @@ void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out
       out);
 }
 
-void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+std::vector<RankUnion> rank_unions(const Store& s, const CrossRankOptions& opt, bool per_step) {
+  std::vector<RankUnion> out;
+  add_rank_rows(s, select_activities(s, opt.filter), opt, per_step,
+                [&](int32_t rank, int32_t step, const UnionStats& u) { out.push_back({rank, step, u}); });
+  return out;
+}
+
+std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt) {
   std::vector<uint32_t> rows = select_activities(s, opt.filter);
   detail::LaunchIndex launches(s);
   const auto& a = s.activities;
   bool hta = opt.compat == Compat::Hta;
-  Table t;
-  t.key = "idle";
-  t.title = "Idle breakdown per stream (host wait: the launch came after the stream drained; "
-            "kernel wait: gap < " + format_duration(opt.kernel_wait_ns) + ")";
-  t.columns = {"rank", "stream", "device", "host_wait_us", "kernel_wait_us", "other_us",
-               "idle_us", "host_wait_ratio", "kernel_wait_ratio", "other_ratio", "gaps",
-               "mean_gap_us", "max_gap_us", "overlaps"};
+  std::vector<StreamIdle> out;
   size_t i = 0;
   while (i < rows.size()) {
     // One (rank, device, stream) run of rows, in start order.
@@ -330,7 +331,7 @@ void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
     }
     i = j;
     if (run.empty()) continue;
-    int64_t host = 0, kern = 0, other = 0, gaps = 0, overlaps = 0, max_gap = 0;
+    StreamIdle d{a.rank[r0], a.device[r0], a.stream[r0]};
     int64_t prev_end = a.end_ns[run[0]];
     for (size_t q = 1; q < run.size(); ++q) {
       uint32_t x = run[q];
@@ -338,28 +339,42 @@ void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
       // HTA: previous row's end and every gap, negative ones included. Native: latest end so
       // far, and only real gaps (overlaps are counted apart, never as idle).
       if (!hta && gap <= 0) {
-        overlaps += gap < 0;
+        d.overlaps += gap < 0;
         prev_end = std::max(prev_end, a.end_ns[x]);
         continue;
       }
       int64_t launch = launches.find(a.rank[x], a.correlation[x]);
       if (launch != detail::LaunchIndex::kNone && launch > prev_end)
-        host += gap;
+        d.host_ns += gap;
       else if (gap < opt.kernel_wait_ns)
-        kern += gap;
+        d.kernel_ns += gap;
       else
-        other += gap;
-      ++gaps;
-      max_gap = std::max(max_gap, gap);
+        d.other_ns += gap;
+      ++d.gaps;
+      d.max_gap_ns = std::max(d.max_gap_ns, gap);
       prev_end = hta ? a.end_ns[x] : std::max(prev_end, a.end_ns[x]);
     }
-    int64_t idle = host + kern + other;
-    t.rows.push_back({int64_t{a.rank[r0]}, int64_t{a.stream[r0]}, int64_t{a.device[r0]}, us(host),
-                      us(kern), us(other), us(idle), idle ? Cell(static_cast<double>(host) / idle) : Cell{},
-                      idle ? Cell(static_cast<double>(kern) / idle) : Cell{},
-                      idle ? Cell(static_cast<double>(other) / idle) : Cell{}, gaps,
-                      gaps ? Cell(us(idle) / static_cast<double>(gaps)) : Cell{}, us(max_gap),
-                      overlaps});
+    out.push_back(d);
+  }
+  return out;
+}
+
+void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  Table t;
+  t.key = "idle";
+  t.title = "Idle breakdown per stream (host wait: the launch came after the stream drained; "
+            "kernel wait: gap < " + format_duration(opt.kernel_wait_ns) + ")";
+  t.columns = {"rank", "stream", "device", "host_wait_us", "kernel_wait_us", "other_us",
+               "idle_us", "host_wait_ratio", "kernel_wait_ratio", "other_ratio", "gaps",
+               "mean_gap_us", "max_gap_us", "overlaps"};
+  for (const StreamIdle& d : stream_idle(s, opt)) {
+    int64_t idle = d.host_ns + d.kernel_ns + d.other_ns;
+    auto ratio = [&](int64_t x) { return idle ? Cell(static_cast<double>(x) / idle) : Cell{}; };
+    t.rows.push_back({int64_t{d.rank}, int64_t{d.stream}, int64_t{d.device}, us(d.host_ns),
+                      us(d.kernel_ns), us(d.other_ns), us(idle), ratio(d.host_ns),
+                      ratio(d.kernel_ns), ratio(d.other_ns), d.gaps,
+                      d.gaps ? Cell(us(idle) / static_cast<double>(d.gaps)) : Cell{},
+                      us(d.max_gap_ns), d.overlaps});
   }
   out->tables.push_back(std::move(t));
 }

@@ -42,21 +42,6 @@ double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 // Table µs back to the exact int ns for the page: integers keep the JSON short and exact.
 int64_t ns_of(double us) { return std::llround(us * 1000.0); }
 
-std::string escape_html(std::string_view s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
 std::string cell_text(const Cell& c, int precision) {
   if (std::holds_alternative<std::monostate>(c)) return "—";
   if (const auto* i = std::get_if<int64_t>(&c)) return std::to_string(*i);
@@ -634,18 +619,29 @@ std::string page(const Built& b) {
 
 json html_report_data(const Store& s, const HtmlOptions& opt) { return build(s, opt).data; }
 
-HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlOptions& opt) {
+std::string escape_html(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+void write_file_atomic(const std::string& path, std::string_view content, bool force) {
   std::error_code ec;
-  if (!opt.force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
-  Progress progress("writing " + path, kBuildSteps, "sections", opt.progress);
-  Built built = build(s, opt, &progress);
-  progress.set(kBuildSteps - 1);  // the timeline and memory series are built too
-  std::string h = page(built);
-  // Temporary file next to the target, renamed when complete: no partial report is ever left.
+  if (!force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
+  // Temporary file next to the target, renamed when complete: no partial file is ever left.
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
-  bool ok = std::fwrite(h.data(), 1, h.size(), f) == h.size();
+  bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
   int err = errno;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
@@ -658,6 +654,16 @@ HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlO
     fs::remove(tmp, ec2);
     throw Error(path + ": cannot rename the temporary file: " + ec.message());
   }
+}
+
+HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlOptions& opt) {
+  std::error_code ec;
+  if (!opt.force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
+  Progress progress("writing " + path, kBuildSteps, "sections", opt.progress);
+  Built built = build(s, opt, &progress);
+  progress.set(kBuildSteps - 1);  // the timeline and memory series are built too
+  std::string h = page(built);
+  write_file_atomic(path, h, opt.force);
   progress.set(kBuildSteps);  // the page is written
   progress.finish();
   return {static_cast<int64_t>(h.size())};

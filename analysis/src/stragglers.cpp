@@ -125,7 +125,10 @@ struct Causes {
 
 }  // namespace
 
-void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+// Fills the report's tables and JSON, and the typed per-rank ledger when asked for.
+// causes = false skips the root-cause windows (the costly part) when only the ledger is wanted.
+static void ledger_impl(const Store& s, const CrossRankOptions& opt, Report* out, Ledger* typed,
+                        bool causes = true) {
   const auto& a = s.activities;
   std::vector<uint32_t> rows = select_activities(s, opt.filter);
   NameGroups groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
@@ -273,7 +276,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
     int64_t host = 0, other = 0;
   };
   std::vector<std::vector<Window>> win(matched.size());  // aligned with arrivals
-  if (!matched.empty()) {
+  if (causes && !matched.empty()) {
     detail::LaunchIndex launch_of(s);
     std::map<int32_t, std::vector<std::pair<size_t, size_t>>> queries;  // rank → (instance, arrival)
     std::map<int32_t, int64_t> last_end;
@@ -404,7 +407,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
     // Root cause of the last arrival, against the peers' median over the same interval.
     Causes c;
     int64_t lateness = smax - median(starts_others);
-    if (!noise && skew > 0) {
+    if (!noise && skew > 0 && causes) {
       const std::vector<Window>& wv = win[static_cast<size_t>(id)];
       size_t li = 0;
       for (size_t q = 0; q < av.size(); ++q)
@@ -444,6 +447,8 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
         d.first += std::llround(ex * scale);
         d.second += 1;
       }
+    }
+    if (!noise && skew > 0) {
       RankAgg& ra = agg[last];
       ra.times_last += 1;
       ra.inflicted += inflicted;
@@ -589,6 +594,11 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   }
   headline = h.str();
   out->headline.insert(out->headline.begin(), headline);
+  if (typed) {
+    typed->matched = static_cast<int64_t>(matched.size());
+    typed->worst = worst;
+    for (auto& [r, g] : agg) typed->ranks.push_back({r, g.times_last, g.inflicted, g.suffered});
+  }
 
   nlohmann::json js = {{"clock_check", {{"nxn_instances", hb_checked},
                                         {"violations_aligned", hb_aligned},
@@ -617,6 +627,17 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   out->tables.push_back(std::move(ct));
   out->tables.push_back(std::move(rt));
   out->tables.push_back(std::move(dt));
+}
+
+void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  ledger_impl(s, opt, out, nullptr);
+}
+
+Ledger straggler_ledger(const Store& s, const CrossRankOptions& opt) {
+  Report scratch;  // the tables are a small part of the work (one row per collective)
+  Ledger l;
+  ledger_impl(s, opt, &scratch, &l, /*causes=*/false);
+  return l;
 }
 
 }  // namespace kernalyse

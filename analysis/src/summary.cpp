@@ -63,6 +63,16 @@ const char* sort_label(SummarySort s) {
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
+void add_row(const Activities& a, uint32_t i, Acc& acc) {
+  const int64_t d = std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);  // clamp corrupt rows
+  ++acc.count;
+  acc.total += d;
+  acc.min = std::min(acc.min, d);
+  acc.max = std::max(acc.max, d);
+  acc.sumsq += static_cast<u128>(d) * static_cast<u128>(d);
+  acc.categories |= static_cast<uint8_t>(1u << (a.category[i] & 3));
+}
+
 Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const SummaryOptions& opt,
                  std::string key, std::string title, size_t* shown, size_t* distinct) {
   int64_t all_count = 0, all_total = 0;
@@ -145,14 +155,7 @@ void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
       cur = &per_rank[it->second];
       last_rank = r;
     }
-    Acc& acc = (*cur)[names.group_of[a.name_id[i]]];
-    const int64_t d = std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);  // clamp corrupt rows
-    ++acc.count;
-    acc.total += d;
-    acc.min = std::min(acc.min, d);
-    acc.max = std::max(acc.max, d);
-    acc.sumsq += static_cast<u128>(d) * static_cast<u128>(d);
-    acc.categories |= static_cast<uint8_t>(1u << (a.category[i] & 3));
+    add_row(a, i, (*cur)[names.group_of[a.name_id[i]]]);
   }
 
   std::vector<Acc> all(ngroups);
@@ -206,6 +209,21 @@ void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
                                         {"simplified_names", !opt.verbose},
                                         {"sort", sort_label(opt.sort)},
                                         {"top", opt.top}};
+}
+
+std::vector<KernelStat> kernel_stats(const Store& s, const Filter& f, bool verbose) {
+  const Activities& a = s.activities;
+  const std::vector<uint32_t> rows = select_activities(s, f);
+  const NameGroups names = group_names(s, rows, verbose, /*kernels_only=*/true);
+  std::vector<Acc> accs(names.names.size());
+  const auto kernel = static_cast<uint8_t>(Kind::Kernel);
+  for (uint32_t i : rows)
+    if (a.kind[i] == kernel) add_row(a, i, accs[names.group_of[a.name_id[i]]]);
+  std::vector<KernelStat> out;
+  for (size_t g = 0; g < accs.size(); ++g)
+    if (accs[g].count > 0)
+      out.push_back({names.names[g], accs[g].count, accs[g].total, accs[g].min, accs[g].max});
+  return out;
 }
 
 }  // namespace kernalyse

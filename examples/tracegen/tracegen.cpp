@@ -56,6 +56,12 @@ struct Options {
   int delay_rank = -1;
   i64 delay_ns = 0, jitter_ns = 0;
   int threads = 0;
+  // --pair: BASE and TEST runs with planted differences (see kPairNote); variant 0 base, 1 test.
+  bool pair = false;
+  int variant = 0;
+  double pair_factor = 1.5;
+  i64 pair_delay_ns = 300000;
+  int pair_straggler[2] = {0, 1};  // the launch-delayed rank of BASE and of TEST
   std::vector<std::pair<int, i64>> clock_skew;  // --clock-skew-us: (rank, ns) added to all its timestamps
   i64 skew_of(int rank) const {
     i64 k = 0;
@@ -192,7 +198,7 @@ struct KSpec {
   int lo_us, hi_us, gx, gy, bx, regs, smem;
 };
 enum { FILL, GEMM_H, GEMM_H_NT, GEMM_A, CUTLASS, FLASH_F, FLASH_B, LN, LN_BWD, GELU, ADD, MUL, SOFTMAX, REDUCE,
-       ADAM, EMBED, TRITON, N_COMPUTE };
+       ADAM, EMBED, TRITON, GRP_MUL, GRP_SIGMOID, GRP_ADD, FUSED, N_COMPUTE };
 const KSpec kCompute[N_COMPUTE] = {
     {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
      "aten::fill_", 2, 6, 1056, 1, 128, 16, 0},
@@ -226,6 +232,14 @@ const KSpec kCompute[N_COMPUTE] = {
     {"void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)",
      "aten::index_select", 10, 40, 4224, 1, 128, 26, 0},
     {"triton_poi_fused__to_copy_add_mul_native_layer_norm_0", "Torch-Compiled Region", 4, 15, 16384, 1, 256, 28, 0},
+    // --pair only: the eager activation group (BASE) and the Triton kernel fusing it (TEST).
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >(int, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3>)",
+     "aten::mul", 10, 40, 65536, 1, 128, 22, 0},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::sigmoid_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::sigmoid_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
+     "aten::sigmoid", 10, 40, 65536, 1, 128, 24, 0},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+     "aten::add", 10, 40, 65536, 1, 128, 24, 0},
+    {"triton_poi_fused_add_mul_sigmoid_0", "aten::silu", 10, 40, 16384, 1, 256, 28, 0},
 };
 const int kFwd[] = {LN, GEMM_H, FLASH_F, GEMM_A, ADD, LN, CUTLASS, GELU, GEMM_H, ADD, TRITON, SOFTMAX};
 const int kBwd[] = {MUL, GEMM_H_NT, GEMM_A, GELU, CUTLASS, LN_BWD, REDUCE, FLASH_B, GEMM_H_NT, GEMM_A, ADD, LN_BWD};
@@ -247,7 +261,10 @@ const CSpec kColl[N_COLL] = {
     {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "_reduce_scatter_base",
      "c10d::_reduce_scatter_base_", "cudaLaunchKernelExC", 430, 2},
 };
-constexpr int kNames = int(N_COMPUTE) + int(N_COLL);  // truth name index: compute specs, then collectives
+constexpr int kNames = int(N_COMPUTE) + int(N_COLL);
+// --pair: what TEST changes (docs/analyses.md, "Trace diff").
+constexpr int kPairSlow = GEMM_A, kPairRemoved = SOFTMAX, kPairGroup = GELU;
+constexpr const char* kPairRange = "mlp.act";  // truth name index: compute specs, then collectives
 constexpr i64 kStream[2] = {7, 23};         // compute, comm
 constexpr int kSms = 132;
 
@@ -264,7 +281,7 @@ std::string kernel_tail(int gx, int gy, int bx, int regs, int smem) {
 
 struct Ctx {
   Options o;
-  Tmpl head, foot, meta1, meta, span, step, cpu_op, runtime, flow_s, flow_f, kernel, nccl, mem;
+  Tmpl head, foot, meta1, meta, span, step, range, cpu_op, runtime, flow_s, flow_f, kernel, nccl, mem;
   std::vector<std::string> tails;  // per name index
   std::string pg_ranks;            // "[0, 1, ...]" as Kineto writes it inside a string
   std::string ranks_json;          // the same list as JSON in distributedInfo
@@ -293,6 +310,8 @@ struct Ctx {
   {"ph": "X", "cat": "Trace", "ts": @, "dur": @, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}})J", m);
     step = Tmpl(R"J(,
   {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#@", "pid": @, "tid": @, "ts": @, "dur": @, "args": {"External id": @, "Record function id": 0, "Ev Idx": @}})J", m);
+    range = Tmpl(R"J(,
+  {"ph": "X", "cat": "user_annotation", "name": "@", "pid": @, "tid": @, "ts": @, "dur": @, "args": {"External id": @, "Record function id": 0, "Ev Idx": @}})J", m);
     cpu_op = Tmpl(R"J(,
   {"ph": "X", "cat": "cpu_op", "name": "@", "pid": @, "tid": @, "ts": @, "dur": @, "args": {"External id": @, "Record function id": 0, "Sequence number": @, "Fwd thread id": 0, "Ev Idx": @}})J", m);
     runtime = Tmpl(R"J(,
@@ -405,7 +424,11 @@ class RankSim {
           if (srng_.chance(0.5)) mem_op(2, "Memset (Device)", srng_.range(1 << 12, 16 << 20), 1200, tid(bwd));
           else mem_op(1, "Memcpy DtoD (Device -> Device)", srng_.range(1 << 12, 16 << 20), 1000, tid(bwd));
         }
-        if (gate && rank_ == o_.delay_rank && o_.delay_ns > 0) inject_delay(tid(bwd));
+        if (gate && rank_ == o_.delay_rank && o_.delay_ns > 0) inject_delay(tid(bwd), o_.delay_ns);
+        // --pair: both candidate stragglers sync at every gate in both runs (the same random draws),
+        // and only this run's straggler is then busy on the host.
+        if (gate && o_.pair && (rank_ == o_.pair_straggler[0] || rank_ == o_.pair_straggler[1]))
+          inject_delay(tid(bwd), rank_ == o_.pair_straggler[o_.variant] ? o_.pair_delay_ns : 0);
         compute(spec, bwd, not_before, gate || rides);
         if (gate) gate_end_ = st_[0].prev_end;
       }
@@ -460,12 +483,12 @@ class RankSim {
 
   // --launch-delay: the host syncs on the compute stream, then is busy for D before it launches the
   // collective's gate kernel, so the compute stream idles (host wait) and the collective starts late.
-  void inject_delay(i64 th) {
+  void inject_delay(i64 th, i64 ns) {
     host_sync(th);
     const i64 ts = cpu_, ext = ++ext_;
-    cpu_ += o_.delay_ns;
-    ++t.delays, t.delay_ns += o_.delay_ns;
-    if (out_) emit(*out_, cx_.cpu_op, "kernalyse::injected_launch_delay", pid_, th, Ts{ts}, Us{o_.delay_ns}, ext, ext, ext);
+    cpu_ += ns;
+    ++t.delays, t.delay_ns += ns;
+    if (out_) emit(*out_, cx_.cpu_op, "kernalyse::injected_launch_delay", pid_, th, Ts{ts}, Us{ns}, ext, ext, ext);
   }
 
   void begin_step() {
@@ -577,8 +600,13 @@ class RankSim {
       t.slow_extra_ns += dur - d0;
     }
     if (o_.jitter_ns > 0) dur += trng_.range(0, o_.jitter_ns);
+    // --pair: TEST's planted changes. Every random draw is made in both runs, so the other
+    // kernels keep their durations exactly.
+    if (o_.pair && o_.variant == 1 && spec == kPairSlow) dur = std::llround(double(dur) * o_.pair_factor);
     const Launch l = cpu_launch(false, 3000, 9000);
     const i64 start = std::max(place(l.ts + l.dur, dur, tight), not_before), end = start + dur;
+    if (o_.pair && o_.variant == 1 && spec == kPairRemoved) return;  // drawn, never launched
+    if (o_.pair && spec == kPairGroup && !bwd) return fused_group(l, start, dur, tid(bwd));
     finish_on_compute(start, end);
     record(spec, 0, start, end);
     keep(start, end, l.ts, 0, 0);
@@ -587,6 +615,38 @@ class RankSim {
       emit(*out_, cx_.kernel, k.name, dev_, kStream[0], Ts{start}, Us{dur}, l.ext, dev_, kStream[0], l.corr, cx_.tails[spec]);
       emit(*out_, cx_.flow_f, l.corr, dev_, kStream[0], Ts{start});
     }
+  }
+
+  // --pair: the forward activation as a user range "mlp.act": BASE launches three eager
+  // elementwise kernels in it (durations 1/2, 2/5 and 1/2 of the drawn one, back to back), TEST
+  // the one Triton kernel fusing them (the drawn duration). Extra launches draw nothing.
+  void fused_group(const Launch& first, i64 start, i64 dur, i64 th) {
+    const bool fused = o_.variant == 1;
+    const int specs[3] = {GRP_MUL, GRP_SIGMOID, GRP_ADD};
+    const i64 durs[3] = {std::max<i64>(1000, dur / 2), std::max<i64>(1000, dur * 2 / 5), std::max<i64>(1000, dur / 2)};
+    const int n = fused ? 1 : 3;
+    const i64 range_ts = first.op_ts, range_ext = ++ext_;
+    i64 s0 = start;
+    for (int i = 0; i < n; ++i) {
+      Launch l = first;
+      if (i > 0) {  // back-to-back launches on the same thread
+        l = Launch{};
+        l.ts = cpu_, l.dur = 4000, cpu_ += 5000, l.ext = ++ext_, l.corr = ++corr_;
+      }
+      const int spec = fused ? FUSED : specs[i];
+      const i64 d = fused ? dur : durs[i], e = s0 + d;
+      finish_on_compute(s0, e);
+      record(spec, 0, s0, e);
+      keep(s0, e, l.ts, 0, 0);
+      if (out_) {
+        emit_launch(l, kCompute[spec].op, "cudaLaunchKernel", 211, th);
+        emit(*out_, cx_.kernel, kCompute[spec].name, dev_, kStream[0], Ts{s0}, Us{d}, l.ext, dev_, kStream[0], l.corr,
+             cx_.tails[spec]);
+        emit(*out_, cx_.flow_f, l.corr, dev_, kStream[0], Ts{s0});
+      }
+      s0 = e + 1000;
+    }
+    if (out_) emit(*out_, cx_.range, kPairRange, pid_, th, Ts{range_ts}, Us{cpu_ - range_ts}, range_ext, range_ext);
   }
 
   // kind 1 memcpy, 2 memset; gbps: the transfer rate (bytes per ns).
@@ -955,7 +1015,7 @@ void write_truth(const Options& o, const std::vector<Truth>& tr) {
     throw std::runtime_error("cannot write " + o.truth);
 }
 
-void run(const Options& o) {
+std::vector<Truth> run(const Options& o) {
   std::filesystem::create_directories(o.out);
   const Ctx cx(o);
   // Pass 1: all ranks in lockstep, no output: when can each collective start everywhere?
@@ -1008,6 +1068,54 @@ void run(const Options& o) {
   for (int r = 0; r < o.ranks; ++r)
     if (!errors[size_t(r)].empty()) throw std::runtime_error(rank_file(o, r) + ": " + errors[size_t(r)]);
   if (!o.truth.empty()) write_truth(o, truth);
+  return truth;
+}
+
+std::string json_str(const char* s) {  // kernel names hold no quotes or backslashes
+  return std::string("\"") + s + "\"";
+}
+
+// --pair: OUT/base and OUT/test, and OUT/planted.json naming every planted difference and the
+// exact per-name kernel totals of both runs (all ranks), for the diff's tests.
+void run_pair(Options o) {
+  const std::string root = o.out;
+  o.pair_straggler[0] = 0, o.pair_straggler[1] = o.ranks - 1;
+  std::vector<Truth> tr[2];
+  for (int v = 0; v < 2; ++v) {
+    o.variant = v;
+    o.out = root + (v ? "/test" : "/base");
+    tr[v] = run(o);
+  }
+  std::string j = "{\n  \"generator\": \"kernalyse-tracegen --pair\",\n  \"synthetic\": true,\n";
+  j += "  \"ranks\": " + num(i64(o.ranks)) + ",\n";
+  j += "  \"slowed\": {\"name\": " + json_str(kCompute[kPairSlow].name) + ", \"factor\": " + num(o.pair_factor) +
+       ", \"rule\": \"every instance on every rank: test dur = llround(base dur * factor)\"},\n";
+  j += "  \"removed\": {\"name\": " + json_str(kCompute[kPairRemoved].name) + "},\n";
+  j += "  \"fused\": {\"range\": \"" + std::string(kPairRange) + "\", \"before\": [" + json_str(kCompute[GRP_MUL].name) +
+       ", " + json_str(kCompute[GRP_SIGMOID].name) + ", " + json_str(kCompute[GRP_ADD].name) + "], \"after\": [" +
+       json_str(kCompute[FUSED].name) + "]},\n";
+  j += "  \"straggler\": {\"base\": " + num(i64(o.pair_straggler[0])) + ", \"test\": " + num(i64(o.pair_straggler[1])) +
+       ", \"launch_delay_ns\": " + num(o.pair_delay_ns) + "},\n";
+  j += "  \"note\": \"collective (NCCL) kernels last until the last rank arrives, so their times change with the "
+       "straggler and the timeline: they are consequences, not planted; every other kernel keeps its exact "
+       "durations\",\n";
+  j += "  \"kernels\": {";
+  bool first = true;
+  for (int n = 0; n < kNames; ++n) {
+    i64 c[2] = {0, 0}, tot[2] = {0, 0};
+    for (int v = 0; v < 2; ++v)
+      for (const Truth& t : tr[v]) c[v] += t.count[n], tot[v] += t.total_ns[n];
+    if (!c[0] && !c[1]) continue;
+    j += std::string(first ? "\n" : ",\n") + "    " + json_str(n < N_COMPUTE ? kCompute[n].name : kColl[n - N_COMPUTE].name) +
+         ": {\"base\": {\"count\": " + num(c[0]) + ", \"total_ns\": " + num(tot[0]) + "}, \"test\": {\"count\": " +
+         num(c[1]) + ", \"total_ns\": " + num(tot[1]) + "}, \"nccl\": " + (n < N_COMPUTE ? "false" : "true") + "}";
+    first = false;
+  }
+  j += "\n  }\n}\n";
+  const std::string path = root + "/planted.json";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(j.data(), 1, j.size(), f) != j.size() || std::fclose(f) != 0)
+    throw std::runtime_error("cannot write " + path);
 }
 
 // --format nsys: the same planted workload (same seed, same simulation) written as JSON into a
@@ -1036,12 +1144,18 @@ const char* kUsage =
     "                          [--minify] [--truth FILE] [--slow-rank R --slow-factor F]\n"
     "                          [--launch-delay-rank R --launch-delay-us D] [--jitter-us J] [--threads T]\n"
     "                          [--clock-skew-us R:US[,R:US...]] [--format json|nsys]\n"
+    "                          [--pair [--pair-slow-factor F] [--pair-delay-us D]]\n"
     "Writes DIR/rank-<r>.json[.gz]: synthetic PyTorch-profiler (Kineto) traces, exactly K kernel events per\n"
     "rank (NCCL kernels included), S ProfilerSteps. All data is marked synthetic (emulated device).\n"
     "--truth FILE: exact counts, gaps, overlap, time breakdown, idle split, every collective's arrivals and\n"
     "waits, and what the knobs planted. --clock-skew-us shifts all timestamps of rank R by US (unaligned\n"
     "clocks); the truth keeps true times. --format nsys writes DIR/rank-<r>.sqlite instead: the same workload\n"
-    "as Nsight Systems SQLite exports.\n";
+    "as Nsight Systems SQLite exports.\n"
+    "--pair: writes DIR/base and DIR/test (for kernalyse-merge --diff) and DIR/planted.json. TEST differs\n"
+    "from BASE by: one GEMM kernel F times slower (default 1.5), the softmax kernel removed, the forward\n"
+    "activation's three eager kernels (user range mlp.act) fused into one Triton kernel, and the\n"
+    "launch-delayed straggler (D us, default 300) moved from rank 0 to the last rank. Other kernels keep\n"
+    "their exact durations; collective kernels absorb the changed waits.\n";
 
 }  // namespace
 
@@ -1107,20 +1221,27 @@ int main(int argc, char** argv) {
           p = e + 1;
         }
       }
+      else if (a == "--pair") o.pair = true;
+      else if (a == "--pair-slow-factor") o.pair_factor = num(0.01);
+      else if (a == "--pair-delay-us") o.pair_delay_ns = std::llround(num(0) * 1000);
       else throw std::invalid_argument("unknown argument " + a);
     }
     if (o.out.empty()) throw std::invalid_argument("--out DIR is required");
+    if (o.pair && o.ranks < 2) throw std::invalid_argument("--pair needs --ranks 2 or more (the straggler moves)");
+    if (o.pair && !o.truth.empty()) throw std::invalid_argument("--pair writes DIR/planted.json; give no --truth");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernalyse-tracegen: %s\n%s", e.what(), kUsage);
     return 2;
   }
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    if (o.format == "nsys") {
+    if (o.pair && o.format == "nsys") throw std::runtime_error("--pair writes JSON only (no --format nsys)");
+    if (o.pair)
+      run_pair(o);
+    else if (o.format == "nsys")
       run_nsys(o);
-    } else {
+    else
       run(o);
-    }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "kernalyse-tracegen: %d rank(s) x %lld kernels -> %s (%.2f s)\n", o.ranks,
                  (long long)o.kernels, o.out.c_str(), s);

@@ -50,6 +50,15 @@ struct SummaryOptions {
 };
 void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out);
 
+// The numbers behind the summary's first table: per kernel name (full names when verbose, else
+// simplified) the count and total/min/max duration of the selected kernels, all ranks together;
+// in name-group order (first appearance of the name id).
+struct KernelStat {
+  std::string name;
+  int64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+};
+std::vector<KernelStat> kernel_stats(const Store& s, const Filter& f, bool verbose);
+
 // GPU time by annotated range ("model-aware mapping"): every CPU range (NVTX, user annotation;
 // not ProfilerStep) gets the GPU work launched inside it on the same thread, joined through the
 // launch's correlation id. Inclusive: a kernel counts for each range that encloses its launch.

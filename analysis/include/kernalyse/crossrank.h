@@ -55,4 +55,30 @@ struct CatInterval {
 };
 UnionStats union_stats(std::vector<CatInterval> v);
 
+// --- typed results behind those tables (the trace diff compares them) ---
+// Union statistics per rank (step = kNoStep), or per (rank, step) when per_step.
+struct RankUnion {
+  int32_t rank = 0;
+  int32_t step = kNoStep;
+  UnionStats u;
+};
+std::vector<RankUnion> rank_unions(const Store& s, const CrossRankOptions& opt, bool per_step);
+// The idle split of one stream (the --idle table's row, in ns).
+struct StreamIdle {
+  int32_t rank = 0, device = 0, stream = 0;
+  int64_t host_ns = 0, kernel_ns = 0, other_ns = 0, gaps = 0, max_gap_ns = 0, overlaps = 0;
+};
+std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt);
+// The straggler ledger per rank, and the rank that inflicted most wait while last (-1: none).
+struct LedgerRank {
+  int32_t rank = 0;
+  int64_t times_last = 0, inflicted_ns = 0, suffered_ns = 0;
+};
+struct Ledger {
+  int64_t matched = 0;  // collective instances matched on all their ranks
+  int32_t worst = -1;
+  std::vector<LedgerRank> ranks;
+};
+Ledger straggler_ledger(const Store& s, const CrossRankOptions& opt);
+
 }  // namespace kernalyse

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -40,5 +41,12 @@ nlohmann::json html_report_data(const Store& s, const HtmlOptions& opt);
 // Writes the report to a temporary name and renames it onto path; refuses an existing file
 // without opt.force. Throws Error naming the file.
 HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlOptions& opt);
+
+// Writes content to a temporary name next to path and renames it onto path: no partial file is
+// ever left; refuses an existing path without force. Throws Error naming the file.
+// "&", "<", ">", '"' as HTML entities.
+std::string escape_html(std::string_view s);
+
+void write_file_atomic(const std::string& path, std::string_view content, bool force);
 
 }  // namespace kernalyse

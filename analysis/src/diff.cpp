@@ -1,0 +1,363 @@
+// Trace diff (docs/analyses.md, "Trace diff"): kernels matched by full name; names found on one
+// side only are grouped by the range that launched them into "replaced" groups; per step CPU time
+// and GPU span; per rank the overlap/breakdown unions, the idle split and the straggler ledger,
+// taken from those analyses' typed results. The two sides are analysed in parallel.
+#include "kernalyse/diff.h"
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+namespace {
+
+// Everything one side contributes, computed from that store alone.
+struct Side {
+  std::vector<KernelStat> kernels;
+  std::map<int32_t, StepSide> steps;
+  std::vector<RankUnion> unions;
+  std::vector<StreamIdle> idle;
+  Ledger ledger;
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<int32_t, int64_t>& k) const noexcept {
+    return std::hash<int64_t>()(k.second * 1000003 + k.first);
+  }
+};
+
+// Per ProfilerStep#N: the longest rank's CPU step, the longest rank's GPU span, the kernels.
+std::map<int32_t, StepSide> step_sides(const Store& s, const Filter& f,
+                                       const std::vector<uint32_t>& rows) {
+  std::map<int32_t, StepSide> out;
+  const Annotations& an = s.annotations;
+  std::map<int32_t, std::set<int32_t>> ranks;
+  for (size_t i = 0; i < an.size(); ++i) {
+    if (an.kind[i] != static_cast<uint8_t>(AnnotationKind::Step) || an.step[i] == kNoStep) continue;
+    if ((f.rank && an.rank[i] != *f.rank) || (f.step && an.step[i] != *f.step)) continue;
+    StepSide& st = out[an.step[i]];
+    st.cpu_ns = std::max(st.cpu_ns, an.end_ns[i] - an.start_ns[i]);
+    ranks[an.step[i]].insert(an.rank[i]);
+  }
+  // GPU span per (rank, step): first start and last end of the step's GPU work.
+  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> span;
+  const Activities& a = s.activities;
+  const auto kernel = static_cast<uint8_t>(Kind::Kernel);
+  std::pair<int32_t, int32_t> key{INT32_MIN, INT32_MIN};
+  std::pair<int64_t, int64_t>* cur = nullptr;
+  StepSide* cur_step = nullptr;
+  for (uint32_t i : rows) {
+    if (a.step[i] == kNoStep || !is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+    if (!cur || key.first != a.rank[i] || key.second != a.step[i]) {
+      // Rows come in (rank, stream) runs, so the maps are consulted once per run.
+      key = {a.rank[i], a.step[i]};
+      cur = &span.try_emplace(key, INT64_MAX, INT64_MIN).first->second;
+      cur_step = &out[a.step[i]];
+      ranks[a.step[i]].insert(a.rank[i]);
+    }
+    cur->first = std::min(cur->first, a.start_ns[i]);
+    cur->second = std::max(cur->second, a.end_ns[i]);
+    cur_step->kernels += a.kind[i] == kernel;
+  }
+  for (const auto& [k, se] : span) {
+    StepSide& st = out[k.second];
+    st.gpu_span_ns = std::max(st.gpu_span_ns, se.second - se.first);
+  }
+  for (auto& [step, st] : out) st.ranks = static_cast<int32_t>(ranks[step].size());
+  return out;
+}
+
+Side analyse_side(const Store& s, const DiffOptions& opt) {
+  Side side;
+  side.kernels = kernel_stats(s, opt.filter, /*verbose=*/true);
+  side.steps = step_sides(s, opt.filter, select_activities(s, opt.filter));
+  if (opt.cross_rank) {
+    CrossRankOptions xo;
+    xo.filter = opt.filter;
+    xo.kernel_wait_ns = opt.kernel_wait_ns;
+    side.unions = rank_unions(s, xo, /*per_step=*/false);
+    side.idle = stream_idle(s, xo);
+    side.ledger = straggler_ledger(s, xo);
+  }
+  return side;
+}
+
+// For the kernels of the given names: count and time per (innermost enclosing range, name). The
+// range is the latest-starting NVTX / user range on the launch's CPU thread that contains the
+// launch (ranges on one thread nest); "" when there is none or the launches' threads were not
+// read. Joined through the launch's correlation id, as --ranges does.
+std::map<std::pair<std::string, std::string>, KernelSide> by_range(
+    const Store& s, const Filter& f, const std::set<std::string>& names) {
+  std::map<std::pair<std::string, std::string>, KernelSide> out;
+  const Activities& a = s.activities;
+  std::vector<uint8_t> wanted(s.strings.size(), 0);
+  bool any = false;
+  for (size_t id = 0; id < s.strings.size(); ++id)
+    if (names.count(s.strings.at(static_cast<uint32_t>(id)))) wanted[id] = 1, any = true;
+  if (!any) return out;
+  std::vector<uint32_t> rows;
+  const auto kernel = static_cast<uint8_t>(Kind::Kernel);
+  for (uint32_t i : select_activities(s, f))
+    if (a.kind[i] == kernel && wanted[a.name_id[i]]) rows.push_back(i);
+  // The launch (rank, correlation) → (tid, start) of those rows only. A per-rank bitmap over
+  // the wanted correlations keeps the hash off the path of the millions of other launches.
+  const LaunchCalls& l = s.launches;
+  std::unordered_map<std::pair<int32_t, int64_t>, std::pair<int64_t, int64_t>, PairHash> launch;
+  if (l.tid.size() == l.size() && a.correlation.size() == a.size()) {
+    std::map<int32_t, std::pair<int64_t, int64_t>> lim;  // rank → min, max wanted correlation
+    for (uint32_t i : rows) {
+      if (a.correlation[i] == kNoCorrelation) continue;
+      launch.try_emplace({a.rank[i], a.correlation[i]}, -1, 0);
+      auto it = lim.try_emplace(a.rank[i], a.correlation[i], a.correlation[i]).first;
+      it->second = {std::min(it->second.first, a.correlation[i]),
+                    std::max(it->second.second, a.correlation[i])};
+    }
+    std::map<int32_t, std::vector<uint8_t>> bits;
+    for (const auto& [r, mm] : lim)
+      bits[r].assign(static_cast<size_t>(mm.second - mm.first) + 1, 0);
+    for (const auto& [key, v] : launch)
+      bits[key.first][static_cast<size_t>(key.second - lim[key.first].first)] = 1;
+    int32_t cur_rank = INT32_MIN;
+    const std::vector<uint8_t>* cur = nullptr;
+    int64_t lo = 0;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (l.rank[i] != cur_rank) {  // launches come in rank runs
+        cur_rank = l.rank[i];
+        auto b = bits.find(cur_rank);
+        cur = b == bits.end() ? nullptr : &b->second;
+        lo = cur ? lim[cur_rank].first : 0;
+      }
+      const int64_t c = l.correlation[i];
+      if (!cur || c < lo || c - lo >= static_cast<int64_t>(cur->size()) ||
+          !(*cur)[static_cast<size_t>(c - lo)])
+        continue;
+      launch[{l.rank[i], c}] = {l.tid[i], l.start_ns[i]};
+    }
+  }
+  // Ranges per (rank, thread), by start, each with its enclosing range (ranges on one thread
+  // nest), so the innermost range containing a time is found in O(depth), not by a scan back.
+  struct Ranges {
+    std::vector<uint32_t> idx;
+    std::vector<int32_t> parent;
+  };
+  std::map<std::pair<int32_t, int64_t>, Ranges> ranges;
+  const Annotations& an = s.annotations;
+  for (size_t i = 0; i < an.size(); ++i) {
+    const auto k = static_cast<AnnotationKind>(an.kind[i]);
+    if (k == AnnotationKind::User || k == AnnotationKind::Nvtx)
+      ranges[{an.rank[i], an.tid[i]}].idx.push_back(static_cast<uint32_t>(i));
+  }
+  for (auto& [key, r] : ranges) {
+    std::stable_sort(r.idx.begin(), r.idx.end(),
+                     [&](uint32_t x, uint32_t y) { return an.start_ns[x] < an.start_ns[y]; });
+    std::vector<int32_t> open;
+    r.parent.resize(r.idx.size());
+    for (size_t q = 0; q < r.idx.size(); ++q) {
+      while (!open.empty() && an.end_ns[r.idx[open.back()]] < an.start_ns[r.idx[q]])
+        open.pop_back();
+      r.parent[q] = open.empty() ? -1 : open.back();
+      open.push_back(static_cast<int32_t>(q));
+    }
+  }
+  // The innermost range's name id (0, the empty string: none).
+  auto range_of = [&](uint32_t i) -> uint32_t {
+    if (a.correlation.size() != a.size()) return 0;
+    auto it = launch.find({a.rank[i], a.correlation[i]});
+    if (it == launch.end() || it->second.first < 0) return 0;
+    auto rv = ranges.find({a.rank[i], it->second.first});
+    if (rv == ranges.end()) return 0;
+    const int64_t t = it->second.second;
+    const Ranges& r = rv->second;
+    auto p = std::upper_bound(r.idx.begin(), r.idx.end(), t,
+                              [&](int64_t ts, uint32_t x) { return ts < an.start_ns[x]; });
+    int32_t q = static_cast<int32_t>(p - r.idx.begin()) - 1;  // last range starting at or before t
+    while (q >= 0 && an.end_ns[r.idx[q]] < t) q = r.parent[q];
+    return q >= 0 ? an.name_id[r.idx[q]] : 0;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, KernelSide> by_ids;  // (range, kernel) name ids
+  for (uint32_t i : rows) {
+    KernelSide& k = by_ids[{range_of(i), a.name_id[i]}];
+    ++k.count;
+    k.total_ns += std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);
+  }
+  for (const auto& [key, k] : by_ids) {
+    KernelSide& o = out[{s.strings.at(key.first), s.strings.at(key.second)}];
+    o.count += k.count, o.total_ns += k.total_ns;
+  }
+  return out;
+}
+
+// Errors name the side: "BASE run.h5: no ProfilerStep#9 in ranks 0-7".
+Side analyse(const Store& s, const DiffOptions& opt, const std::string& label) {
+  try {
+    return analyse_side(s, opt);
+  } catch (const Error& e) {
+    throw Error(label + ": " + e.what());
+  }
+}
+
+RankSide rank_side(int32_t rank, const Side& s) {
+  RankSide r;
+  for (const RankUnion& u : s.unions)
+    if (u.rank == rank) r.unions = u.u;
+  for (const StreamIdle& d : s.idle)
+    if (d.rank == rank)
+      r.host_wait_ns += d.host_ns, r.kernel_wait_ns += d.kernel_ns, r.other_idle_ns += d.other_ns;
+  for (const LedgerRank& l : s.ledger.ranks)
+    if (l.rank == rank)
+      r.times_last = l.times_last, r.inflicted_ns = l.inflicted_ns, r.suffered_ns = l.suffered_ns;
+  return r;
+}
+
+bool same(const UnionStats& x, const UnionStats& y) {
+  return x.span_ns == y.span_ns && x.busy_ns == y.busy_ns && x.compute_ns == y.compute_ns &&
+         x.comm_ns == y.comm_ns && x.overlap_ns == y.overlap_ns &&
+         x.comm_excl_ns == y.comm_excl_ns && x.memory_excl_ns == y.memory_excl_ns &&
+         x.other_excl_ns == y.other_excl_ns && x.count == y.count;
+}
+bool same(const RankSide& x, const RankSide& y) {
+  return same(x.unions, y.unions) && x.host_wait_ns == y.host_wait_ns &&
+         x.kernel_wait_ns == y.kernel_wait_ns && x.other_idle_ns == y.other_idle_ns &&
+         x.times_last == y.times_last && x.inflicted_ns == y.inflicted_ns &&
+         x.suffered_ns == y.suffered_ns;
+}
+bool same(const StepSide& x, const StepSide& y) {
+  return x.cpu_ns == y.cpu_ns && x.gpu_span_ns == y.gpu_span_ns && x.kernels == y.kernels &&
+         x.ranks == y.ranks;
+}
+template <class T>
+bool same_opt(const std::optional<T>& x, const std::optional<T>& y) {
+  return x.has_value() == y.has_value() && (!x || same(*x, *y));
+}
+
+// Moves what the replaced groups explain out of the only-lists.
+void take(std::vector<KernelOnly>& only, const std::string& name, const KernelSide& k) {
+  for (auto it = only.begin(); it != only.end(); ++it)
+    if (it->name == name) {
+      it->side.count -= k.count;
+      it->side.total_ns -= k.total_ns;
+      if (it->side.count <= 0) only.erase(it);
+      return;
+    }
+}
+
+}  // namespace
+
+bool TraceDiff::identical() const {
+  if (!only_base.empty() || !only_test.empty() || !replaced.empty()) return false;
+  for (const auto& k : kernels)
+    if (k.changed()) return false;
+  for (const auto& s : steps)
+    if (!same_opt(s.base, s.test)) return false;
+  for (const auto& r : ranks)
+    if (!same_opt(r.base, r.test)) return false;
+  return base_straggler == test_straggler && base_collectives == test_collectives;
+}
+
+TraceDiff diff_stores(const Store& base, const Store& test, const DiffOptions& opt) {
+  // The sides are independent: one thread each (the stores are only read).
+  auto tf = std::async(std::launch::async, [&] { return analyse(test, opt, opt.test_label); });
+  Side b = analyse(base, opt, opt.base_label);
+  Side t = tf.get();
+
+  TraceDiff d;
+  d.base_label = opt.base_label, d.test_label = opt.test_label;
+  d.cross_rank = opt.cross_rank;
+  d.base_emulated = base.attrs.emulated;
+  d.test_emulated = test.attrs.emulated;
+  std::unordered_map<std::string, size_t> in_test;
+  for (size_t i = 0; i < t.kernels.size(); ++i) in_test.emplace(t.kernels[i].name, i);
+  std::vector<uint8_t> test_seen(t.kernels.size(), 0);
+  for (const KernelStat& k : b.kernels) {
+    d.base_kernels.count += k.count, d.base_kernels.total_ns += k.total_ns;
+    auto it = in_test.find(k.name);
+    if (it == in_test.end()) {
+      d.only_base.push_back({k.name, {k.count, k.total_ns}});
+      continue;
+    }
+    const KernelStat& x = t.kernels[it->second];
+    test_seen[it->second] = 1;
+    d.kernels.push_back({k.name, {k.count, k.total_ns}, {x.count, x.total_ns}});
+  }
+  for (size_t i = 0; i < t.kernels.size(); ++i) {
+    d.test_kernels.count += t.kernels[i].count, d.test_kernels.total_ns += t.kernels[i].total_ns;
+    if (!test_seen[i])
+      d.only_test.push_back({t.kernels[i].name, {t.kernels[i].count, t.kernels[i].total_ns}});
+  }
+
+  // Replaced groups: one-sided names under the same launching range on both sides.
+  if (!d.only_base.empty() && !d.only_test.empty()) {
+    std::set<std::string> nb, nt;
+    for (const auto& k : d.only_base) nb.insert(k.name);
+    for (const auto& k : d.only_test) nt.insert(k.name);
+    auto rf = std::async(std::launch::async, [&] { return by_range(test, opt.filter, nt); });
+    auto rb = by_range(base, opt.filter, nb);
+    auto rt = rf.get();
+    std::map<std::string, ReplacedGroup> groups;
+    for (const auto& [key, k] : rb)
+      if (!key.first.empty()) groups[key.first].before.push_back({key.second, k});
+    for (const auto& [key, k] : rt)
+      if (!key.first.empty()) groups[key.first].after.push_back({key.second, k});
+    for (auto& [range, g] : groups) {
+      if (g.before.empty() || g.after.empty()) continue;
+      g.range = range;
+      for (const auto& k : g.before) {
+        g.base.count += k.side.count, g.base.total_ns += k.side.total_ns;
+        take(d.only_base, k.name, k.side);
+      }
+      for (const auto& k : g.after) {
+        g.test.count += k.side.count, g.test.total_ns += k.side.total_ns;
+        take(d.only_test, k.name, k.side);
+      }
+      d.replaced.push_back(std::move(g));
+    }
+  }
+  auto delta = [](const KernelDelta& k) { return std::abs(k.test.total_ns - k.base.total_ns); };
+  std::stable_sort(d.kernels.begin(), d.kernels.end(),
+                   [&](const KernelDelta& x, const KernelDelta& y) {
+                     return delta(x) != delta(y) ? delta(x) > delta(y) : x.name < y.name;
+                   });
+  auto by_total = [](const KernelOnly& x, const KernelOnly& y) {
+    return x.side.total_ns != y.side.total_ns ? x.side.total_ns > y.side.total_ns : x.name < y.name;
+  };
+  std::sort(d.only_base.begin(), d.only_base.end(), by_total);
+  std::sort(d.only_test.begin(), d.only_test.end(), by_total);
+
+  std::set<int32_t> steps;
+  for (const auto& [n, st] : b.steps) steps.insert(n);
+  for (const auto& [n, st] : t.steps) steps.insert(n);
+  for (int32_t n : steps) {
+    StepDelta sd;
+    sd.step = n;
+    if (b.steps.count(n)) sd.base = b.steps.at(n);
+    if (t.steps.count(n)) sd.test = t.steps.at(n);
+    d.steps.push_back(sd);
+  }
+
+  if (opt.cross_rank) {
+    std::set<int32_t> ranks;
+    for (const auto& u : b.unions) ranks.insert(u.rank);
+    std::set<int32_t> tranks;
+    for (const auto& u : t.unions) tranks.insert(u.rank);
+    ranks.insert(tranks.begin(), tranks.end());
+    std::set<int32_t> branks;
+    for (const auto& u : b.unions) branks.insert(u.rank);
+    for (int32_t r : ranks) {
+      RankDelta rd;
+      rd.rank = r;
+      if (branks.count(r)) rd.base = rank_side(r, b);
+      if (tranks.count(r)) rd.test = rank_side(r, t);
+      d.ranks.push_back(rd);
+    }
+    d.base_straggler = b.ledger.worst, d.test_straggler = t.ledger.worst;
+    d.base_collectives = b.ledger.matched, d.test_collectives = t.ledger.matched;
+  }
+  return d;
+}
+
+}  // namespace kernalyse
