@@ -199,7 +199,8 @@ void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
     const std::string tail = spec.substr(at + 1);
     const size_t colon = tail.find(':');
     auto num = [&](const std::string& t) -> std::optional<int32_t> {
-      if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+      if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
       return std::stoi(t);
     };
     rank = num(tail.substr(0, colon));
@@ -215,9 +216,11 @@ void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
   attach_power_log(store, log, rank ? *rank : store->ranks.front().rank, gpu);
   if (!quiet)
     std::cerr << "power log " << file << ": " << log.samples.size() << " samples"
-              << (log.malformed ? ", " + std::to_string(log.malformed) + " malformed line(s) skipped (first: line " +
-                                      std::to_string(log.first_bad_line) + ", " + log.first_bad_reason + ")"
-                                : std::string())
+              << (log.malformed
+                      ? ", " + std::to_string(log.malformed) +
+                            " malformed line(s) skipped (first: line " +
+                            std::to_string(log.first_bad_line) + ", " + log.first_bad_reason + ")"
+                      : std::string())
               << "\n";
 }
 
@@ -261,9 +264,11 @@ int run(const Options& o, const std::string& command_line) {
     } else if (!exporting) {
       sel.launches = need_launches;
       // The analyses join launches by correlation and use their start; --ranges also their thread.
-      sel.launch_detail = o.ranges && has_ranges();
+      // --energy joins ranges the same way, for its per-range rows.
+      sel.launch_detail = (o.ranges || o.energy) && has_ranges();
       sel.nccl = o.stragglers;
-      sel.activity_correlation = need_launches;
+      sel.activity_correlation = need_launches || sel.launch_detail;
+      sel.launches = sel.launches || sel.launch_detail;
     }
     store = read_store(files[0], sel);
   } else {

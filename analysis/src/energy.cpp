@@ -187,6 +187,40 @@ EnergyResult energy_analysis(const Store& s, const EnergyOptions& opt) {
   std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const EnergyRow& x, const EnergyRow& y) {
     return x.joules != y.joules ? x.joules > y.joules : x.name < y.name;
   });
+  // Per range name (inclusive, as --ranges): the work launched inside each NVTX / user range.
+  const RangeLaunches join(s, opt.filter);
+  if (!join.ranges.empty() && a.correlation.size() == a.size()) {
+    std::map<std::pair<int32_t, int64_t>, EnergyRow> by_launch;  // (rank, correlation)
+    for (uint32_t q : join.ranges) {
+      const auto [first, last] = join.launches_in(q);
+      for (const uint32_t* x = first; x != last; ++x)
+        by_launch.try_emplace({s.launches.rank[*x], s.launches.correlation[*x]});
+    }
+    for (uint32_t i : rows) {
+      if (!share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
+      auto it = by_launch.find({a.rank[i], a.correlation[i]});
+      if (it == by_launch.end()) continue;
+      ++it->second.count;
+      it->second.busy_ns += share[i].covered_ns;
+      it->second.joules += share[i].joules;
+    }
+    std::map<uint32_t, EnergyRow> by_range;
+    for (uint32_t q : join.ranges) {
+      EnergyRow& row = by_range[s.annotations.name_id[q]];
+      ++row.calls;
+      const auto [first, last] = join.launches_in(q);
+      for (const uint32_t* x = first; x != last; ++x) {
+        auto it = by_launch.find({s.launches.rank[*x], s.launches.correlation[*x]});
+        row.count += it->second.count;
+        row.busy_ns += it->second.busy_ns;
+        row.joules += it->second.joules;
+      }
+    }
+    for (auto& [name, row] : by_range) row.name = s.strings.at(name), r.ranges.push_back(row);
+    std::stable_sort(r.ranges.begin(), r.ranges.end(), [](const EnergyRow& x, const EnergyRow& y) {
+      return x.joules != y.joules ? x.joules > y.joules : x.name < y.name;
+    });
+  }
   for (auto& [rank, row] : by_rank) row.rank = rank, r.ranks.push_back(row);
   for (auto& [step, row] : by_step) row.step = step, r.steps.push_back(row);
   return r;
@@ -255,6 +289,14 @@ void energy_report(const EnergyResult& e, Report* out) {
   for (const EnergyRow& r : e.ranks)
     rt.rows.push_back({int64_t{r.rank}, format_energy(r.joules + r.idle_j), r.joules, r.idle_j,
                        r.joules + r.idle_j, ms(r.busy_ns)});
+  Table gt;
+  gt.key = "energy_ranges";
+  gt.title = "Energy per annotated range (GPU work launched inside; nested ranges each count it)";
+  gt.columns = {"range", "calls", "gpu_items", "energy", "active_j", "busy_ms"};
+  gt.max_text_width = 48;
+  gt.in_json = false;
+  for (const EnergyRow& r : e.ranges)
+    gt.rows.push_back({r.name, r.calls, r.count, format_energy(r.joules), r.joules, ms(r.busy_ns)});
   Table st;
   st.key = "energy_steps";
   st.title = "Energy per step (GPU work of the step; idle energy not included)";
@@ -302,11 +344,18 @@ void energy_report(const EnergyResult& e, Report* out) {
     kernels.push_back(x);
   }
   j["devices"] = dev, j["ranks"] = ranks, j["steps"] = steps, j["kernels"] = kernels;
-  j["ranges"] = nlohmann::json::array();  // per-range rows: not yet (docs/json.md)
+  nlohmann::json ranges = nlohmann::json::array();
+  for (const EnergyRow& r : e.ranges) {
+    nlohmann::json x = row_json(r);
+    x["range"] = r.name, x["calls"] = r.calls;
+    ranges.push_back(x);
+  }
+  j["ranges"] = ranges;
   out->json["energy"] = j;
   out->tables.push_back(std::move(kt));
   out->tables.push_back(std::move(rt));
   out->tables.push_back(std::move(st));
+  if (!gt.rows.empty()) out->tables.push_back(std::move(gt));
 }
 
 }  // namespace kernalyse

@@ -767,12 +767,14 @@ void sample_power(const Device& dev, const Options& o, uint64_t seed, double tru
   // One sweep over the ops' start (+class) and end (-class) events and the sample times.
   std::vector<std::pair<int64_t, int>> ev;
   ev.reserve(2 * dev.ran.size());
-  for (const Ran& r : dev.ran) ev.push_back({r.start, r.power_class}), ev.push_back({r.end, -r.power_class});
+  for (const Ran& r : dev.ran)
+    ev.push_back({r.start, r.power_class}), ev.push_back({r.end, -r.power_class});
   std::sort(ev.begin(), ev.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   int running[5] = {0, 0, 0, 0, 0};
   size_t i = 0;
   auto apply_upto = [&](int64_t t) {
-    for (; i < ev.size() && ev[i].first <= t; ++i) running[std::abs(ev[i].second)] += ev[i].second > 0 ? 1 : -1;
+    for (; i < ev.size() && ev[i].first <= t; ++i)
+      running[std::abs(ev[i].second)] += ev[i].second > 0 ? 1 : -1;
   };
   auto watts_now = [&] {
     double w = o.watts[kIdle];
@@ -1011,9 +1013,10 @@ int main(int argc, char** argv) {
       double sum[6] = {0, 0, 0, 0, 0, 0};
       for (int r = 0; r < world_size; ++r)
         for (int c = 0; c < 6; ++c) sum[c] += all_truth[size_t(r) * 6 + size_t(c)];
-      std::fprintf(f, "{\"period_ms\": %.6f, \"total_j\": %.9f, \"idle_j\": %.9f, \"classes\": {", o.power_ms,
-                   sum[5], sum[0]);
-      for (int c = 1; c < 5; ++c) std::fprintf(f, "%s\"%s\": %.9f", c > 1 ? ", " : "", kPowerClassName[c], sum[c]);
+      std::fprintf(f, "{\"period_ms\": %.6f, \"total_j\": %.9f, \"idle_j\": %.9f, \"classes\": {",
+                   o.power_ms, sum[5], sum[0]);
+      for (int c = 1; c < 5; ++c)
+        std::fprintf(f, "%s\"%s\": %.9f", c > 1 ? ", " : "", kPowerClassName[c], sum[c]);
       std::fprintf(f, "}, \"ranks\": [");
       for (int r = 0; r < world_size; ++r)
         std::fprintf(f, "%s{\"rank\": %d, \"total_j\": %.9f, \"idle_j\": %.9f}", r ? ", " : "", r,

@@ -38,6 +38,8 @@ for c in total gemm attention memory comm; do
   expect_eq "energy: $c within $lim % of the planted truth ($err %)" "$(awk -v e="$err" -v l="$lim" 'BEGIN {print (e != "" && e <= l)}')" "1"
 done
 expect_eq "energy: kernels long against the period, not statistical" "$(py 'import json; print(json.load(open("e.json"))["energy"]["statistical"])')" "False"
+expect_eq "energy per range: attn + mlp = layer 0 (inclusive), all of it inside the layer" \
+  "$(py 'import json; d = json.load(open("e.json"))["energy"]; g = {r["range"]: r["joules"] for r in d["ranges"]}; print(abs(g["attn"] + g["mlp"] - g["layer 0"]) < 1e-6 * g["layer 0"], 0 < g["layer 0"] < d["active_j"])')" "True True"
 "$BIN/kernalyse-merge" e.h5 --energy --tokens 1000 > e.txt
 expect_contains "energy text: headline with the sampling period" "$(cat e.txt)" "sampling period 10.000 ms"
 expect_contains "energy text: per token" "$(cat e.txt)" "per token (1000 tokens)"

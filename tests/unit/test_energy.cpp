@@ -154,3 +154,41 @@ TEST(EnergyUnits, JoulesKilojoulesWattHours) {
   EXPECT_EQ(format_power(312.54), "312.5 W");
   EXPECT_EQ(format_power(1250.0), "1.25 kW");
 }
+
+TEST(Energy, PerRangeRowsJoinLaunchesInsideTheRange) {
+  Builder b;
+  for (int64_t t = 0; t <= 100; t += 10) b.power(0, 0, t * kMs, 200'000);  // 200 W
+  b.kernel(0, 0, 7, 10 * kMs, 20 * kMs, "A");
+  b.kernel(0, 0, 7, 30 * kMs, 50 * kMs, "B");
+  b.kernel(0, 0, 7, 60 * kMs, 70 * kMs, "C");
+  Store s = b.done();
+  // Launches on thread 5 at 1, 2, 3 ms with correlations 1..3 (activities joined by correlation).
+  for (int64_t c = 1; c <= 3; ++c) {
+    auto& l = s.launches;
+    l.rank.push_back(0), l.pid.push_back(1), l.tid.push_back(5);
+    l.start_ns.push_back(c * kMs), l.end_ns.push_back(c * kMs + 10);
+    l.name_id.push_back(s.strings.intern("cudaLaunchKernel"));
+    l.correlation.push_back(c), l.step.push_back(kNoStep);
+    s.activities.correlation[static_cast<size_t>(c - 1)] = c;  // A, B, C in start order
+  }
+  auto range = [&](int64_t start, int64_t end, const char* name) {
+    auto& an = s.annotations;
+    an.rank.push_back(0), an.kind.push_back(static_cast<uint8_t>(AnnotationKind::Nvtx));
+    an.pid.push_back(1), an.tid.push_back(5), an.start_ns.push_back(start),
+        an.end_ns.push_back(end);
+    an.name_id.push_back(s.strings.intern(name)), an.step.push_back(kNoStep);
+  };
+  range(0, 4 * kMs, "layer");       // all three launches
+  range(kMs / 2, 2 * kMs, "attn");  // A, B
+  const EnergyResult e = energy_analysis(s, {});
+  ASSERT_EQ(e.ranges.size(), 2u);
+  EXPECT_EQ(e.ranges[0].name, "layer");
+  EXPECT_EQ(e.ranges[0].count, 3);
+  EXPECT_EQ(e.ranges[0].calls, 1);
+  EXPECT_NEAR(e.ranges[0].joules, 200 * 0.040, 1e-9);
+  EXPECT_EQ(e.ranges[1].name, "attn");
+  EXPECT_NEAR(e.ranges[1].joules, 200 * 0.030, 1e-9);
+  Report rep;
+  energy_report(e, &rep);
+  EXPECT_EQ(rep.json["energy"]["ranges"][1]["range"], "attn");
+}

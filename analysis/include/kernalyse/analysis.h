@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,21 @@ struct RangeOptions {
   int top = 20;  // 0 = all
 };
 void range_analysis(const Store& s, const RangeOptions& opt, Report* out);
+
+// The join behind --ranges (shared with --energy): the CPU ranges (NVTX, user annotations; not
+// ProfilerStep) passing the filter, and for each the launches on its rank and thread that start
+// inside it (start <= launch start <= end), in start order. GPU work joins a launch through
+// (rank, correlation).
+class RangeLaunches {
+ public:
+  RangeLaunches(const Store& s, const Filter& f);
+  std::vector<uint32_t> ranges;  // annotation rows
+  std::pair<const uint32_t*, const uint32_t*> launches_in(uint32_t range) const;  // launch rows
+
+ private:
+  const Store* s_;
+  std::map<std::pair<int32_t, int64_t>, std::vector<uint32_t>> by_thread_;
+};
 
 enum class GapSort { Count, Mean, Max, Std, Total };
 

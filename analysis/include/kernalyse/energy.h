@@ -21,11 +21,12 @@ struct EnergyOptions {
   int64_t units_per_step = 0;  // --units-per-step N: J per unit per step (0 = not given)
 };
 
-struct EnergyRow {         // one kernel name, rank or step
-  std::string name;        // kernel name (simplified unless verbose); empty for rank/step rows
+struct EnergyRow {         // one kernel name, range name, rank or step
+  std::string name;        // kernel (simplified unless verbose) or range name; "" for rank/step
   int32_t rank = -1;       // rank rows
   int32_t step = kNoStep;  // step rows
   int64_t count = 0;       // activities
+  int64_t calls = 0;       // range rows: range instances
   int64_t busy_ns = 0;     // summed activity durations inside sampled windows
   double joules = 0;       // attributed energy
   double idle_j = 0;       // rank rows: energy while no GPU work ran on its devices
@@ -51,6 +52,7 @@ struct EnergyResult {
   std::vector<EnergyRow> kernels;          // by attributed joules, descending
   std::vector<EnergyRow> ranks;            // by rank
   std::vector<EnergyRow> steps;            // by step (only activities with a step)
+  std::vector<EnergyRow> ranges;           // by range name (inclusive, as --ranges), by joules
   int64_t tokens = 0, units_per_step = 0;  // as given
   // True when the median piece of work is shorter than the sampling period: per-kernel figures
   // are then statistical (valid in aggregate), not measurements of single kernels.
