@@ -16,10 +16,12 @@
 #include "kernalyse/analysis.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/diff.h"
+#include "kernalyse/energy.h"
 #include "kernalyse/export.h"
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/nsys.h"
+#include "kernalyse/power_log.h"
 #include "kernalyse/progress.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/spool_store.h"
@@ -38,7 +40,9 @@ struct Options {
   std::string spool;  // --spool DIR: crash recovery from the ranks' spool files
   std::optional<int32_t> rank, step;
   bool summary = false, gaps = false, overlap = false, breakdown = false, idle = false,
-       stragglers = false, all = false, ranges = false;
+       stragglers = false, all = false, ranges = false, energy = false;
+  std::vector<std::string> power_logs;  // --power-log FILE[@RANK[:GPU]]
+  int64_t tokens = 0, units_per_step = 0;
   std::string compat = "native";
   double kernel_wait_us = 30;
   double hist_min = 0, hist_max = 1000;
@@ -270,6 +274,40 @@ int run_diff(const Options& o) {
   return 0;
 }
 
+// --power-log FILE[@RANK[:GPU]]: an nvidia-smi CSV becomes RANK's power samples (in memory only).
+void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
+  std::string file = spec;
+  std::optional<int32_t> rank, gpu;
+  const size_t at = spec.rfind('@');
+  if (at != std::string::npos) {
+    const std::string tail = spec.substr(at + 1);
+    const size_t colon = tail.find(':');
+    auto num = [&](const std::string& t) -> std::optional<int32_t> {
+      if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+      return std::stoi(t);
+    };
+    rank = num(tail.substr(0, colon));
+    if (colon != std::string::npos) gpu = num(tail.substr(colon + 1));
+    if (!rank || (colon != std::string::npos && !gpu))
+      throw Error("--power-log " + spec + ": expected FILE, FILE@RANK or FILE@RANK:GPU");
+    file = spec.substr(0, at);
+  } else if (store->ranks.size() != 1) {
+    throw Error(file + ": the store has " + std::to_string(store->ranks.size()) +
+                " ranks; say which one this power log belongs to: --power-log " + file + "@RANK");
+  }
+  const PowerLog log = read_nvsmi_power_csv(file);
+  attach_power_log(store, log, rank ? *rank : store->ranks.front().rank, gpu);
+  if (!quiet)
+    std::cerr << "power log " << file << ": " << log.samples.size() << " samples"
+              << (log.malformed
+                      ? ", " + std::to_string(log.malformed) +
+                            " malformed line(s) skipped (first: line " +
+                            std::to_string(log.first_bad_line) + ", " + log.first_bad_reason + ")"
+                      : std::string())
+              << "\n";
+}
+
 int run(const Options& o, const std::string& command_line) {
   if (!o.diff.empty()) return run_diff(o);
   if (!o.spool.empty()) return run_spool(o, command_line);
@@ -285,7 +323,7 @@ int run(const Options& o, const std::string& command_line) {
       throw Error(f + ": is a store; give either one store or trace files, not both");
 
   Store store;
-  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges;
+  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy;
   bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
   if (store_input) {
@@ -311,9 +349,11 @@ int run(const Options& o, const std::string& command_line) {
     } else if (!exporting) {
       sel.launches = need_launches;
       // The analyses join launches by correlation and use their start; --ranges also their thread.
-      sel.launch_detail = o.ranges && has_ranges();
+      // --energy joins ranges the same way, for its per-range rows.
+      sel.launch_detail = (o.ranges || o.energy) && has_ranges();
       sel.nccl = o.stragglers;
-      sel.activity_correlation = need_launches;
+      sel.activity_correlation = need_launches || sel.launch_detail;
+      sel.launches = sel.launches || sel.launch_detail;
     }
     store = read_store(files[0], sel);
   } else {
@@ -351,6 +391,7 @@ int run(const Options& o, const std::string& command_line) {
       if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
     }
   }
+  for (const auto& spec : o.power_logs) attach_power_log_spec(&store, spec, o.quiet);
   if (exporting) {
     ExportOptions eo;
     eo.rank = o.rank, eo.step = o.step, eo.force = o.force, eo.progress = o.mode;
@@ -490,6 +531,14 @@ int run(const Options& o, const std::string& command_line) {
     ro.top = o.top > 0 ? o.top : 20;
     range_analysis(store, ro, &report);
   }
+  if (o.energy) {
+    EnergyOptions eo;
+    eo.filter = filter;
+    eo.verbose = o.verbose;
+    eo.tokens = o.tokens;
+    eo.units_per_step = o.units_per_step;
+    energy_report(energy_analysis(store, eo), &report);
+  }
   if (o.stragglers) {
     straggler_analysis(store, xo, &report);
     bool aligned = std::all_of(store.ranks.begin(), store.ranks.end(), [](const RankInfo& r) {
@@ -539,6 +588,15 @@ int main(int argc, char** argv) {
                "GPU time by NVTX / user-annotation range (kernels launched inside each range)");
   app.add_flag("--stragglers", o.stragglers,
                "collective matching across ranks, straggler ledger and root cause");
+  app.add_flag("--energy", o.energy,
+               "energy (J) per kernel, rank and step from gpu_power_mw samples or --power-log");
+  app.add_option("--power-log", o.power_logs,
+                 "nvidia-smi CSV (--query-gpu=timestamp,index,power.draw) as RANK's power: "
+                 "FILE[@RANK[:GPU]] (repeatable; timestamps in this process's TZ)");
+  app.add_option("--tokens", o.tokens, "--energy: also J per token over the selection")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--units-per-step", o.units_per_step, "--energy: also J per unit (sample) per step")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--all", o.all, "every analysis");
   app.add_option("--diff", o.diff,
                  "compare two runs: --diff BASE TEST (each a store, trace file or directory)")
@@ -584,7 +642,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
-  if (o.all) o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = o.ranges = true;
+  if (o.all) o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = o.ranges = o.energy = true;
   o.mode = o.quiet ? ProgressMode::Off : parse_progress_mode(o.progress).value_or(ProgressMode::Off);
   std::string cmd;
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);

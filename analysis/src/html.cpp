@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "kernalyse/crossrank.h"
+#include "kernalyse/energy.h"
 #include "kernalyse/export.h"
 #include "kernalyse/store_io.h"
 #include "timeline.h"
@@ -308,6 +309,11 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   ro.filter = opt.filter;
   ro.top = opt.top;
   range_analysis(s, ro, &rep);
+  Report erep;  // energy per step and range, shown next to the power chart
+  EnergyOptions eo;
+  eo.filter = opt.filter;
+  const EnergyResult energy = energy_analysis(s, eo);
+  energy_report(energy, &erep);
   step();
   Report srep;  // its headline opens with the root-cause sentence
   straggler_analysis(s, xo, &srep);
@@ -449,6 +455,11 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   d["power"] = counter_series(s, opt, w, base, kCounterPower, "gpu_power", "GPU board power",
                               "mw", &power);
 
+  d["energy"] = {{"total_j", energy.total_j},
+                 {"idle_j", energy.idle_j},
+                 {"sampling_period_ns", energy.period_ns},
+                 {"statistical", energy.statistical()},
+                 {"devices", energy.devices.size()}};
   // Tables in page order; charts link to them by key.
   out.tables.push_back(std::move(rt));
   if (!lanes.key.empty()) out.tables.push_back(std::move(lanes));
@@ -459,6 +470,8 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     if (const Table* t = find_table(rep, k)) out.tables.push_back(*t);
   if (!mem.key.empty()) out.tables.push_back(std::move(mem));
   if (!power.key.empty()) out.tables.push_back(std::move(power));
+  for (const char* k : {"energy_steps", "energy_ranges"})
+    if (const Table* t = find_table(erep, k)) out.tables.push_back(*t);
   return out;
 }
 
@@ -588,9 +601,28 @@ std::string page(const Built& b) {
           {{"ranges", "ranges"}}, "400px");
   section(h, "memory", "GPU memory over time", "GPU memory in use per device (step series).",
           {{"gpu_memory", "GPU memory"}}, "320px");
-  section(h, "power", "GPU power over time",
-          "Board power per device as NVML reports it (a 1 s average on recent GPUs).",
-          {{"gpu_power", "GPU power"}}, "280px");
+  // Energy integrated from the same samples (docs/analyses.md, "Energy"), next to the chart.
+  std::string energy = "Board power per device as NVML reports it (a 1 s average on recent GPUs).";
+  const json& e = d["energy"];
+  if (e["devices"].get<size_t>() > 0) {
+    energy += " Energy: " + format_energy(e["total_j"].get<double>()) + " in total, " +
+              format_energy(e["idle_j"].get<double>()) + " of it idle; sampling period " +
+              format_duration(e["sampling_period_ns"].get<int64_t>()) +
+              (e["statistical"].get<bool>()
+                   ? " (longer than the median kernel: per-step and per-range figures are "
+                     "statistical, valid in aggregate)."
+                   : ".");
+  }
+  bool energy_ranges = false;
+  for (const auto& t : b.tables) energy_ranges = energy_ranges || t.key == "energy_ranges";
+  if (energy_ranges)
+    section(h, "power", "GPU power over time", energy,
+            {{"gpu_power", "GPU power"}, {"energy_steps", "energy per step"},
+             {"energy_ranges", "energy per range"}},
+            "280px");
+  else
+    section(h, "power", "GPU power over time", energy,
+            {{"gpu_power", "GPU power"}, {"energy_steps", "energy per step"}}, "280px");
 
   h += "<section id=\"tables\"><h2>Tables</h2>\n";
   for (const auto& t : b.tables) append_table(h, t);

@@ -31,39 +31,55 @@ struct Acc {
 
 }  // namespace
 
+RangeLaunches::RangeLaunches(const Store& s, const Filter& f) : s_(&s) {
+  const Annotations& an = s.annotations;
+  const LaunchCalls& l = s.launches;
+  // The ranges, and the threads they are on.
+  std::set<std::pair<int32_t, int64_t>> threads;
+  for (size_t i = 0; i < an.size(); ++i) {
+    const auto kind = static_cast<AnnotationKind>(an.kind[i]);
+    if (kind != AnnotationKind::User && kind != AnnotationKind::Nvtx) continue;
+    if (f.rank && an.rank[i] != *f.rank) continue;
+    if (f.step && an.step[i] != *f.step) continue;
+    ranges.push_back(static_cast<uint32_t>(i));
+    threads.insert({an.rank[i], an.tid[i]});
+  }
+  // Launches on those threads only, in start order (the table is sorted by rank, then start).
+  if (!ranges.empty() && l.tid.size() == l.size())
+    for (size_t i = 0; i < l.size(); ++i)
+      if (threads.count({l.rank[i], l.tid[i]}))
+        by_thread_[{l.rank[i], l.tid[i]}].push_back(static_cast<uint32_t>(i));
+  auto by_start = [&](uint32_t x, uint32_t y) { return l.start_ns[x] < l.start_ns[y]; };
+  for (auto& [key, v] : by_thread_)
+    if (!std::is_sorted(v.begin(), v.end(), by_start))
+      std::stable_sort(v.begin(), v.end(), by_start);
+}
+
+std::pair<const uint32_t*, const uint32_t*> RangeLaunches::launches_in(uint32_t range) const {
+  const Annotations& an = s_->annotations;
+  const LaunchCalls& l = s_->launches;
+  auto t = by_thread_.find({an.rank[range], an.tid[range]});
+  if (t == by_thread_.end()) return {nullptr, nullptr};
+  const auto& v = t->second;
+  auto it = std::lower_bound(v.begin(), v.end(), an.start_ns[range],
+                             [&](uint32_t x, int64_t ts) { return l.start_ns[x] < ts; });
+  auto end = it;
+  while (end != v.end() && l.start_ns[*end] <= an.end_ns[range]) ++end;
+  return {v.data() + (it - v.begin()), v.data() + (end - v.begin())};
+}
+
 void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
   const std::vector<uint32_t> rows = select_activities(s, opt.filter);
   const Activities& a = s.activities;
   const LaunchCalls& l = s.launches;
   const Annotations& an = s.annotations;
 
-  // The ranges, and the threads they are on.
-  std::vector<uint32_t> ranges;
-  std::set<std::pair<int32_t, int64_t>> threads;
-  for (size_t i = 0; i < an.size(); ++i) {
-    const auto kind = static_cast<AnnotationKind>(an.kind[i]);
-    if (kind != AnnotationKind::User && kind != AnnotationKind::Nvtx) continue;
-    if (opt.filter.rank && an.rank[i] != *opt.filter.rank) continue;
-    if (opt.filter.step && an.step[i] != *opt.filter.step) continue;
-    ranges.push_back(static_cast<uint32_t>(i));
-    threads.insert({an.rank[i], an.tid[i]});
-  }
-  // Launches on those threads only, in start order (the table is sorted by rank, then start).
-  std::map<std::pair<int32_t, int64_t>, std::vector<uint32_t>> by_thread;
-  if (!ranges.empty() && l.tid.size() == l.size())
-    for (size_t i = 0; i < l.size(); ++i)
-      if (threads.count({l.rank[i], l.tid[i]})) by_thread[{l.rank[i], l.tid[i]}].push_back(static_cast<uint32_t>(i));
-  auto by_start = [&](uint32_t x, uint32_t y) { return l.start_ns[x] < l.start_ns[y]; };
-  for (auto& [key, v] : by_thread)
-    if (!std::is_sorted(v.begin(), v.end(), by_start)) std::stable_sort(v.begin(), v.end(), by_start);
+  const RangeLaunches join(s, opt.filter);
+  const std::vector<uint32_t>& ranges = join.ranges;
   // Calls f(launch) for each launch of range i's thread that starts inside it.
   auto launches_in = [&](uint32_t i, auto&& f) {
-    auto t = by_thread.find({an.rank[i], an.tid[i]});
-    if (t == by_thread.end()) return;
-    const auto& v = t->second;
-    auto it = std::lower_bound(v.begin(), v.end(), an.start_ns[i],
-                               [&](uint32_t x, int64_t ts) { return l.start_ns[x] < ts; });
-    for (; it != v.end() && l.start_ns[*it] <= an.end_ns[i]; ++it) f(*it);
+    const auto [first, last] = join.launches_in(i);
+    for (const uint32_t* x = first; x != last; ++x) f(*x);
   };
   // GPU time per (rank, correlation), only for launches inside some range: one pass over the
   // selected GPU work, hashing only those correlations.

@@ -1,6 +1,7 @@
 // Row selection (--rank, --step), name grouping and small formatting helpers shared by analyses.
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <unordered_map>
@@ -147,6 +148,35 @@ std::string format_bytes(int64_t bytes) {
     std::snprintf(buf, sizeof buf, "%.1f MiB", v / 1048576.0);
   else
     std::snprintf(buf, sizeof buf, "%.2f GiB", v / 1073741824.0);
+  return buf;
+}
+
+std::string format_energy(double j) {
+  char buf[64];
+  const double mag = std::fabs(j);
+  // kJ up to 10 Wh, then Wh: users compare runs in Wh / kWh, kernels in J.
+  if (mag < 1.0)
+    std::snprintf(buf, sizeof buf, "%.1f mJ", j * 1e3);
+  else if (mag < 1e3)
+    std::snprintf(buf, sizeof buf, "%.2f J", j);
+  else if (mag < 3.6e4)
+    std::snprintf(buf, sizeof buf, "%.2f kJ", j / 1e3);
+  else if (mag < 3.6e6)
+    std::snprintf(buf, sizeof buf, "%.2f Wh", j / 3.6e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f kWh", j / 3.6e6);
+  return buf;
+}
+
+std::string format_power(double w) {
+  char buf[64];
+  const double mag = std::fabs(w);
+  if (mag < 1.0)
+    std::snprintf(buf, sizeof buf, "%.0f mW", w * 1e3);
+  else if (mag < 1e3)
+    std::snprintf(buf, sizeof buf, "%.1f W", w);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f kW", w / 1e3);
   return buf;
 }
 

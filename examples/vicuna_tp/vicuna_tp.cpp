@@ -81,6 +81,7 @@ struct Collector {
   kernalyse_emu_record_nccl_fn nccl = nullptr;
   kernalyse_emu_record_range_fn range = nullptr;
   kernalyse_emu_record_memory_fn memory = nullptr;
+  kernalyse_emu_record_counter_fn counter = nullptr;
   std::mutex m;  // the three stream/host threads report concurrently; serialise for the collector
 
   void lookup() {
@@ -95,6 +96,8 @@ struct Collector {
         dlsym(RTLD_DEFAULT, "kernalyse_emu_record_range"));
     memory = reinterpret_cast<kernalyse_emu_record_memory_fn>(
         dlsym(RTLD_DEFAULT, "kernalyse_emu_record_memory"));
+    counter = reinterpret_cast<kernalyse_emu_record_counter_fn>(
+        dlsym(RTLD_DEFAULT, "kernalyse_emu_record_counter"));
   }
   // The emulated device keeps its timeline in raw_now(); records are shifted onto the collector's
   // clock, documented as the same CLOCK_MONOTONIC_RAW (then the measured offset is just the call
@@ -128,6 +131,11 @@ struct Collector {
     std::lock_guard<std::mutex> g(m);
     memory(&x);
   }
+  void record(const kernalyse_emu_counter& c) {
+    if (!counter) return;
+    std::lock_guard<std::mutex> g(m);
+    counter(&c);
+  }
   void record(const kernalyse_emu_range& r) {
     if (!range) return;
     std::lock_guard<std::mutex> g(m);
@@ -159,7 +167,16 @@ struct Options {
   int exit_code = 0;
   bool blocking_mpi = false;  // --mpi-wait block: blocking MPI calls instead of test+sleep polling
   bool print_model = false;
+  // Power model (the emulated NVML): watts per kernel class, sampled every power_ms.
+  double power_ms = 100.0;  // 0: no power samples
+  double power_noise_w = 0.0;
+  double watts[5] = {90.0, 650.0, 550.0, 300.0, 200.0};  // idle, gemm, attention, memory, comm
+  std::string power_truth;  // rank 0 writes the planted energy truth (JSON) here
 };
+
+// Kernel classes of the power model; 0 is the idle floor.
+enum PowerClass { kIdle = 0, kGemm = 1, kAttention = 2, kMemory = 3, kComm = 4 };
+const char* const kPowerClassName[5] = {"idle", "gemm", "attention", "memory", "comm"};
 
 const char* kUsage =
     "usage: vicuna_tp [options]   (run under mpirun; every rank is one tensor-parallel GPU)\n"
@@ -180,7 +197,12 @@ const char* kUsage =
     "  --time-scale X        multiplier on all modelled times (default 1.0)\n"
     "  --mpi-wait poll|block how the NCCL stream waits on MPI (default poll: test + 20 us sleep)\n"
     "  --print-model         print the per-op modelled durations on rank 0\n"
-    "  --exit-code N         exit with N after MPI_Finalize\n";
+    "  --exit-code N         exit with N after MPI_Finalize\n"
+    "  --power-ms P          emulated NVML: sample board power every P ms (default 100; 0: off)\n"
+    "  --power-watts SPEC    planted power model, W: idle=90,gemm=650,attention=550,memory=300,comm=200\n"
+    "                        (a running kernel adds its class's watts above idle)\n"
+    "  --power-noise W       Gaussian noise (sd, W) on each power sample (default 0)\n"
+    "  --power-truth FILE    rank 0 writes the planted energy per class, idle and total (JSON)\n";
 
 // Returns "" on success, else an error message. --help returns "help".
 std::string parse(int argc, char** argv, Options& o) {
@@ -237,6 +259,26 @@ std::string parse(int argc, char** argv, Options& o) {
       ok = take() && (val == "poll" || val == "block");
       o.blocking_mpi = ok && val == "block";
     } else if (a == "--print-model") o.print_model = true;
+    else if (a == "--power-ms") ok = as_dbl(o.power_ms) && o.power_ms >= 0;
+    else if (a == "--power-noise") ok = as_dbl(o.power_noise_w) && o.power_noise_w >= 0;
+    else if (a == "--power-truth") ok = take() && !(o.power_truth = val).empty();
+    else if (a == "--power-watts") {
+      ok = take();
+      for (size_t b = 0; ok && b < val.size();) {  // class=watts[,class=watts...]
+        size_t e = val.find(',', b);
+        if (e == std::string::npos) e = val.size();
+        const std::string item = val.substr(b, e - b);
+        const size_t eq2 = item.find('=');
+        int cls = -1;
+        for (int c = 0; c < 5 && eq2 != std::string::npos; ++c)
+          if (item.compare(0, eq2, kPowerClassName[c]) == 0) cls = c;
+        char* end = nullptr;
+        const double w = cls < 0 ? -1 : std::strtod(item.c_str() + eq2 + 1, &end);
+        ok = cls >= 0 && end && !*end && w >= 0 && w < 1e5;
+        if (ok) o.watts[cls] = w;
+        b = e + 1;
+      }
+    }
     else return "unknown option '" + a + "'";
     if (!ok) return "bad or missing value for " + a;
   }
@@ -372,6 +414,12 @@ struct Op {
   int tag = 0;
   int64_t count = 0;  // NCCL element count (the API's count argument)
   int64_t launch_end = 0;  // raw ns: the op cannot start before its launch call returned
+  int power_class = kIdle;
+};
+
+struct Ran {  // an executed op, for the power model
+  int64_t start, end;
+  int power_class;
 };
 
 struct Stream {
@@ -392,6 +440,7 @@ struct Device {
   // The emulated hardware has one physical time; the ranks' raw clocks may not (other hosts,
   // or the time namespaces of the clock tests). physical = raw + phys_offset (rank 0's clock).
   int64_t phys_offset = 0;
+  std::vector<Ran> ran;  // every executed op (both streams), for the power model
 };
 
 // Each rank's raw-clock offset to rank 0 by min-RTT ping-pong, once at start-up. This is the
@@ -548,6 +597,7 @@ void stream_main(Device& dev, int idx) {
       std::lock_guard<std::mutex> lk(dev.m);
       me.ends.push_back(end);
       ++me.completed;
+      dev.ran.push_back({start, end, op.power_class});
     }
     dev.cv.notify_all();
   }
@@ -618,6 +668,7 @@ struct Host {
     Op op;
     op.name = name;
     op.duration_ns = jittered(seconds, compute_factor);
+    op.power_class = name == kFlash ? kAttention : (name == kLayerNorm || name == kSilu) ? kMemory : kGemm;
     push(kCompute, op, "cudaLaunchKernel");
   }
 
@@ -629,6 +680,7 @@ struct Host {
     op.tag = tag;
     op.count = count;
     op.duration_ns = jittered(seconds, 1.0);
+    op.power_class = kComm;
     const char* api = "";
     switch (c) {
       case Coll::AllReduce: op.name = kNcclAllReduce; api = "ncclAllReduce"; break;
@@ -693,6 +745,61 @@ OpTimes model(const Shapes& s, bool sp) {
   t.logits_ag = gather_s(s.batch * s.vocab * kBf16, s.tp);
   t.p2p = p2p_s(sp ? act_bytes / tp : act_bytes);
   return t;
+}
+
+// The emulated NVML sampler. The device's power at t is the idle floor plus, for each op running
+// at t, its class's watts above idle. Samples are taken every `period` from a random phase before
+// the device's epoch until the first one at or after its last op's end, as instantaneous readings
+// (plus noise),
+// and reported as gpu_power_mw counters. They are computed from the modelled timeline once the
+// device has stopped (the timeline is only final then); the timestamps are those of the readings.
+// truth[c] receives the exact energy (J) of class c with the attribution the analysis uses over
+// the sampled window: each instant's power split equally among the ops running then, idle apart.
+void sample_power(const Device& dev, const Options& o, uint64_t seed, double truth[6]) {
+  for (int c = 0; c < 6; ++c) truth[c] = 0;
+  if (o.power_ms <= 0 || dev.ran.empty()) return;
+  const int64_t period = std::max<int64_t>(1000, std::llround(o.power_ms * 1e6));
+  std::mt19937_64 rng(seed ^ 0x5EED5EEDull);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  int64_t last = dev.epoch;
+  for (const Ran& r : dev.ran) last = std::max(last, r.end);
+  const int64_t first = dev.epoch - int64_t(rng() % uint64_t(period));
+  // One sweep over the ops' start (+class) and end (-class) events and the sample times.
+  std::vector<std::pair<int64_t, int>> ev;
+  ev.reserve(2 * dev.ran.size());
+  for (const Ran& r : dev.ran)
+    ev.push_back({r.start, r.power_class}), ev.push_back({r.end, -r.power_class});
+  std::sort(ev.begin(), ev.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  int running[5] = {0, 0, 0, 0, 0};
+  size_t i = 0;
+  auto apply_upto = [&](int64_t t) {
+    for (; i < ev.size() && ev[i].first <= t; ++i)
+      running[std::abs(ev[i].second)] += ev[i].second > 0 ? 1 : -1;
+  };
+  auto watts_now = [&] {
+    double w = o.watts[kIdle];
+    for (int c = 1; c < 5; ++c) w += running[c] * (o.watts[c] - o.watts[kIdle]);
+    return w;
+  };
+  int64_t cur = first, next_sample = first;
+  apply_upto(cur);
+  for (;;) {
+    if (cur == next_sample) {
+      const double w = std::max(0.0, watts_now() + o.power_noise_w * noise(rng));
+      g_col.record(kernalyse_emu_counter{g_col.to_collector(cur), dev.device_id, "gpu_power_mw",
+                                         int64_t(std::llround(w * 1000.0))});
+      if (cur >= last) break;
+      next_sample += period;
+    }
+    const int64_t next = i < ev.size() ? std::min(next_sample, ev[i].first) : next_sample;
+    const int n = running[1] + running[2] + running[3] + running[4];
+    const double joules = watts_now() * double(next - cur) * 1e-9;
+    truth[5] += joules;
+    if (n == 0) truth[kIdle] += joules;
+    for (int c = 1; c < 5 && n > 0; ++c) truth[c] += joules * running[c] / n;
+    cur = next;
+    apply_upto(cur);
+  }
 }
 
 }  // namespace
@@ -893,6 +1000,31 @@ int main(int argc, char** argv) {
   dev.cv.notify_all();
   compute_thread.join();
   nccl_thread.join();
+  double truth[6];
+  sample_power(dev, o, seed, truth);
+  std::vector<double> all_truth(size_t(world_size) * 6);
+  MPI_Gather(truth, 6, MPI_DOUBLE, all_truth.data(), 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (world_rank == 0 && !o.power_truth.empty()) {
+    // {"total_j": .., "idle_j": .., "classes": {"gemm": ..}, "ranks": [{"rank": 0, ...}]}
+    FILE* f = std::fopen(o.power_truth.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "vicuna_tp: %s: cannot write the power truth\n", o.power_truth.c_str());
+    } else {
+      double sum[6] = {0, 0, 0, 0, 0, 0};
+      for (int r = 0; r < world_size; ++r)
+        for (int c = 0; c < 6; ++c) sum[c] += all_truth[size_t(r) * 6 + size_t(c)];
+      std::fprintf(f, "{\"period_ms\": %.6f, \"total_j\": %.9f, \"idle_j\": %.9f, \"classes\": {",
+                   o.power_ms, sum[5], sum[0]);
+      for (int c = 1; c < 5; ++c)
+        std::fprintf(f, "%s\"%s\": %.9f", c > 1 ? ", " : "", kPowerClassName[c], sum[c]);
+      std::fprintf(f, "}, \"ranks\": [");
+      for (int r = 0; r < world_size; ++r)
+        std::fprintf(f, "%s{\"rank\": %d, \"total_j\": %.9f, \"idle_j\": %.9f}", r ? ", " : "", r,
+                     all_truth[size_t(r) * 6 + 5], all_truth[size_t(r) * 6]);
+      std::fprintf(f, "]}\n");
+      std::fclose(f);
+    }
+  }
 
   int64_t max_elapsed = 0;
   MPI_Reduce(&elapsed, &max_elapsed, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ NameGroups group_names(const Store& s, const std::vector<uint32_t>& rows, bool v
 std::string format_duration(int64_t ns);
 // "512 B", "3.0 KiB", "1.5 MiB", "2.25 GiB".
 std::string format_bytes(int64_t bytes);
+// Energy: "12.3 mJ", "812.34 J", "12.35 kJ" (below 10 Wh), "12.50 Wh", "1.250 kWh".
+std::string format_energy(double joules);
+// Power: "850 mW", "312.5 W", "1.25 kW".
+std::string format_power(double watts);
 
 enum class SummarySort { Count, Total, Mean, Pct };
 
@@ -67,6 +72,21 @@ struct RangeOptions {
   int top = 20;  // 0 = all
 };
 void range_analysis(const Store& s, const RangeOptions& opt, Report* out);
+
+// The join behind --ranges (shared with --energy): the CPU ranges (NVTX, user annotations; not
+// ProfilerStep) passing the filter, and for each the launches on its rank and thread that start
+// inside it (start <= launch start <= end), in start order. GPU work joins a launch through
+// (rank, correlation).
+class RangeLaunches {
+ public:
+  RangeLaunches(const Store& s, const Filter& f);
+  std::vector<uint32_t> ranges;  // annotation rows
+  std::pair<const uint32_t*, const uint32_t*> launches_in(uint32_t range) const;  // launch rows
+
+ private:
+  const Store* s_;
+  std::map<std::pair<int32_t, int64_t>, std::vector<uint32_t>> by_thread_;
+};
 
 enum class GapSort { Count, Mean, Max, Std, Total };
 
