@@ -19,7 +19,7 @@
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/collectives.h"
-#include "kernalyse/store_io.h"
+#include "kernalyse/error.h"
 
 namespace fs = std::filesystem;
 

@@ -18,7 +18,7 @@
 
 #include "kernalyse/crossrank.h"
 #include "kernalyse/export.h"
-#include "kernalyse/store_io.h"
+#include "kernalyse/error.h"
 #include "timeline.h"
 
 namespace fs = std::filesystem;
@@ -38,7 +38,6 @@ namespace {
 
 using json = nlohmann::json;
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 // Table µs back to the exact int ns for the page: integers keep the JSON short and exact.
 int64_t ns_of(double us) { return std::llround(us * 1000.0); }
 

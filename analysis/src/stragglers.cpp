@@ -13,7 +13,6 @@
 namespace kernalyse {
 namespace {
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 int64_t median(std::vector<int64_t> v) {
   if (v.empty()) return 0;

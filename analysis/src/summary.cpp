@@ -61,7 +61,6 @@ const char* sort_label(SummarySort s) {
   return "total";
 }
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const SummaryOptions& opt,
                  std::string key, std::string title, size_t* shown, size_t* distinct) {
