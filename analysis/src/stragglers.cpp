@@ -13,7 +13,6 @@
 namespace kernalyse {
 namespace {
 
-
 int64_t median(std::vector<int64_t> v) {
   if (v.empty()) return 0;
   size_t m = v.size() / 2;
@@ -74,31 +73,19 @@ struct RankTimeline {
   }
 };
 
-}  // namespace
-
-StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
+// Root-cause inputs: for every (instance, rank) the window from the end of the rank's previous
+// matched collective to its arrival, with compute time per kernel name and device idle split
+// into host delay / other. One rank's timeline is built at a time (bounded memory).
+struct Window {
+  int64_t lo = 0, hi = 0;
+  bool has_prev = false;
+  std::vector<std::pair<int32_t, int64_t>> kernels;  // (name group, ns), sorted by group
+  int64_t host = 0, other = 0;
+};
+std::vector<std::vector<Window>> arrival_windows(const Store& s, const std::vector<uint32_t>& rows,
+                                                 const std::vector<Collective>& matched,
+                                                 const NameGroups& groups) {
   const auto& a = s.activities;
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  CollectiveMatch cm = match_collectives(s, rows);
-  StragglerResult res;
-  res.method = cm.method;
-  res.ranks_analysed = cm.ranks.size();
-  res.comm_kernels = cm.comm_kernels;
-  res.unmatched_count = cm.unmatched_count;
-  res.unmatched = std::move(cm.unmatched);
-  const std::vector<Collective>& matched = cm.matched;
-  NameGroups groups;  // display names of the delaying kernels (full names with --verbose)
-  if (!matched.empty()) groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
-
-  // Root-cause inputs: for every (instance, rank) the window from the end of the rank's previous
-  // matched collective to its arrival, with compute time per kernel name and device idle split
-  // into host delay / other. One rank's timeline is built at a time (bounded memory).
-  struct Window {
-    int64_t lo = 0, hi = 0;
-    bool has_prev = false;
-    std::vector<std::pair<int32_t, int64_t>> kernels;  // (name group, ns), sorted by group
-    int64_t host = 0, other = 0;
-  };
   std::vector<std::vector<Window>> win(matched.size());  // aligned with arrivals
   if (!matched.empty()) {
     std::map<int32_t, std::vector<uint32_t>> work;  // every rank's GPU work
@@ -153,6 +140,27 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
       }
     }
   }
+  return win;
+}
+
+}  // namespace
+
+StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
+  const auto& a = s.activities;
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  CollectiveMatch cm = match_collectives(s, rows);
+  StragglerResult res;
+  res.method = cm.method;
+  res.ranks_analysed = cm.ranks.size();
+  res.comm_kernels = cm.comm_kernels;
+  res.unmatched_count = cm.unmatched_count;
+  res.unmatched = std::move(cm.unmatched);
+  const std::vector<Collective>& matched = cm.matched;
+  NameGroups groups;  // display names of the delaying kernels (full names with --verbose)
+  if (!matched.empty()) groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
+
+  // Root-cause inputs per (instance, arrival).
+  const std::vector<std::vector<Window>> win = arrival_windows(s, rows, matched, groups);
 
   std::map<int32_t, StragglerRank> agg;
   std::map<int32_t, std::set<int32_t>> steps_of;
