@@ -342,10 +342,10 @@ std::string straggler_headline(const StragglerResult& r) {
         c.kernels_ns + c.host_delay_ns + c.other_idle_ns + c.inherited_ns + c.unexplained_ns;
     if (tot > 0) {
       std::pair<int64_t, std::string> best{c.kernels_ns, "kernels"};
-      for (auto p : {std::pair<int64_t, std::string>{c.host_delay_ns, "host"},
-                     {c.other_idle_ns, "other"},
-                     {c.inherited_ns, "inherited"},
-                     {c.unexplained_ns, "unexplained"}})
+      for (const auto& p : {std::pair<int64_t, std::string>{c.host_delay_ns, "host"},
+                            {c.other_idle_ns, "other"},
+                            {c.inherited_ns, "inherited"},
+                            {c.unexplained_ns, "unexplained"}})
         if (p.first > best.first) best = p;
       h.precision(0);
       h << "; " << 100.0 * best.first / tot << " % of its lateness is ";
