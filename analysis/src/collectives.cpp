@@ -112,7 +112,8 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   using Map = std::unordered_map<std::string, Instance>;
   auto build = [&](bool with_stream, std::vector<std::string>* order) {
     Map inst;
-    for (auto& [r, v] : comm) {
+    for (auto& [rank, v] : comm) {
+      const int32_t r = rank;  // a structured binding: lambdas capture it only from C++20 on
       std::unordered_map<std::string, int64_t> occurrence;
       for (uint32_t i : v) {
         int32_t n = nccl_row(i);
