@@ -50,7 +50,7 @@ std::string self_dir() {
 std::string find_collector() {
   if (const char* e = std::getenv("KERNALYSE_COLLECTOR")) return e;
   fs::path bin = self_dir();
-  for (fs::path p : {bin / "../lib/libkernalyse_collector.so", bin / "libkernalyse_collector.so"}) {
+  for (const fs::path& p : {bin / "../lib/libkernalyse_collector.so", bin / "libkernalyse_collector.so"}) {
     std::error_code ec;
     if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
   }

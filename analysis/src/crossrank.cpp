@@ -7,7 +7,7 @@
 #include <map>
 #include <regex>
 
-#include "kernalyse/store_io.h"
+#include "kernalyse/error.h"
 #include "timeline.h"
 
 namespace kernalyse {
@@ -15,7 +15,6 @@ namespace {
 
 using Iv = std::pair<int64_t, int64_t>;
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 Cell pct(int64_t part, int64_t whole) {
   if (whole <= 0) return std::monostate{};  // never NaN: "not applicable" is null
   return 100.0 * static_cast<double>(part) / static_cast<double>(whole);

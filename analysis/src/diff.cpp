@@ -22,7 +22,7 @@ struct Side {
   std::map<int32_t, StepSide> steps;
   std::vector<RankUnion> unions;
   std::vector<StreamIdle> idle;
-  Ledger ledger;
+  StragglerResult ledger;
 };
 
 struct PairHash {
@@ -82,6 +82,7 @@ Side analyse_side(const Store& s, const DiffOptions& opt) {
     xo.kernel_wait_ns = opt.kernel_wait_ns;
     side.unions = rank_unions(s, xo, /*per_step=*/false);
     side.idle = stream_idle(s, xo);
+    xo.causes = false;  // who was last and the waits; not why
     side.ledger = straggler_ledger(s, xo);
   }
   return side;
@@ -208,7 +209,7 @@ RankSide rank_side(int32_t rank, const Side& s) {
   for (const StreamIdle& d : s.idle)
     if (d.rank == rank)
       r.host_wait_ns += d.host_ns, r.kernel_wait_ns += d.kernel_ns, r.other_idle_ns += d.other_ns;
-  for (const LedgerRank& l : s.ledger.ranks)
+  for (const StragglerRank& l : s.ledger.ranks)
     if (l.rank == rank)
       r.times_last = l.times_last, r.inflicted_ns = l.inflicted_ns, r.suffered_ns = l.suffered_ns;
   return r;
@@ -354,8 +355,9 @@ TraceDiff diff_stores(const Store& base, const Store& test, const DiffOptions& o
       if (tranks.count(r)) rd.test = rank_side(r, t);
       d.ranks.push_back(rd);
     }
-    d.base_straggler = b.ledger.worst, d.test_straggler = t.ledger.worst;
-    d.base_collectives = b.ledger.matched, d.test_collectives = t.ledger.matched;
+    d.base_straggler = worst_straggler(b.ledger), d.test_straggler = worst_straggler(t.ledger);
+    d.base_collectives = static_cast<int64_t>(b.ledger.collectives.size());
+    d.test_collectives = static_cast<int64_t>(t.ledger.collectives.size());
   }
   return d;
 }

@@ -18,7 +18,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "kernalyse/store_io.h"
+#include "kernalyse/analysis.h"
+#include "kernalyse/collectives.h"
+#include "kernalyse/error.h"
 
 namespace fs = std::filesystem;
 
@@ -199,86 +201,6 @@ void write_nccl_args(Writer& w, const Store& s, int32_t n) {
     w << ",\"channels\":", w.num(c.n_channels[n]);
 }
 
-// ---------------------------------------------------------------- collective matching
-// One matched collective: its kernel row on each rank (sorted by rank).
-struct Matched {
-  int64_t id;
-  std::vector<std::pair<int32_t, uint32_t>> rows;  // (rank, activity row)
-};
-
-// Communication kernels matched across ranks by (communicator or process group, collective,
-// seq) when every one carries NCCL metadata with a seq, (process group, collective, occurrence)
-// when all carry metadata, else (kernel name, occurrence). Instances seen on >= 2 ranks.
-std::vector<Matched> match_collectives(const Store& s, const std::vector<int32_t>& nccl_of,
-                                       std::vector<int64_t>* coll_of) {
-  const auto& a = s.activities;
-  const auto& c = s.nccl;
-  coll_of->assign(a.size(), -1);
-  std::map<int32_t, std::vector<uint32_t>> comm;  // per rank, in start order
-  bool all_meta = true, all_seq = true;
-  for (uint32_t i = 0; i < a.size(); ++i) {
-    if (a.kind[i] != static_cast<uint8_t>(Kind::Kernel) ||
-        a.category[i] != static_cast<uint8_t>(Category::Communication))
-      continue;
-    comm[a.rank[i]].push_back(i);
-    int32_t n = nccl_of[i];
-    all_meta = all_meta && n >= 0;
-    all_seq = all_seq && n >= 0 && c.seq[n] >= 0;
-  }
-  std::map<std::string, std::vector<std::pair<int32_t, uint32_t>>> inst;
-  std::vector<std::string> order;
-  for (auto& [r, v] : comm) {
-    std::stable_sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) {
-      return std::tie(a.start_ns[x], a.end_ns[x]) < std::tie(a.start_ns[y], a.end_ns[y]);
-    });
-    std::unordered_map<std::string, int64_t> occ;
-    for (uint32_t i : v) {
-      int32_t n = nccl_of[i];
-      std::string base;
-      if (all_meta) {
-        uint64_t h = n < static_cast<int32_t>(c.comm_hash.size()) ? c.comm_hash[n] : 0;
-        base = (h ? std::to_string(h) : s.strings.at(c.pg_name_id[n])) + "\x1f" +
-               s.strings.at(c.collective_id[n]);
-      } else {
-        base = s.strings.at(a.name_id[i]);
-      }
-      std::string key = base + "\x1f" + std::to_string(all_seq ? c.seq[n] : occ[base]++);
-      auto [it, fresh] = inst.try_emplace(key);
-      if (fresh) order.push_back(key);
-      if (std::none_of(it->second.begin(), it->second.end(),
-                       [&](const auto& x) { return x.first == r; }))
-        it->second.emplace_back(r, i);
-    }
-  }
-  std::vector<Matched> out;
-  for (const auto& k : order) {
-    auto& rows = inst[k];
-    if (rows.size() < 2) continue;
-    Matched m{static_cast<int64_t>(out.size()), rows};
-    for (auto& [r, i] : m.rows) (*coll_of)[i] = m.id;
-    out.push_back(std::move(m));
-  }
-  // Number instances in time order of their first arrival.
-  std::vector<size_t> idx(out.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  auto first = [&](const Matched& m) {
-    int64_t t = INT64_MAX;
-    for (auto& [r, i] : m.rows) t = std::min(t, a.start_ns[i]);
-    return t;
-  };
-  std::vector<int64_t> firsts(out.size());
-  for (size_t i = 0; i < out.size(); ++i) firsts[i] = first(out[i]);
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return firsts[x] < firsts[y]; });
-  std::vector<Matched> sorted;
-  for (size_t k = 0; k < idx.size(); ++k) {
-    Matched m = std::move(out[idx[k]]);
-    m.id = static_cast<int64_t>(k);
-    for (auto& [r, i] : m.rows) (*coll_of)[i] = m.id;
-    sorted.push_back(std::move(m));
-  }
-  return sorted;
-}
-
 // Rows [lo, hi) of rank r in a table sorted by rank (the store's order); all rows otherwise.
 std::pair<size_t, size_t> rank_rows(const std::vector<int32_t>& col, int32_t r, bool sorted) {
   if (!sorted) return {0, col.size()};
@@ -358,8 +280,13 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   int64_t base = export_base_ns(s);
   Selection sel{s, opt, base};
   std::vector<int32_t> nccl_of = nccl_index(s);
-  std::vector<int64_t> coll_of;
-  std::vector<Matched> matched = match_collectives(s, nccl_of, &coll_of);
+  // Collective ids over the whole store (the ledger's ids; --rank/--step/--from cut events only).
+  std::vector<uint32_t> all_rows(a.size());
+  for (uint32_t i = 0; i < all_rows.size(); ++i) all_rows[i] = i;
+  const CollectiveMatch cm = match_collectives(s, all_rows);
+  all_rows = {};
+  const std::vector<Collective>& matched = cm.matched;
+  const std::vector<int64_t> coll_of = collective_of_row(s, cm);
 
   std::map<int32_t, const RankInfo*> rinfo;
   for (const auto& r : s.ranks) rinfo[r.rank] = &r;
@@ -419,9 +346,9 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   for (const auto& m : matched) {
     int64_t smax = INT64_MIN;
     int32_t last = -1;
-    for (auto& [r, i] : m.rows)
+    for (auto& [r, i] : m.arrivals)
       if (a.start_ns[i] > smax) smax = a.start_ns[i], last = r;
-    for (auto& [r, i] : m.rows) {
+    for (auto& [r, i] : m.arrivals) {
       int64_t w = std::clamp(smax - a.start_ns[i], int64_t{0}, a.end_ns[i] - a.start_ns[i]);
       if (w > 0 && sel.activity(i)) {
         waits.push_back({r, a.start_ns[i], a.start_ns[i] + w, m.id, last});
@@ -563,12 +490,9 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   // Collective waits.
   for (const auto& x : waits) {
     ticker.tick();
-    const Matched& m = matched[static_cast<size_t>(x.coll)];
-    uint32_t row0 = m.rows[0].second;
-    int32_t n = nccl_of[row0];
-    std::string op = n >= 0 ? s.strings.at(s.nccl.collective_id[n]) : s.strings.at(a.name_id[row0]);
+    const Collective& m = matched[static_cast<size_t>(x.coll)];
     xev(x.rank, tid_of[{x.rank, 2, 0, 0}], x.start, x.end,
-        "wait for rank " + std::to_string(x.last) + " (" + op + ")", "wait");
+        "wait for rank " + std::to_string(x.last) + " (" + m.op + ")", "wait");
     w << "\"collective id\":";
     w.num(x.coll);
     w << ",\"last rank\":";
@@ -637,14 +561,13 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   // Flows: from the last arriver's kernel to each other rank's kernel of the same instance.
   int64_t flow_id = 0;
   for (const auto& m : matched) {
-    uint32_t li = m.rows[0].second;
-    int32_t lr = m.rows[0].first;
-    for (auto& [r, i] : m.rows)
+    uint32_t li = m.arrivals[0].row;
+    int32_t lr = m.arrivals[0].rank;
+    for (auto& [r, i] : m.arrivals)
       if (a.start_ns[i] > a.start_ns[li]) li = i, lr = r;
     if (!sel.activity(li)) continue;
-    int32_t n = nccl_of[li];
-    std::string name = n >= 0 ? s.strings.at(s.nccl.collective_id[n]) : "collective";
-    for (auto& [r, i] : m.rows) {
+    const std::string& name = m.op;
+    for (auto& [r, i] : m.arrivals) {
       if (i == li || !sel.activity(i)) continue;
       ++flow_id;
       begin("s", lr, tid_of[{lr, 10, a.device[li], a.stream[li]}]);

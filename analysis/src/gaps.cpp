@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernalyse/analysis.h"
-#include "kernalyse/store_io.h"
+#include "kernalyse/error.h"
 
 namespace kernalyse {
 namespace {
@@ -64,7 +64,6 @@ double percentile(std::vector<int64_t>& v, double p) {
   return a + frac * (b - a);
 }
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }

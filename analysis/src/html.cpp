@@ -19,7 +19,7 @@
 #include "kernalyse/crossrank.h"
 #include "kernalyse/energy.h"
 #include "kernalyse/export.h"
-#include "kernalyse/store_io.h"
+#include "kernalyse/error.h"
 #include "timeline.h"
 
 namespace fs = std::filesystem;
@@ -39,7 +39,6 @@ namespace {
 
 using json = nlohmann::json;
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 // Table µs back to the exact int ns for the page: integers keep the JSON short and exact.
 int64_t ns_of(double us) { return std::llround(us * 1000.0); }
 
@@ -151,50 +150,51 @@ json timeline(const Store& s, const std::vector<uint32_t>& rows, const Window& w
 }
 
 // Rank × collective wait from the straggler ledger; columns binned (max wait) beyond max_cols.
-json straggler_heatmap(const json& st, int max_cols) {
+json straggler_heatmap(const StragglerResult& st, int max_cols) {
   json out = {{"ranks", json::array()}, {"cols", json::array()}, {"cells", json::array()},
               {"max_ns", 0}};
-  if (!st.is_object() || !st.contains("collectives")) return out;
-  const json& cs = st["collectives"];
+  const auto& cs = st.collectives;
   size_t n = cs.size();
   if (n == 0) return out;
-  std::set<int> ranks;
+  std::set<int32_t> ranks;
   for (const auto& c : cs)
-    for (auto& [r, v] : c["wait_us"].items()) ranks.insert(std::stoi(r));
-  std::vector<int> rv(ranks.begin(), ranks.end());
-  std::map<int, int> y_of;
-  for (size_t i = 0; i < rv.size(); ++i) y_of[rv[i]] = static_cast<int>(i);
-  size_t group = (n + static_cast<size_t>(std::max(1, max_cols)) - 1) / static_cast<size_t>(std::max(1, max_cols));
+    for (auto [r, w] : c.wait_ns) ranks.insert(r);
+  std::vector<int32_t> rv(ranks.begin(), ranks.end());
+  std::map<int32_t, size_t> y_of;
+  for (size_t i = 0; i < rv.size(); ++i) y_of[rv[i]] = i;
+  size_t cols = static_cast<size_t>(std::max(1, max_cols));
+  size_t group = (n + cols - 1) / cols;
   size_t ncol = (n + group - 1) / group;
-  double mx = 0;
+  int64_t mx = 0;
   for (size_t x = 0; x < ncol; ++x) {
     size_t lo = x * group, hi = std::min(n, lo + group);
-    std::vector<double> w(rv.size(), 0.0);
+    std::vector<int64_t> w(rv.size(), 0);
     std::vector<bool> present(rv.size(), false);  // a rank outside these instances' group: no cell
-    std::map<int, int> last_count;
+    std::map<int32_t, int> last_count;
     for (size_t k = lo; k < hi; ++k) {
-      for (auto& [r, v] : cs[k]["wait_us"].items()) {
-        auto y = static_cast<size_t>(y_of[std::stoi(r)]);
-        w[y] = std::max(w[y], v.get<double>());
+      for (auto [r, v] : cs[k].wait_ns) {
+        size_t y = y_of[r];
+        w[y] = std::max(w[y], v);
         present[y] = true;
       }
-      if (cs[k]["last_rank"].is_number()) last_count[cs[k]["last_rank"].get<int>()]++;
+      if (cs[k].last_rank >= 0) last_count[cs[k].last_rank]++;
     }
-    std::string label = "#" + std::to_string(cs[lo]["id"].get<int64_t>());
-    if (hi - lo > 1) label += "–" + std::to_string(cs[hi - 1]["id"].get<int64_t>());
-    else label += " " + cs[lo]["op"].get<std::string>();
-    int last = -1, best = 0;
+    std::string label = "#" + std::to_string(cs[lo].id);
+    if (hi - lo > 1) label += "–" + std::to_string(cs[hi - 1].id);
+    else label += " " + cs[lo].op;
+    int32_t last = -1;
+    int best = 0;
     for (auto& [r, c] : last_count)
       if (c > best) best = c, last = r;
     out["cols"].push_back({{"label", label}, {"last", last}});
     for (size_t y = 0; y < rv.size(); ++y) {
       if (!present[y]) continue;
-      out["cells"].push_back({static_cast<int64_t>(x), static_cast<int64_t>(y), ns_of(w[y])});
+      out["cells"].push_back({static_cast<int64_t>(x), static_cast<int64_t>(y), w[y]});
       mx = std::max(mx, w[y]);
     }
   }
   out["ranks"] = rv;
-  out["max_ns"] = ns_of(mx);
+  out["max_ns"] = mx;
   out["group"] = group;
   return out;
 }
@@ -315,8 +315,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   const EnergyResult energy = energy_analysis(s, eo);
   energy_report(energy, &erep);
   step();
-  Report srep;  // its headline opens with the root-cause sentence
-  straggler_analysis(s, xo, &srep);
+  const StragglerResult ledger = straggler_ledger(s, xo);
   step();
 
   // Run summary.
@@ -351,7 +350,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     if (is_gpu_work(static_cast<Kind>(s.activities.kind[i])))
       first = std::min(first, s.activities.start_ns[i]), last = std::max(last, s.activities.end_ns[i]);
   bool any = first <= last;
-  std::string headline = srep.headline.empty() ? "" : srep.headline.front();
+  std::string headline = straggler_headline(ledger);
   d["title"] = opt.title;
   d["emulated"] = emulated;
   d["scope"] = describe_filter(s, opt.filter);
@@ -370,7 +369,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   d["root_cause"] = headline;
   json notes = json::array();
   for (const auto& h : rep.headline) notes.push_back(h);
-  for (size_t i = 1; i < srep.headline.size(); ++i) notes.push_back(srep.headline[i]);
+  for (const auto& n : straggler_notes(ledger)) notes.push_back(n);
   d["notes"] = notes;
 
   // Down-sampled timeline over the window (the run's GPU span unless --from/--to narrow it).
@@ -390,7 +389,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   Table lanes;
   d["timeline"] = w.valid() ? timeline(s, rows, w, base, &lanes) : json(nullptr);
 
-  d["stragglers"] = straggler_heatmap(srep.json.value("stragglers", json::object()), opt.max_collectives);
+  d["stragglers"] = straggler_heatmap(ledger, opt.max_collectives);
 
   // Overlap and breakdown per rank, from their tables.
   json ov = {{"ranks", json::array()}, {"overlapped_ns", json::array()}, {"exposed_ns", json::array()},
@@ -463,8 +462,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   // Tables in page order; charts link to them by key.
   out.tables.push_back(std::move(rt));
   if (!lanes.key.empty()) out.tables.push_back(std::move(lanes));
-  for (const char* k : {"stragglers_collectives", "stragglers_ranks", "delay_by_kernel"})
-    if (const Table* t = find_table(srep, k)) out.tables.push_back(*t);
+  for (auto& t : straggler_tables(ledger, xo)) out.tables.push_back(std::move(t));
   for (const char* k : {"overlap", "breakdown", "gap_histogram", "gaps_per_rank", "gap_transitions",
                         "kernel_summary", "ranges"})
     if (const Table* t = find_table(rep, k)) out.tables.push_back(*t);

@@ -12,7 +12,6 @@ namespace kernalyse {
 
 namespace {
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 struct Gpu {
   int64_t ns = 0, items = 0;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernalyse/store_io.h"
+#include "kernalyse/error.h"
 
 namespace kernalyse {
 namespace {

@@ -61,7 +61,6 @@ const char* sort_label(SummarySort s) {
   return "total";
 }
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 void add_row(const Activities& a, uint32_t i, Acc& acc) {
   const int64_t d = std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);  // clamp corrupt rows

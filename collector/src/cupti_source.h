@@ -127,7 +127,7 @@ class ActivityBuffers {
 // Settings from the environment: KERNALYSE_CUPTI_BUFFER_KB (default 4096),
 // KERNALYSE_CUPTI_BUFFERS (default 32), KERNALYSE_CUPTI_FLUSH_MS (periodic flush, default 1000).
 struct Config {
-  size_t buffer_bytes = 4096 * 1024;
+  size_t buffer_bytes = size_t{4096} * 1024;
   size_t buffers = 32;
   int64_t flush_ms = 1000;
 };

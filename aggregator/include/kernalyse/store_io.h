@@ -1,19 +1,13 @@
 // Reading and writing the HDF5 store (layout in docs/store.md).
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
+#include "kernalyse/error.h"
 #include "kernalyse/progress.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
-
-// Every store/import problem surfaces as this, with a one-line message naming the file.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct WriteOptions {
   bool force = false;  // replace an existing file; otherwise an existing path is an error

@@ -9,6 +9,7 @@
 
 #include "kernalyse/report.h"
 #include "kernalyse/store.h"
+#include "kernalyse/units.h"
 
 namespace kernalyse {
 
@@ -34,15 +35,6 @@ struct NameGroups {
 // kernels_only: look only at rows with kind == Kernel.
 NameGroups group_names(const Store& s, const std::vector<uint32_t>& rows, bool verbose,
                        bool kernels_only);
-
-// "812 ns", "12.345 µs", "3.210 ms", "1.234 s".
-std::string format_duration(int64_t ns);
-// "512 B", "3.0 KiB", "1.5 MiB", "2.25 GiB".
-std::string format_bytes(int64_t bytes);
-// Energy: "12.3 mJ", "812.34 J", "12.35 kJ" (below 10 Wh), "12.50 Wh", "1.250 kWh".
-std::string format_energy(double joules);
-// Power: "850 mW", "312.5 W", "1.25 kW".
-std::string format_power(double watts);
 
 enum class SummarySort { Count, Total, Mean, Pct };
 

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/classify.h"
+#include "kernalyse/collectives.h"
 
 namespace kernalyse {
 
@@ -19,6 +21,7 @@ struct CrossRankOptions {
   int64_t kernel_wait_ns = 30'000;  // idle gaps below this are "kernel wait" (HTA's 30 µs)
   int top = 20;
   bool verbose = false;
+  bool causes = true;  // straggler ledger: false skips the root-cause windows (the costly part)
 };
 
 // What HTA 0.6.1 would see: integer-µs times (ts rounded up, ts+dur down), and with >= 2
@@ -32,6 +35,57 @@ Category hta_category(std::string_view name);
 void overlap_analysis(const Store& s, const CrossRankOptions& opt, Report* out);
 void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out);
 void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out);
+
+// The straggler ledger as numbers (all times int64 ns); renderers turn it into text, JSON
+// (docs/json.md "stragglers"), CSV and the HTML heatmap.
+struct StragglerCauses {
+  int64_t kernels_ns = 0, host_delay_ns = 0, other_idle_ns = 0, inherited_ns = 0,
+          unexplained_ns = 0;
+};
+struct StragglerCollective {
+  int64_t id = 0;  // the matcher's collective id
+  std::string op;
+  int32_t ranks = 0;
+  int32_t last_rank = -1;  // -1: every rank started at the same time (no last arriver)
+  int64_t skew_ns = 0, inflicted_ns = 0, completion_skew_ns = 0, transfer_ns = 0;
+  std::vector<std::pair<int32_t, int64_t>> wait_ns;  // (rank, wait), by rank
+  std::optional<double> busbw_gbps;                  // none: no message size or transfer
+  int64_t msg_bytes = -1;
+  bool noise = false;  // skew within the two ranks' clock uncertainty
+  int32_t step = kNoStep;
+  int64_t lateness_ns = 0;
+  StragglerCauses causes;
+};
+struct StragglerRank {
+  int32_t rank = 0;
+  int64_t times_last = 0, inflicted_ns = 0, suffered_ns = 0, lateness_ns = 0, noise_skipped = 0;
+  int64_t steps = 0;  // distinct steps among its collectives
+  StragglerCauses causes;
+};
+struct KernelDelay {
+  int32_t rank = 0;
+  std::string kernel;
+  int64_t delay_ns = 0, instances = 0;
+};
+struct StragglerResult {
+  std::string method;
+  size_t ranks_analysed = 0, comm_kernels = 0, unmatched_count = 0;
+  std::vector<UnmatchedCollective> unmatched;
+  int64_t nxn_instances = 0, violations_aligned = 0, violations_unaligned = 0;
+  std::vector<StragglerCollective> collectives;  // by id
+  std::vector<StragglerRank> ranks;              // by rank
+  std::vector<KernelDelay> delay_by_kernel;      // largest delay first
+};
+StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt);
+// The rank that inflicted most wait while arriving last; -1 when no rank was ever last.
+int32_t worst_straggler(const StragglerResult& r);
+// The sentence a user can act on ("rank 2 arrived last at ...").
+std::string straggler_headline(const StragglerResult& r);
+// The matching and clock-check notes.
+std::vector<std::string> straggler_notes(const StragglerResult& r);
+// The ledger's tables (collectives top by inflicted, per rank, delay by kernel), in that order.
+std::vector<Table> straggler_tables(const StragglerResult& r, const CrossRankOptions& opt);
+// straggler_ledger rendered into a report: headline, notes, tables and the "stragglers" JSON.
 void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out);
 
 // --- building blocks, exposed for tests ---
@@ -69,16 +123,5 @@ struct StreamIdle {
   int64_t host_ns = 0, kernel_ns = 0, other_ns = 0, gaps = 0, max_gap_ns = 0, overlaps = 0;
 };
 std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt);
-// The straggler ledger per rank, and the rank that inflicted most wait while last (-1: none).
-struct LedgerRank {
-  int32_t rank = 0;
-  int64_t times_last = 0, inflicted_ns = 0, suffered_ns = 0;
-};
-struct Ledger {
-  int64_t matched = 0;  // collective instances matched on all their ranks
-  int32_t worst = -1;
-  std::vector<LedgerRank> ranks;
-};
-Ledger straggler_ledger(const Store& s, const CrossRankOptions& opt);
 
 }  // namespace kernalyse

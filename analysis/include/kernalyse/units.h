@@ -1,0 +1,22 @@
+// Display units, defined once: ns to µs for tables and JSON, durations and byte counts as text.
+// Times stay int64 ns everywhere else (docs/store.md); only renderers convert.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kernalyse {
+
+// int64 ns → µs (the *_us columns of tables and JSON).
+inline double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// "812 ns", "12.345 µs", "3.210 ms", "1.234 s".
+std::string format_duration(int64_t ns);
+// "512 B", "3.0 KiB", "1.5 MiB", "2.25 GiB".
+std::string format_bytes(int64_t bytes);
+// Energy: "12.3 mJ", "812.34 J", "12.35 kJ" (below 10 Wh), "12.50 Wh", "1.250 kWh".
+std::string format_energy(double joules);
+// Power: "850 mW", "312.5 W", "1.25 kW".
+std::string format_power(double watts);
+
+}  // namespace kernalyse
