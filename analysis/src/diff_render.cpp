@@ -7,13 +7,13 @@
 
 #include "kernalyse/diff.h"
 #include "kernalyse/html.h"
+#include "kernalyse/units.h"
 
 namespace kernalyse {
 namespace {
 
 using json = nlohmann::json;
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 Cell mean_us(const KernelSide& k) {
   return k.count ? Cell(static_cast<double>(k.total_ns) / static_cast<double>(k.count) / 1e3)
                  : Cell{};
