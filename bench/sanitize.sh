@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The sanitizer job (docs/fuzzing.md): builds the project with ASan+UBSan
 # (-fsanitize=address,undefined -fno-sanitize-recover=all) in $SANITIZE_BUILD (default
-# build-sanitize) and runs the unit and CLI tests there. Every sanitizer report is written to
-# $SANITIZE_BUILD/sanitizer-reports/ (one file per process: <log>.<exe>.<pid>), so a report from a
-# process whose stderr a CLI test swallows is still seen. Exit 0 only if every test passed and
-# there is no report. Extra arguments go to ctest (e.g. -R Spool).
+# build-sanitize) and runs the unit and CLI tests there. ASan and LSan reports are written to
+# $SANITIZE_BUILD/sanitizer-reports/ (one file per process: asan.<exe>.<pid>), so a report from a
+# process whose stderr a CLI test swallows is still seen. UBSan reports go to stderr (gcc's
+# libubsan ignores log_path next to ASan) and end the process with exit 1 (halt_on_error), which
+# fails its test. Exit 0 only if every test passed and there is no report file. Extra arguments
+# go to ctest (e.g. -R Spool).
 # Usage: bench/sanitize.sh [ctest args...]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +27,7 @@ mkdir -p "$reports"
 # suppressed by tests/sanitize/lsan.supp (and nothing else).
 export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:log_path=$reports/asan:log_exe_name=1"
 export LSAN_OPTIONS="suppressions=$src/tests/sanitize/lsan.supp:print_suppressions=0"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan:log_exe_name=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # Not here: the fuzz.* tests (their own sanitized build) and cli.test_no_cuda_build (a full
 # unsanitized rebuild of the project; nothing of the sanitized build runs in it).
 set +e
