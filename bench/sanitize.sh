@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The sanitizer job (docs/fuzzing.md): builds the project with ASan+UBSan
+# (-fsanitize=address,undefined -fno-sanitize-recover=all) in $SANITIZE_BUILD (default
+# build-sanitize) and runs the unit and CLI tests there. ASan and LSan reports are written to
+# $SANITIZE_BUILD/sanitizer-reports/ (one file per process: asan.<exe>.<pid>), so a report from a
+# process whose stderr a CLI test swallows is still seen. UBSan reports go to stderr (gcc's
+# libubsan ignores log_path next to ASan) and end the process with exit 1 (halt_on_error), which
+# fails its test. Exit 0 only if every test passed and there is no report file. Extra arguments
+# go to ctest (e.g. -R Spool).
+# Usage: bench/sanitize.sh [ctest args...]
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+bd=${SANITIZE_BUILD:-$src/build-sanitize}
+jobs=${SANITIZE_JOBS:-$(nproc)}
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+if [ ! -f "$bd/CMakeCache.txt" ]; then
+  cmake -S "$src" -B "$bd" -DKERNALYSE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
+fi
+cmake --build "$bd" -j"$jobs" >/dev/null
+
+reports=$bd/sanitizer-reports
+rm -rf "$reports"
+mkdir -p "$reports"
+# verify_asan_link_order=0: kernalyse-run preloads the (sanitized) collector into applications,
+# which puts it before the ASan runtime in the library list. Leaks of Open MPI & co. are
+# suppressed by tests/sanitize/lsan.supp (and nothing else).
+export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:log_path=$reports/asan:log_exe_name=1"
+export LSAN_OPTIONS="suppressions=$src/tests/sanitize/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# Not here: the fuzz.* tests (their own sanitized build) and cli.test_no_cuda_build (a full
+# unsanitized rebuild of the project; nothing of the sanitized build runs in it).
+set +e
+ctest --test-dir "$bd" --output-on-failure -j"$jobs" -LE fuzz -E '^cli\.test_no_cuda_build$' "$@"
+rc=$?
+set -e
+n=$(find "$reports" -type f | wc -l)
+if [ "$n" -gt 0 ]; then
+  echo "sanitize.sh: $n sanitizer report(s) in $reports:"
+  for f in "$reports"/*; do
+    echo "== $f"
+    grep -m3 -E 'ERROR: |runtime error:|SUMMARY:' "$f" || head -3 "$f"
+  done
+  rc=1
+fi
+exit "$rc"

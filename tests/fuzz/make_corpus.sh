@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Seed corpus for the fuzz targets, made by the project's own tools (nothing binary is committed):
+#   kineto: kernalyse-tracegen traces (plain, minified, gzip) and the Kineto export of an emulated
+#           vicuna_tp run (memory events, NCCL metadata, NVTX ranges)
+#   spool:  the spool files an emulated 2-rank vicuna_tp run writes (--keep-spool, small flushes so
+#           every block type appears, several blocks per file)
+#   store:  that run's store and the store kernalyse-merge imports from a tracegen trace
+# Usage: tests/fuzz/make_corpus.sh BIN_DIR OUT_DIR   (BIN_DIR: a normal, unsanitized build's bin/;
+# the collector is preloaded into mpirun's ranks, which a sanitized build cannot do cleanly)
+# Writes OUT_DIR/{kineto,spool,store}/ and OUT_DIR/stamp; skips the work if the stamp is there.
+set -euo pipefail
+bin=$(cd "${1:?BIN_DIR}" && pwd)
+out=${2:?OUT_DIR}
+[ -f "$out/stamp" ] && exit 0
+for t in kernalyse-tracegen kernalyse-merge kernalyse-run vicuna_tp; do
+  [ -x "$bin/$t" ] || { echo "make_corpus.sh: $bin/$t missing (build it first)" >&2; exit 1; }
+done
+rm -rf "$out"
+mkdir -p "$out/kineto" "$out/spool" "$out/store"
+work=$(mktemp -d /tmp/kernalyse-corpus.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# Kineto JSON: small traces keep the fuzzer's max input length (the largest seed) small.
+"$bin/kernalyse-tracegen" --ranks 2 --kernels 12 --steps 2 --seed 1 --out "$work/tg" >/dev/null
+"$bin/kernalyse-tracegen" --ranks 1 --kernels 8 --steps 1 --seed 2 --minify --out "$work/tgmin" >/dev/null
+"$bin/kernalyse-tracegen" --ranks 1 --kernels 8 --steps 1 --seed 3 --gz --out "$work/tggz" >/dev/null
+cp "$work/tg/rank-0.json" "$out/kineto/tracegen-rank0.json"
+cp "$work/tg/rank-1.json" "$out/kineto/tracegen-rank1.json"
+cp "$work/tgmin/rank-0.json" "$out/kineto/tracegen-minified.json"
+cp "$work/tggz/rank-0.json.gz" "$out/kineto/tracegen.json.gz"
+
+# An emulated MPI run (Open MPI as root on a 2-core machine, as tests/cli/lib.sh sets it up).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl='^openib,ofi' OMPI_MCA_mtl='^ofi'
+export OMPI_MCA_pml=ob1 OMPI_MCA_mpi_yield_when_idle=1
+(cd "$work" && mpirun -n 2 "$bin/kernalyse-run" -q --nvtx --flush-records 16 --keep-spool \
+   --spool-dir "$work/sp" -o "$work/tp.h5" "$bin/vicuna_tp" --layers 1 --steps 2 --hidden 256 >/dev/null)
+cp "$work"/sp/rank-*.kspool "$out/spool/"
+cp "$work/tp.h5" "$out/store/vicuna_tp.h5"
+
+"$bin/kernalyse-merge" -q "$work/tp.h5" --export-kineto "$work/exp" >/dev/null
+for f in "$work"/exp/*; do cp "$f" "$out/kineto/export-$(basename "$f")"; done
+"$bin/kernalyse-merge" -q "$work/tgmin/rank-0.json" -o "$work/tg.h5"
+cp "$work/tg.h5" "$out/store/tracegen.h5"
+
+date -u +%FT%TZ > "$out/stamp"
+ls -l "$out"/*/ >&2
