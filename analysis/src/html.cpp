@@ -4,6 +4,8 @@
 // so the size does not grow with the number of events.
 #include "kernalyse/html.h"
 
+#include "kernalyse/atomic_file.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -635,29 +637,20 @@ std::string page(const Built& b) {
 json html_report_data(const Store& s, const HtmlOptions& opt) { return build(s, opt).data; }
 
 HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlOptions& opt) {
-  std::error_code ec;
-  if (!opt.force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
+  check_output_path(path, opt.force);  // before the report is built
   Progress progress("writing " + path, kBuildSteps, "sections", opt.progress);
   Built built = build(s, opt, &progress);
   progress.set(kBuildSteps - 1);  // the timeline and memory series are built too
   std::string h = page(built);
   // Temporary file next to the target, renamed when complete: no partial report is ever left.
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
+  AtomicFile out(path, opt.force);
+  FILE* f = std::fopen(out.tmp().c_str(), "wb");
+  if (!f) throw Error("cannot create " + path + ": " + std::strerror(errno));
   bool ok = std::fwrite(h.data(), 1, h.size(), f) == h.size();
   int err = errno;
   ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    fs::remove(tmp, ec);
-    throw Error(path + ": write error: " + std::strerror(err));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    throw Error(path + ": cannot rename the temporary file: " + ec.message());
-  }
+  if (!ok) throw Error(path + ": write error: " + std::strerror(err));
+  out.commit();
   progress.set(kBuildSteps);  // the page is written
   progress.finish();
   return {static_cast<int64_t>(h.size())};

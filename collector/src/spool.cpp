@@ -64,6 +64,7 @@ void Writer::close() {
 namespace {
 template <typename T>
 void append(std::vector<T>& out, const char* p, uint32_t count) {
+  if (count == 0) return;  // an empty block: data() may be null, and memcpy(nullptr, ..) is UB
   size_t n = out.size();
   out.resize(n + count);
   std::memcpy(out.data() + n, p, count * sizeof(T));
