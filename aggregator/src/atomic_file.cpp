@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "kernalyse/store_io.h"
 
@@ -44,8 +45,12 @@ void install_handler() {
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    ::sigaction(SIGTERM, &sa, &g_old_term);
-    ::sigaction(SIGINT, &sa, &g_old_int);
+    // A signal the process ignores (SIGINT for a background job of a shell script) stays
+    // ignored: handling it would remove the temporary of a run that goes on.
+    for (auto [sig, old] : {std::pair{SIGTERM, &g_old_term}, std::pair{SIGINT, &g_old_int}}) {
+      ::sigaction(sig, nullptr, old);
+      if (old->sa_handler != SIG_IGN) ::sigaction(sig, &sa, nullptr);
+    }
   });
 }
 
