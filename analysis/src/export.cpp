@@ -4,6 +4,7 @@
 #include "kernalyse/export.h"
 
 #include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
 
 #include <unistd.h>
 #include <zlib.h>
@@ -339,7 +340,8 @@ int64_t parse_time_to_ns(std::string_view text) {
   if (digits == 0 || i != t.size() || ip > (__int128)1 << 80)
     throw Error("invalid time '" + std::string(text) + "' (examples: 1500, 1500us, 1.5ms, 20ns)");
   __int128 v = ip * mul_num / mul_den + frac * mul_num / (fscale * mul_den);
-  if (v > INT64_MAX) throw Error("time out of range: '" + std::string(text) + "'");
+  // Within the supported range (docs/limits.md), so that origin + T cannot overflow.
+  if (v > kMaxAbsTimeNs) throw Error("time out of range: '" + std::string(text) + "'");
   return static_cast<int64_t>(neg ? -v : v);
 }
 

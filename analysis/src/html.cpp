@@ -5,6 +5,7 @@
 #include "kernalyse/html.h"
 
 #include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
 
 #include <unistd.h>
 
@@ -387,8 +388,11 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   // Down-sampled timeline over the window (the run's GPU span unless --from/--to narrow it).
   Window w;
   if (any) {
-    w.t0 = opt.from_ns ? base + *opt.from_ns : first;
-    w.t1 = opt.to_ns ? base + *opt.to_ns : last;
+    // Store times and --from/--to are each within the time range (docs/limits.md); their sum
+    // is clamped back into it so that the window's length, t1 - t0, cannot overflow.
+    auto in_range = [](int64_t t) { return std::clamp(t, -kMaxAbsTimeNs, kMaxAbsTimeNs); };
+    w.t0 = opt.from_ns ? in_range(base + *opt.from_ns) : first;
+    w.t1 = opt.to_ns ? in_range(base + *opt.to_ns) : last;
     // Bins × ranks × 3 lanes bounds the page's size; past 200 ranks the bins get coarser.
     int64_t nranks = std::max<int64_t>(1, static_cast<int64_t>(rt.rows.size()));
     int64_t nb = std::min<int64_t>(std::max(1, opt.timeline_bins), std::max<int64_t>(100, 200'000 / nranks));
