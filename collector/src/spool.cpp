@@ -75,7 +75,7 @@ Contents read(const std::string& path) {
   Contents c;
   std::ifstream f(path, std::ios::binary);
   if (!f) {
-    c.problem = "cannot open " + path;
+    c.problem = "cannot open " + path + " (" + std::strerror(errno) + ")";  // the reason, per file
     c.truncated = true;
     return c;
   }
