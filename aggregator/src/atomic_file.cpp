@@ -81,7 +81,9 @@ void check_output_path(const std::string& path, bool force) {
     return;
   }
   const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
   if (::stat(dir.c_str(), &st) != 0)
     throw Error("cannot create " + path + ": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode)) throw Error("cannot create " + path + ": " + std::strerror(ENOTDIR));

@@ -119,9 +119,9 @@ class StreamBuffer : public Buffer {
     // One JSON unit (a trace event, a top-level member) must fit in kMaxJsonUnitBytes: memory
     // stays bounded whatever the input (a 2 GB string, F16); docs/limits.md.
     if (kept >= kMaxJsonUnitBytes)
-      throw Error(in_->path() + ": a single JSON value at byte " + std::to_string(consumed + (keep - store_.data())) +
-                  " is larger than " + std::to_string(kMaxJsonUnitBytes >> 20) +
-                  " MiB (the limit, docs/limits.md)");
+      throw Error(in_->path() + ": a single JSON value at byte " +
+                  std::to_string(consumed + (keep - store_.data())) + " is larger than " +
+                  std::to_string(kMaxJsonUnitBytes >> 20) + " MiB (the limit, docs/limits.md)");
     consumed += keep - store_.data();
     std::memmove(store_.data(), keep, kept);
     if (kept > store_.size() / 2) store_.resize(store_.size() * 2);  // a unit larger than half
@@ -802,8 +802,8 @@ void Importer::add_event(const RawEvent& ev) {
     return;
   }
   // ts + dur must not wrap: an event past the supported time range is malformed (limits.md).
-  const std::optional<int64_t> end = ev.has_ts && ev.has_dur && ev.dur >= 0 ? time_end(ev.ts, ev.dur)
-                                                                            : std::nullopt;
+  const std::optional<int64_t> end =
+      ev.has_ts && ev.has_dur && ev.dur >= 0 ? time_end(ev.ts, ev.dur) : std::nullopt;
   if (!end) {
     ++malformed_;
     return;
@@ -1098,7 +1098,8 @@ std::optional<int32_t> rank_from_filename(const std::string& path) {
   const std::string digits = m[1].str();
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
   if (ec != std::errc() || ptr != digits.data() + digits.size())
-    throw Error(path + ": rank " + digits + " in the file name is out of range (largest 2147483647)");
+    throw Error(path + ": rank " + digits +
+                " in the file name is out of range (largest 2147483647)");
   return r;
 }
 

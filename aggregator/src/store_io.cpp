@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "h5util.h"
-#include "kernalyse/checked.h"
 #include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
 
 namespace kernalyse {
 namespace {

@@ -3,9 +3,6 @@
 // Conventions in docs/exports.md.
 #include "kernalyse/export.h"
 
-#include "kernalyse/atomic_file.h"
-#include "kernalyse/checked.h"
-
 #include <unistd.h>
 #include <zlib.h>
 
@@ -20,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
 #include "kernalyse/store_io.h"
 
 namespace fs = std::filesystem;

@@ -4,9 +4,6 @@
 // so the size does not grow with the number of events.
 #include "kernalyse/html.h"
 
-#include "kernalyse/atomic_file.h"
-#include "kernalyse/checked.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +16,8 @@
 #include <set>
 #include <string_view>
 
+#include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/export.h"
 #include "kernalyse/store_io.h"

@@ -55,7 +55,8 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   // clock or anchor values) is dropped and counted, never stored wrapped (docs/limits.md).
   auto t = [&](int64_t local, int64_t* out) {
     int64_t r;
-    return clock.try_to_root(local, &r) && checked_add(r, meta.anchor_ns, out) && time_in_range(*out);
+    return clock.try_to_root(local, &r) && checked_add(r, meta.anchor_ns, out) &&
+           time_in_range(*out);
   };
   const int32_t rank = meta.rank;
   int64_t dropped = 0;
@@ -142,8 +143,8 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
       int32_t nranks, peer;
       uint32_t algo, proto;
       int32_t n_channels, comm_rank;
-    } r = {rec.correlation, rec.seq,   rec.count, rec.bytes, rec.comm_hash,
-           rec.collective,  rec.dtype, rec.nranks, rec.peer, rec.algo,
+    } r = {rec.correlation, rec.seq,        rec.count,    rec.bytes, rec.comm_hash,
+           rec.collective,  rec.dtype,      rec.nranks,   rec.peer,  rec.algo,
            rec.proto,       rec.n_channels, rec.comm_rank};
     auto it = act_of_corr.find(r.correlation);
     if (it == act_of_corr.end()) {  // tag without its kernel (kernel dropped, launch not seen)

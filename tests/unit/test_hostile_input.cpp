@@ -75,12 +75,13 @@ TEST(Checked, ArithmeticAndRange) {
 // F1: ts + dur past int64 / past the range: malformed, never end < start.
 TEST(HostileKineto, TsPlusDurOverflowIsMalformed) {
   ImportStats st;
-  Store s = import(R"({"distributedInfo":{"rank":0},"traceEvents":[)"
-                   R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":9200000000000000,"dur":9200000000000000,"args":{"device":0,"stream":7}},)"
-                   R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":9200000000000000,"dur":9200000000000000},)"
-                   R"({"ph":"X","cat":"user_annotation","name":"a","pid":1,"tid":1,"ts":9200000000000000,"dur":9200000000000000},)" +
-                       kKernel + "]}",
-                   &st);
+  Store s = import(
+      R"({"distributedInfo":{"rank":0},"traceEvents":[)"
+      R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":9200000000000000,"dur":9200000000000000,"args":{"device":0,"stream":7}},)"
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":9200000000000000,"dur":9200000000000000},)"
+      R"({"ph":"X","cat":"user_annotation","name":"a","pid":1,"tid":1,"ts":9200000000000000,"dur":9200000000000000},)" +
+          kKernel + "]}",
+      &st);
   EXPECT_EQ(st.malformed, 3);
   ASSERT_EQ(s.activities.size(), 1u);
   EXPECT_EQ(s.launches.size(), 0u);
@@ -89,16 +90,19 @@ TEST(HostileKineto, TsPlusDurOverflowIsMalformed) {
 
 // F2: a base time outside the range is refused; one that pushes a row out drops that row.
 TEST(HostileKineto, BaseTimeShift) {
-  EXPECT_NE(error_of([] {
-              import(R"({"distributedInfo":{"rank":0},"baseTimeNanoseconds":9223372036854775807,"traceEvents":[)" +
-                     kKernel + "]}");
-            }).find("baseTimeNanoseconds 9223372036854775807 is outside the supported time range"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] {
+        import(
+            R"({"distributedInfo":{"rank":0},"baseTimeNanoseconds":9223372036854775807,"traceEvents":[)" +
+            kKernel + "]}");
+      }).find("baseTimeNanoseconds 9223372036854775807 is outside the supported time range"),
+      std::string::npos);
   ImportStats st;
-  Store s = import(R"({"distributedInfo":{"rank":0},"baseTimeNanoseconds":4611686018427300000,"traceEvents":[)" +
-                       kKernel +
-                       R"(,{"ph":"X","cat":"kernel","name":"late","pid":0,"tid":7,"ts":100,"dur":2,"args":{"device":0,"stream":7}}]})",
-                   &st);
+  Store s = import(
+      R"({"distributedInfo":{"rank":0},"baseTimeNanoseconds":4611686018427300000,"traceEvents":[)" +
+          kKernel +
+          R"(,{"ph":"X","cat":"kernel","name":"late","pid":0,"tid":7,"ts":100,"dur":2,"args":{"device":0,"stream":7}}]})",
+      &st);
   ASSERT_EQ(s.activities.size(), 1u);  // base + 100 µs is past 2^62 - 1 ns
   EXPECT_EQ(s.activities.start_ns[0], 4611686018427300000 + 1000);
   EXPECT_EQ(st.malformed, 1);
@@ -116,14 +120,16 @@ TEST(HostileKineto, NcclBytesOverflow) {
 
 // F4, F5: ranks past int32 are errors, not their low bits.
 TEST(HostileKineto, RankOverflow) {
-  EXPECT_NE(error_of([] { rank_from_filename("/d/rank99999999999999999999.json"); })
-                .find("rank 99999999999999999999 in the file name is out of range"),
+  EXPECT_NE(error_of([] {
+              rank_from_filename("/d/rank99999999999999999999.json");
+            }).find("rank 99999999999999999999 in the file name is out of range"),
             std::string::npos);
   EXPECT_NE(error_of([] { rank_from_filename("rank4294967297.json"); }).find("out of range"),
             std::string::npos);
   EXPECT_EQ(rank_from_filename("rank2147483647.json"), 2147483647);
-  EXPECT_NE(error_of([] { import(R"({"distributedInfo":{"rank":4294967296},"traceEvents":[]})"); })
-                .find("distributedInfo.rank 4294967296 is out of range"),
+  EXPECT_NE(error_of([] {
+              import(R"({"distributedInfo":{"rank":4294967296},"traceEvents":[]})");
+            }).find("distributedInfo.rank 4294967296 is out of range"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               import(R"({"distributedInfo":{"rank":18446744073709551615},"traceEvents":[]})");
@@ -149,17 +155,22 @@ TEST(HostileKineto, LoneSurrogateKeyIsValid) {
 
 // F12: mismatched brackets inside skipped values are errors; "traceEvents": 5 is not a trace.
 TEST(HostileKineto, BracketMismatchAndNonListEvents) {
+  EXPECT_NE(
+      error_of([] {
+        import(
+            R"({"distributedInfo":{"rank":0},"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"ts":1,"dur":2,"args":{"device":0,"stream":7,"x":[1}}}]})");
+      }).find("mismatched bracket"),
+      std::string::npos);
   EXPECT_NE(error_of([] {
-              import(R"({"distributedInfo":{"rank":0},"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"ts":1,"dur":2,"args":{"device":0,"stream":7,"x":[1}}}]})");
+              import(R"({"distributedInfo":{"rank":0},"y":{],"traceEvents":[]})");
             }).find("mismatched bracket"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import(R"({"distributedInfo":{"rank":0},"y":{],"traceEvents":[]})"); })
-                .find("mismatched bracket"),
+  EXPECT_NE(error_of([] {
+              import(R"({"traceEvents": 5})");
+            }).find("not a Chrome/Kineto trace (traceEvents is not a list)"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import(R"({"traceEvents": 5})"); })
-                .find("not a Chrome/Kineto trace (traceEvents is not a list)"),
-            std::string::npos);
-  EXPECT_NO_THROW(import(R"({"distributedInfo":{"rank":0},"x":[{"a":[1,{"b":[]}]}],"traceEvents":[]})"));
+  EXPECT_NO_THROW(
+      import(R"({"distributedInfo":{"rank":0},"x":[{"a":[1,{"b":[]}]}],"traceEvents":[]})"));
 }
 
 // F14: a user regex on a 100,000-character name, in a thread (8 MiB stack, like the import
@@ -219,9 +230,8 @@ TEST(HostileKineto, GzipThroughPipe) {
     gzclose(g);  // closes fds[1]
   });
   Store s;
-  std::string err = error_of([&] {
-    s = import_kineto_file("/proc/self/fd/" + std::to_string(fds[0]), {}, nullptr);
-  });
+  std::string err = error_of(
+      [&] { s = import_kineto_file("/proc/self/fd/" + std::to_string(fds[0]), {}, nullptr); });
   writer.join();
   ::close(fds[0]);
   EXPECT_EQ(err, "");
@@ -257,8 +267,9 @@ TEST(HostileSpool, RankLimits) {
   {
     TempDir d;
     write_spool(d / "rank-99999999999.kspool", 1);
-    EXPECT_NE(error_of([&] { recover_spool_dir(d.dir.string(), nullptr); })
-                  .find("rank 99999999999 in the file name is past the limit of 65536 ranks"),
+    EXPECT_NE(error_of([&] {
+                recover_spool_dir(d.dir.string(), nullptr);
+              }).find("rank 99999999999 in the file name is past the limit of 65536 ranks"),
               std::string::npos);
   }
   {
@@ -270,8 +281,9 @@ TEST(HostileSpool, RankLimits) {
   {
     TempDir d;
     write_spool(d / "rank-0.kspool", 50'000'000);
-    EXPECT_NE(error_of([&] { recover_spool_dir(d.dir.string(), nullptr); })
-                  .find("world size 50000000 in its Meta block is past the limit"),
+    EXPECT_NE(error_of([&] {
+                recover_spool_dir(d.dir.string(), nullptr);
+              }).find("world size 50000000 in its Meta block is past the limit"),
               std::string::npos);
   }
   {
@@ -322,9 +334,9 @@ namespace {
 // A real store (1 rank, 2 activities), as kernalyse writes it.
 Store small_store() {
   ImportOptions o;
-  return import_kineto_string(R"({"distributedInfo":{"rank":0},"traceEvents":[)" + kKernel + "," +
-                                  kKernel + "]}",
-                              "t.json", o, nullptr);
+  return import_kineto_string(
+      R"({"distributedInfo":{"rank":0},"traceEvents":[)" + kKernel + "," + kKernel + "]}", "t.json",
+      o, nullptr);
 }
 
 // Sets the length of datasets of an existing store (chunked, unlimited: HDF5 allows it) without
@@ -382,7 +394,8 @@ TEST(HostileStore, TimestampOutsideRange) {
 // Output paths are checked before any work; F20: SIGTERM removes the temporary.
 TEST(AtomicFile, ChecksAndSignalCleanup) {
   TempDir d;
-  EXPECT_EQ(error_of([&] { check_output_path(d.dir.string(), false); }), d.dir.string() + ": is a directory");
+  EXPECT_EQ(error_of([&] { check_output_path(d.dir.string(), false); }),
+            d.dir.string() + ": is a directory");
   EXPECT_EQ(error_of([&] { check_output_path(d / "no/x.h5", false); }),
             "cannot create " + (d / "no/x.h5") + ": No such file or directory");
   const std::string out = d / "out.h5";
