@@ -45,6 +45,15 @@ inline bool checked_mul(uint64_t a, uint64_t b, uint64_t* out) {
   return true;
 }
 
+// Totals of durations over many rows or ranks: each term fits (times are in range), but their
+// sum may not with extreme input. It saturates at the int64 limits (about 292 years) instead of
+// wrapping to a negative total (docs/limits.md).
+inline int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
 // start + dur as an interval end, both in the supported time range; nullopt otherwise.
 inline std::optional<int64_t> time_end(int64_t start, int64_t dur) {
   int64_t end;
