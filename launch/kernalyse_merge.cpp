@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/atomic_file.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/diff.h"
 #include "kernalyse/energy.h"
@@ -139,6 +140,8 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
         errors[i] = e.what();
       } catch (const std::bad_alloc&) {
         errors[i] = files[i] + ": out of memory while importing";
+      } catch (const std::exception& e) {  // anything else: still one line naming the file
+        errors[i] = files[i] + ": cannot import: " + e.what();
       }
     }
   };
@@ -190,8 +193,7 @@ GapSort parse_gap_sort(const std::string& s) {
 // (docs/collector.md, "Crash recovery"); one line per rank names the missing and truncated ones.
 int run_spool(const Options& o, const std::string& command_line) {
   if (!o.inputs.empty()) throw Error("--spool takes the spool directory; give no other input");
-  if (!o.output.empty() && !o.force && fs::exists(o.output))
-    throw Error(o.output + ": exists (use --force to replace it)");
+  if (!o.output.empty()) check_output_path(o.output, o.force);
   RecoveryReport rep;
   Store store = recover_spool_dir(o.spool, &rep, o.mode);
   store.attrs.tool_version = KERNALYSE_VERSION;
@@ -357,9 +359,9 @@ int run(const Options& o, const std::string& command_line) {
     }
     store = read_store(files[0], sel);
   } else {
-    // Refuse early, before a long import, if the output exists and --force is not given.
-    if (!o.output.empty() && !o.force && fs::exists(o.output))
-      throw Error(o.output + ": exists (use --force to replace it)");
+    // Refuse early, before a long import: an existing output without --force, a directory, a
+    // missing or unwritable directory.
+    if (!o.output.empty()) check_output_path(o.output, o.force);
     ImportStats stats;
     auto t0 = std::chrono::steady_clock::now();
     store = import_all(files, o, cls, &stats);
@@ -657,5 +659,8 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << "kernalyse-merge: out of memory\n";
     return 1;
+  } catch (const std::exception& e) {  // never an abort: one line and the bad-input status
+    std::cerr << "kernalyse-merge: " << e.what() << "\n";
+    return kExitBadInput;
   }
 }

@@ -25,8 +25,13 @@ bool Classifier::is_communication(std::string_view name) const {
   if (n.find("ncclKernel") != std::string_view::npos ||
       n.find("ncclDevKernel") != std::string_view::npos)
     return true;
+  // libstdc++'s std::regex matcher is recursive: its stack depth grows with the input length,
+  // and "--comm-regex '.*allreduce'" on a 50,000-character kernel name overflowed the stack
+  // (SIGSEGV). The user's patterns therefore see at most the first kMaxRegexInput bytes of a
+  // name (docs/limits.md); real kernel names, even templated ones, are far shorter.
+  const std::string_view head = name.substr(0, kMaxRegexInput);
   for (const auto& re : extra_) {
-    if (std::regex_search(name.begin(), name.end(), re)) return true;
+    if (std::regex_search(head.begin(), head.end(), re)) return true;
   }
   return false;
 }

@@ -22,12 +22,17 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "h5util.h"
+#include "kernalyse/checked.h"
 #include "kernalyse/store_io.h"
 
 namespace kernalyse {
 namespace {
 
 struct NeedMore {};
+struct NotATrace {
+  const char* what;
+};
 struct SyntaxError {
   const char* what;
   const char* at;
@@ -43,7 +48,10 @@ class Input {
     if (::fstat(fd_, &st) == 0) size_ = static_cast<int64_t>(st.st_size);
     unsigned char magic[2] = {0, 0};
     ssize_t n = ::pread(fd_, magic, 2, 0);
-    if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    // A pipe (/dev/stdin, <(zcat ...)) cannot be peeked at: zlib reads it, and passes plain
+    // bytes through unchanged (its transparent mode), so gzip is recognised there too (F18).
+    const bool pipe = n < 0 && errno == ESPIPE;
+    if (pipe || (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b)) {
       int dupfd = ::dup(fd_);
       gz_ = gzdopen(dupfd, "rb");
       if (!gz_) throw Error(path + ": cannot open gzip stream");
@@ -78,6 +86,7 @@ class Input {
   // File bytes consumed so far: compressed bytes for gzip (what progress counts against size()).
   int64_t disk_pos() const { return gz_ ? static_cast<int64_t>(gzoffset(gz_)) : pos_; }
   int64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
 
  private:
   std::string path_;
@@ -87,6 +96,9 @@ class Input {
 };
 
 // ---------------------------------------------------------------- buffer + JSON cursor
+// Largest single JSON unit kept in memory at once (docs/limits.md); the buffer is at most twice.
+constexpr size_t kMaxJsonUnitBytes = size_t{64} << 20;
+
 class Buffer {
  public:
   virtual ~Buffer() = default;
@@ -105,6 +117,12 @@ class StreamBuffer : public Buffer {
   }
   char* refill(char* keep) override {
     size_t kept = static_cast<size_t>(end - keep);
+    // One JSON unit (a trace event, a top-level member) must fit in kMaxJsonUnitBytes: memory
+    // stays bounded whatever the input (a 2 GB string, F16); docs/limits.md.
+    if (kept >= kMaxJsonUnitBytes)
+      throw Error(in_->path() + ": a single JSON value at byte " +
+                  std::to_string(consumed + (keep - store_.data())) + " is larger than " +
+                  std::to_string(kMaxJsonUnitBytes >> 20) + " MiB (the limit, docs/limits.md)");
     consumed += keep - store_.data();
     std::memmove(store_.data(), keep, kept);
     if (kept > store_.size() / 2) store_.resize(store_.size() * 2);  // a unit larger than half
@@ -204,8 +222,11 @@ class Cursor {
           uint32_t cp = hex4(r);
           r += 4;
           if (cp >= 0xD800 && cp < 0xDC00) {  // surrogate pair
-            if (e - r < 6) throw NeedMore{};
+            // Only a following "\u" needs more bytes: a lone high surrogate may end the string
+            // (valid JSON; F11), and must not read as truncated input at the end of the file.
+            if (e - r < 2) throw NeedMore{};
             if (r[0] == '\\' && r[1] == 'u') {
+              if (e - r < 6) throw NeedMore{};
               uint32_t lo = hex4(r + 2);
               if (lo >= 0xDC00 && lo < 0xE000) {
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -213,6 +234,7 @@ class Cursor {
               }
             }
           }
+          if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD;  // lone surrogate: keep strings UTF-8
           utf8(cp, scratch);
           break;
         }
@@ -269,7 +291,8 @@ class Cursor {
     char c = peek();
     if (c == '"') return skip_string();
     if (c == '{' || c == '[') {
-      int depth = 0;
+      // The closers still expected, innermost last: "[1}" and "{]" are errors, not skipped.
+      closers_.clear();
       while (true) {
         if (p == e) throw NeedMore{};
         char x = *p;
@@ -277,9 +300,11 @@ class Cursor {
           skip_string();
           continue;
         }
-        if (x == '{' || x == '[') ++depth;
+        if (x == '{' || x == '[') closers_.push_back(x == '{' ? '}' : ']');
         if (x == '}' || x == ']') {
-          if (--depth == 0) {
+          if (closers_.back() != x) throw SyntaxError{"mismatched bracket", p};
+          closers_.pop_back();
+          if (closers_.empty()) {
             ++p;
             return;
           }
@@ -305,6 +330,7 @@ class Cursor {
   }
 
  private:
+  std::string closers_;  // skip_value's bracket stack (a member: no allocation per value)
   uint32_t hex4(char* r) {
     if (e - r < 4) throw NeedMore{};
     uint32_t v = 0;
@@ -553,6 +579,38 @@ int64_t dtype_bytes(std::string_view d) {
   return -1;
 }
 
+// Keeps the rows i of a table where keep[i]; returns how many were dropped. Columns that are
+// empty (optional ones not filled by this importer) are left alone.
+template <class Tab>
+size_t keep_rows(Tab& t, const std::vector<char>& keep) {
+  const size_t n = keep.size();
+  size_t kept = 0;
+  detail::table_columns(t, [&](const char*, auto& col) {
+    if (col.size() != n) return;
+    size_t w = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (keep[i]) col[w++] = col[i];
+    col.resize(w);
+    kept = w;
+  });
+  return n - kept;
+}
+
+// keep_rows for activities, with the NCCL rows that point at them dropped or renumbered.
+size_t drop_activities(Store& s, const std::vector<char>& keep) {
+  if (std::all_of(keep.begin(), keep.end(), [](char k) { return k != 0; })) return 0;
+  std::vector<uint64_t> new_index(keep.size());
+  uint64_t w = 0;
+  for (size_t i = 0; i < keep.size(); ++i) new_index[i] = keep[i] ? w++ : UINT64_MAX;
+  std::vector<char> keep_nccl(s.nccl.size());
+  for (size_t i = 0; i < s.nccl.size(); ++i) {
+    s.nccl.activity[i] = new_index[s.nccl.activity[i]];
+    keep_nccl[i] = s.nccl.activity[i] != UINT64_MAX;
+  }
+  keep_rows(s.nccl, keep_nccl);
+  return keep_rows(s.activities, keep);
+}
+
 class Importer {
  public:
   Importer(const std::string& name, const ImportOptions& opt)
@@ -599,7 +657,9 @@ bool Importer::top_member(Cursor& c) {
   std::string_view k = c.str(key_scratch_);
   c.expect(':', "expected ':'");
   if (k == "traceEvents") {
-    c.expect('[', "traceEvents is not a list");
+    // Valid JSON with a non-list traceEvents is not a trace; say so, not "invalid JSON".
+    if (c.peek() != '[') throw NotATrace{"traceEvents is not a list"};
+    ++c.p;
     have_events_key_ = true;
     return true;
   }
@@ -640,6 +700,22 @@ void Importer::run(Buffer& buf, ImportStats* stats) {
   if (c.e - c.p >= 3 && std::memcmp(c.p, "\xEF\xBB\xBF", 3) == 0) c.p += 3;
 
   while (st != State::Done) {
+    // Whitespace between units is dropped here, refill by refill, so a long run of it never
+    // accumulates in the buffer as part of the next unit (F16).
+    // That run counts against the unit limit too: a gigabyte of gzip-compressed spaces is
+    // refused after kMaxJsonUnitBytes, not decompressed for seconds.
+    for (size_t run = 0;;) {
+      char* s = c.p;
+      while (c.p < c.e && is_ws(*c.p)) ++c.p;
+      run += static_cast<size_t>(c.p - s);
+      if (run >= kMaxJsonUnitBytes)
+        throw Error(name_ + ": more than " + std::to_string(kMaxJsonUnitBytes >> 20) +
+                    " MiB of whitespace before byte " + where(buf, c.p) +
+                    " (the JSON unit limit, docs/limits.md)");
+      if (c.p < c.e || buf.eof) break;
+      c.p = buf.refill(c.p);
+      c.e = buf.end;
+    }
     char* mark = c.p;
     try {
       switch (st) {
@@ -701,6 +777,8 @@ void Importer::run(Buffer& buf, ImportStats* stats) {
       }
     } catch (const SyntaxError& se) {
       throw Error(name_ + ": invalid JSON at byte " + where(buf, se.at) + ": " + se.what);
+    } catch (const NotATrace& nt) {
+      throw Error(name_ + ": not a Chrome/Kineto trace (" + nt.what + ")");
     }
   }
   // Only whitespace may follow the top-level value.
@@ -734,7 +812,10 @@ void Importer::add_event(const RawEvent& ev) {
     ++ignored_;
     return;
   }
-  if (!ev.has_ts || !ev.has_dur || ev.dur < 0) {
+  // ts + dur must not wrap: an event past the supported time range is malformed (limits.md).
+  const std::optional<int64_t> end =
+      ev.has_ts && ev.has_dur && ev.dur >= 0 ? time_end(ev.ts, ev.dur) : std::nullopt;
+  if (!end) {
     ++malformed_;
     return;
   }
@@ -752,7 +833,9 @@ void Importer::add_event(const RawEvent& ev) {
   if (kind >= 0) {
     int64_t device = ev.has_device ? ev.device : (ev.has_pid && !host_on_stream ? ev.pid : -1);
     int64_t stream = ev.has_stream ? ev.stream : -1;
-    if ((device < 0 && !host_on_stream) || stream < 0) {  // a GPU event must say where it ran
+    // A GPU event must say where it ran, in int32 (4294967296 is not device 0).
+    if ((device < 0 && !host_on_stream) || stream < 0 || !narrow<int32_t>(device) ||
+        !narrow<int32_t>(stream)) {
       ++malformed_;
       return;
     }
@@ -771,13 +854,15 @@ void Importer::add_event(const RawEvent& ev) {
       n.pg_name_id.push_back(store_.strings.intern(ev.s[kPgName]));
       n.pg_desc_id.push_back(store_.strings.intern(ev.s[kPgDesc]));
       n.pg_ranks_id.push_back(store_.strings.intern(ev.s[kPgRanks]));
-      n.group_size.push_back(static_cast<int32_t>(ev.group_size));
+      n.group_size.push_back(narrow<int32_t>(ev.group_size).value_or(-1));
       n.in_nelems.push_back(ev.in_nelems);
       n.out_nelems.push_back(ev.out_nelems);
       int64_t bytes = std::max(ev.in_bytes, ev.out_bytes);
       int64_t esize = dtype_bytes(ev.s[kDtype]);
-      if (bytes < 0 && esize > 0 && std::max(ev.in_nelems, ev.out_nelems) >= 0)
-        bytes = std::max(ev.in_nelems, ev.out_nelems) * esize;
+      // nelems × element size; a product past int64 is "unknown" (-1), never a wrapped value.
+      if (bytes < 0 && esize > 0 && std::max(ev.in_nelems, ev.out_nelems) >= 0 &&
+          !checked_mul(std::max(ev.in_nelems, ev.out_nelems), esize, &bytes))
+        bytes = -1;
       n.msg_bytes.push_back(bytes);
       n.dtype_id.push_back(store_.strings.intern(ev.s[kDtype]));
       n.comm_hash.push_back(0);  // Kineto traces carry neither
@@ -790,7 +875,7 @@ void Importer::add_event(const RawEvent& ev) {
     a.kind.push_back(static_cast<uint8_t>(kind));
     a.category.push_back(static_cast<uint8_t>(category_of_[name]));
     a.start_ns.push_back(ev.ts);
-    a.end_ns.push_back(ev.ts + ev.dur);
+    a.end_ns.push_back(*end);
     a.name_id.push_back(name);
     a.correlation.push_back(ev.correlation);
     a.step.push_back(kNoStep);
@@ -802,7 +887,7 @@ void Importer::add_event(const RawEvent& ev) {
     l.pid.push_back(ev.pid);
     l.tid.push_back(ev.tid);
     l.start_ns.push_back(ev.ts);
-    l.end_ns.push_back(ev.ts + ev.dur);
+    l.end_ns.push_back(*end);
     l.name_id.push_back(store_.strings.intern(ev.s[kName]));
     l.correlation.push_back(ev.correlation);
     l.step.push_back(kNoStep);
@@ -814,7 +899,7 @@ void Importer::add_event(const RawEvent& ev) {
     ak = AnnotationKind::User;
     if (starts_with(ev.s[kName], "ProfilerStep#")) {
       int64_t n;
-      if (parse_int(ev.s[kName].substr(13), &n)) {
+      if (parse_int(ev.s[kName].substr(13), &n) && narrow<int32_t>(n) && n != kNoStep) {
         ak = AnnotationKind::Step;
         step = static_cast<int32_t>(n);
       }
@@ -833,7 +918,7 @@ void Importer::add_event(const RawEvent& ev) {
   an.pid.push_back(gpu && ev.has_device ? ev.device : ev.pid);
   an.tid.push_back(gpu && ev.has_stream ? ev.stream : ev.tid);
   an.start_ns.push_back(ev.ts);
-  an.end_ns.push_back(ev.ts + ev.dur);
+  an.end_ns.push_back(*end);
   an.name_id.push_back(store_.strings.intern(ev.s[kName]));
   an.step.push_back(step);
 }
@@ -847,7 +932,7 @@ void Importer::add_memory(const RawEvent& ev) {
     ++ignored_;
     return;
   }
-  if (!ev.has_ts || ev.mem_device_id < 0 || ev.mem_device_id > INT32_MAX) {
+  if (!ev.has_ts || !time_in_range(ev.ts) || ev.mem_device_id < 0 || ev.mem_device_id > INT32_MAX) {
     ++malformed_;
     return;
   }
@@ -909,10 +994,20 @@ void Importer::finish(ImportStats* stats) {
   int32_t world = -1;
   if (!distributed_info_.empty()) {
     auto j = nlohmann::json::parse(distributed_info_, nullptr, false);
+    // An integer that does not fit int32 is an error, not its low 32 bits (4294967296 ≠ rank 0).
+    auto int32_member = [&](const char* key) -> std::optional<int32_t> {
+      if (!j.contains(key) || !j[key].is_number_integer()) return std::nullopt;
+      std::optional<int32_t> v;
+      if (!j[key].is_number_unsigned() || j[key].get<uint64_t>() <= INT32_MAX)
+        v = narrow<int32_t>(j[key].get<int64_t>());
+      if (!v)
+        throw Error(name_ + ": distributedInfo." + key + " " + j[key].dump() +
+                    " is out of range (largest 2147483647)");
+      return v;
+    };
     if (j.is_object()) {
-      if (j.contains("rank") && j["rank"].is_number_integer()) rank = j["rank"].get<int32_t>();
-      if (j.contains("world_size") && j["world_size"].is_number_integer())
-        world = j["world_size"].get<int32_t>();
+      rank = int32_member("rank");
+      world = int32_member("world_size").value_or(-1);
     }
   }
   if (!rank && opt_.rank) rank = opt_.rank;
@@ -938,16 +1033,29 @@ void Importer::finish(ImportStats* stats) {
 
   // Kineto's ts is relative to baseTimeNanoseconds when present, else absolute epoch µs.
   int64_t base = has_base_time_ ? base_time_ns_ : 0;
-  auto shift = [base](std::vector<int64_t>& v) {
-    if (base != 0)
-      for (auto& x : v) x += base;
-  };
+  if (!time_in_range(base))
+    throw Error(name_ + ": baseTimeNanoseconds " + std::to_string(base) +
+                " is outside the supported time range (|t| < 2^62 ns, docs/limits.md)");
   Activities& a = store_.activities;
   LaunchCalls& l = store_.launches;
   Annotations& an = store_.annotations;
   Counters& cn = store_.counters;
-  shift(a.start_ns), shift(a.end_ns), shift(l.start_ns), shift(l.end_ns), shift(an.start_ns),
-      shift(an.end_ns), shift(cn.ts_ns);
+  if (base != 0) {
+    // Both terms are in range, so the sum cannot overflow; a shifted time past the range makes
+    // its row malformed (dropped and counted), never wrapped.
+    auto shift = [base](std::vector<int64_t>& v, std::vector<char>& keep) {
+      keep.resize(v.size(), 1);
+      for (size_t i = 0; i < v.size(); ++i) {
+        v[i] += base;
+        if (!time_in_range(v[i])) keep[i] = 0;
+      }
+    };
+    std::vector<char> ka, kl, kn, kc;
+    shift(a.start_ns, ka), shift(a.end_ns, ka), shift(l.start_ns, kl), shift(l.end_ns, kl),
+        shift(an.start_ns, kn), shift(an.end_ns, kn), shift(cn.ts_ns, kc);
+    malformed_ += static_cast<int64_t>(drop_activities(store_, ka) + keep_rows(l, kl) +
+                                       keep_rows(an, kn) + keep_rows(cn, kc));
+  }
 
   if (!split_ranks(rank, stats))
     for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) std::fill(col->begin(), col->end(), *rank);
@@ -1066,8 +1174,15 @@ std::optional<int32_t> rank_from_filename(const std::string& path) {
                                      ? 0
                                      : path.find_last_of('/') + 1);
   std::smatch m;
-  if (std::regex_search(base, m, re)) return static_cast<int32_t>(std::stol(m[1].str()));
-  return std::nullopt;
+  if (!std::regex_search(base, m, re)) return std::nullopt;
+  // Digits only (the regex), so from_chars fails only on a value past int32: say so.
+  int32_t r = 0;
+  const std::string digits = m[1].str();
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
+  if (ec != std::errc() || ptr != digits.data() + digits.size())
+    throw Error(path + ": rank " + digits +
+                " in the file name is out of range (largest 2147483647)");
+  return r;
 }
 
 std::string host_from_filename(const std::string& path) {

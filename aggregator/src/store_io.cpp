@@ -15,6 +15,8 @@
 #include <utility>
 
 #include "h5util.h"
+#include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
 
 namespace kernalyse {
 namespace {
@@ -85,8 +87,63 @@ Handle open_column(hid_t group, const std::string& what, const char* name, H5T_c
   ok(H5Sget_simple_extent_dims(space, dims, nullptr), "cannot read " + what);
   Handle type(h5(H5Dget_type(ds), "cannot read " + what), H5Tclose);
   if (H5Tget_class(type) != cls) throw Failure(what + " has an unexpected type");
+  // A corrupt file can claim any length: before anything is allocated, the rows must fit in
+  // the bytes the dataset really stores (filters such as deflate: at most ~1000:1). Otherwise a
+  // damaged dataspace means gigabytes allocated ("out of memory", length_error) or HDF5
+  // reading past its buffers.
+  if (dims[0] > 0) {
+    Handle dcpl(h5(H5Dget_create_plist(ds), "cannot read " + what), H5Pclose);
+    const bool filtered = H5Pget_nfilters(dcpl) > 0;
+    const uint64_t elem = cls == H5T_STRING ? 1 : H5Tget_size(type);
+    const uint64_t stored = H5Dget_storage_size(ds);
+    uint64_t need = 0, have = 0;
+    if (!checked_mul(uint64_t{dims[0]}, elem, &need) ||
+        !checked_mul(stored, uint64_t{filtered ? 1100u : 1u}, &have) || need > have)
+      throw Failure("corrupt " + what + ": " + std::to_string(dims[0]) + " rows of " +
+                    std::to_string(elem) + " bytes but " + std::to_string(stored) +
+                    " bytes stored");
+  }
   *rows = dims[0];
   return ds;
+}
+
+// Every column of a table must have one length; checked on the dataspaces alone, before any
+// column is read (a corrupt store used to read 16 GB before noticing; F17).
+void require_same_lengths(hid_t group, const std::string& table,
+                          const std::vector<const char*>& names) {
+  hsize_t first = 0;
+  bool have = false;
+  for (const char* name : names) {
+    if (H5Lexists(group, name, H5P_DEFAULT) <= 0) continue;  // missing: reported by the read
+    const std::string what = "/" + table + "/" + name;
+    Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
+    Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
+    if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
+    hsize_t dims[1] = {0};
+    ok(H5Sget_simple_extent_dims(space, dims, nullptr), "cannot read " + what);
+    if (have && dims[0] != first)
+      throw Failure("corrupt /" + table + ": columns have different lengths (" +
+                    std::to_string(dims[0]) + " vs " + std::to_string(first) + ")");
+    first = dims[0], have = true;
+  }
+}
+
+// The same for a row table, whose column visitor names its columns.
+template <class Tab>
+void require_same_lengths(hid_t group, const std::string& table) {
+  std::vector<const char*> names;
+  Tab t;
+  table_columns(t, [&](const char* name, auto&) { names.push_back(name); });
+  require_same_lengths(group, table, names);
+}
+
+// Timestamps read from a store must be in the supported range (docs/limits.md): the analyses
+// subtract them freely, which is only safe inside it.
+void require_times(const std::string& what, const std::vector<int64_t>& ts) {
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (!time_in_range(ts[i]))
+      throw Failure("corrupt " + what + ": row " + std::to_string(i) + " holds " +
+                    std::to_string(ts[i]) + ", outside the supported time range (|t| < 2^62 ns)");
 }
 
 // Reads straight into the vector's storage: no staging copy, so peak memory is the column.
@@ -206,6 +263,12 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
     std::vector<int64_t> base, offset, uncertainty, total, malformed, ignored, dropped;
     std::vector<double> drift;
     std::vector<uint8_t> emulated;
+    {
+      std::vector<const char*> names;
+      rank_fields([&](const char* name, auto) { names.push_back(name); },
+                  [&](const char* name, auto) { names.push_back(name); });
+      require_same_lengths(g, "ranks", names);
+    }
     read_column(g, "ranks", "rank", rank);
     read_column(g, "ranks", "world_size", world_size);
     auto host = read_strings(g, "/ranks/host", "host");
@@ -264,6 +327,7 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   if (sel.activities) {
     Activities& a = s.activities;
     Handle g = open_group(file, "activities");
+    require_same_lengths<Activities>(g, "activities");
     read_column(g, "activities", "rank", a.rank);
     read_column(g, "activities", "device", a.device);
     read_column(g, "activities", "stream", a.stream);
@@ -281,10 +345,13 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
          a.end_ns.size(), a.name_id.size(), sel.activity_correlation ? a.correlation.size() : n,
          sel.activity_step ? a.step.size() : n});
     require_ids("/activities/name_id", a.name_id, nstr);
+    require_times("/activities/start_ns", a.start_ns);
+    require_times("/activities/end_ns", a.end_ns);
   }
   if (sel.launches) {
     LaunchCalls& l = s.launches;
     Handle g = open_group(file, "launches");
+    require_same_lengths<LaunchCalls>(g, "launches");
     read_column(g, "launches", "rank", l.rank);
     read_column(g, "launches", "start_ns", l.start_ns);
     read_column(g, "launches", "correlation", l.correlation);
@@ -297,6 +364,8 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
       read_column(g, "launches", "step", l.step);
       require_ids("/launches/name_id", l.name_id, nstr);
     }
+    require_times("/launches/start_ns", l.start_ns);
+    require_times("/launches/end_ns", l.end_ns);
     bool d = sel.launch_detail;
     require_rows("launches", n,
                  {l.rank.size(), l.correlation.size(), d ? l.pid.size() : n, d ? l.tid.size() : n,
@@ -305,6 +374,7 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   if (sel.annotations) {
     Annotations& a = s.annotations;
     Handle g = open_group(file, "annotations");
+    require_same_lengths<Annotations>(g, "annotations");
     read_column(g, "annotations", "rank", a.rank);
     read_column(g, "annotations", "kind", a.kind);
     read_column(g, "annotations", "pid", a.pid);
@@ -317,10 +387,13 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
                  {a.rank.size(), a.kind.size(), a.pid.size(), a.tid.size(), a.end_ns.size(),
                   a.name_id.size(), a.step.size()});
     require_ids("/annotations/name_id", a.name_id, nstr);
+    require_times("/annotations/start_ns", a.start_ns);
+    require_times("/annotations/end_ns", a.end_ns);
   }
   if (sel.nccl) {
     NcclInfo& c = s.nccl;
     Handle g = open_group(file, "nccl");
+    require_same_lengths<NcclInfo>(g, "nccl");
     read_column(g, "nccl", "activity", c.activity);
     read_column(g, "nccl", "collective_id", c.collective_id);
     read_column(g, "nccl", "seq", c.seq);
@@ -358,10 +431,12 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   if (sel.counters && H5Lexists(file, "counters", H5P_DEFAULT) > 0) {
     Counters& k = s.counters;
     Handle g = open_group(file, "counters");
+    require_same_lengths<Counters>(g, "counters");
     counter_columns(k, [&](const char* name, auto& col) { read_column(g, "counters", name, col); });
     require_rows("counters", k.size(),
                  {k.rank.size(), k.device.size(), k.name_id.size(), k.value.size()});
     require_ids("/counters/name_id", k.name_id, nstr);
+    require_times("/counters/ts_ns", k.ts_ns);
   }
   return s;
 }
@@ -381,41 +456,17 @@ bool is_hdf5_file(const std::string& path) {
 
 void write_store(const Store& store, const std::string& path, const WriteOptions& opt) {
   QuietErrors quiet;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
-    if (!opt.force) throw Error(path + ": exists (use --force to replace it)");
-  }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  // Probe with open(2) first: its errno names the real problem (missing or read-only
-  // directory, permissions) where HDF5 would report a generic "unable to open file".
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
-  ::close(fd);
+  // The temporary is created first: its open(2) errno names the real problem (missing or
+  // read-only directory) where HDF5 would report a generic "unable to open file".
+  AtomicFile out(path, opt.force);
+  Progress progress("writing " + path, table_bytes(store), "bytes", opt.progress);
   try {
-    Progress progress("writing " + path, table_bytes(store), "bytes", opt.progress);
-    write_file(store, tmp, progress);
-    // Without --force, refuse to clobber a file that appeared while we were writing.
-    int rc = opt.force
-                 ? std::rename(tmp.c_str(), path.c_str())
-                 : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
-    if (rc != 0 && !opt.force && errno == EINVAL)  // file system without RENAME_NOREPLACE
-      rc = std::rename(tmp.c_str(), path.c_str());
-    if (rc != 0) {
-      if (errno == EEXIST) throw Failure("exists (use --force to replace it)");
-      throw Failure(std::string("cannot rename ") + tmp + ": " + std::strerror(errno));
-    }
-    progress.finish();  // only once the store is in place
+    write_file(store, out.tmp(), progress);
   } catch (const Failure& e) {
-    ::unlink(tmp.c_str());
     throw Error(path + ": " + e.what());
-  } catch (const Error& e) {
-    ::unlink(tmp.c_str());
-    throw Error(path + ": " + e.what());
-  } catch (...) {  // bad_alloc and the like: still leave nothing behind
-    ::unlink(tmp.c_str());
-    throw;
   }
+  out.commit();
+  progress.finish();  // only once the store is in place
 }
 
 Store read_store(const std::string& path, const ColumnSelection& sel) {
@@ -436,6 +487,8 @@ Store read_store(const std::string& path, const ColumnSelection& sel) {
     return read_file(path, sel);
   } catch (const Failure& e) {
     throw Error(path + ": " + e.what());
+  } catch (const std::exception& e) {  // whatever a damaged file still provokes: name the file
+    throw Error(path + ": cannot read the store (" + e.what() + ")");
   }
 }
 

@@ -38,6 +38,7 @@
 #include <utility>
 
 #include "h5util.h"
+#include "kernalyse/atomic_file.h"
 #include "kernalyse/store_io.h"
 
 namespace kernalyse {
@@ -611,47 +612,19 @@ std::string free_name(const std::string& path) {
   throw Error(path + ": no free name of the form " + stem + "-<k>" + ext);
 }
 
-// Rank 0: the output and temporary names, with the temporary file created (probed) already.
+// Rank 0: the output name (a free one when asked) and its temporary file, created already.
 // Errors are final messages (already naming the path).
-void decide_names(const ParallelWriteOptions& opt, std::string& path, std::string& tmp) {
+std::unique_ptr<AtomicFile> decide_names(const ParallelWriteOptions& opt, std::string& path,
+                                         std::string& tmp) {
   path = opt.path;
   if (path.empty()) throw Error("no output path given");
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
-    if (!opt.force) {
-      if (!opt.pick_free_name) throw Error(path + ": exists (use --force to replace it)");
-      path = free_name(path);
-    }
-  }
-  tmp = path + ".tmp." + std::to_string(::getpid());
-  // Probe with open(2) first: its errno names the real problem (missing or read-only
-  // directory, permissions) where HDF5 would report a generic "unable to open file".
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
-  ::close(fd);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !opt.force && opt.pick_free_name)
+    path = free_name(path);
+  auto out = std::make_unique<AtomicFile>(path, opt.force);
+  tmp = out->tmp();
+  return out;
 }
-
-void rename_into_place(const std::string& tmp, const std::string& path, bool force) {
-  // Without --force, refuse to clobber a file that appeared while we were writing.
-  int rc = force ? std::rename(tmp.c_str(), path.c_str())
-                 : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
-  if (rc != 0 && !force && errno == EINVAL)  // file system without RENAME_NOREPLACE
-    rc = std::rename(tmp.c_str(), path.c_str());
-  if (rc != 0) {
-    if (errno == EEXIST) throw Failure("exists (use --force to replace it)");
-    throw Failure(std::string("cannot rename ") + tmp + ": " + std::strerror(errno));
-  }
-}
-
-// Rank 0 removes the temporary file unless the write was committed.
-struct TmpGuard {
-  std::string tmp;
-  bool armed = false;
-  ~TmpGuard() {
-    if (armed) ::unlink(tmp.c_str());
-  }
-};
 
 }  // namespace
 
@@ -665,12 +638,11 @@ std::string write_store_parallel(const Store& local, MPI_Comm comm,
   // its part. Nobody waits for anybody until the exchange, which also carries rank 0's choice.
   Plan plan;
   std::string err;
-  TmpGuard guard;
+  std::unique_ptr<AtomicFile> out;  // rank 0: removes the temporary unless committed
   int failure = 0;
   if (me == 0) {
-    err = capture([&] { decide_names(opt, plan.path, plan.tmp); });
+    err = capture([&] { out = decide_names(opt, plan.path, plan.tmp); });
     if (!err.empty()) failure = 2;
-    guard = {plan.tmp, failure == 0};
   }
   Part part;
   if (!failure) {
@@ -696,13 +668,13 @@ std::string write_store_parallel(const Store& local, MPI_Comm comm,
 
   // 4. Phase 2, rank 0: strings, attributes, rename.
   if (me == 0) {
-    err = capture([&] {
-      write_phase2(tmp, plan);
-      rename_into_place(tmp, path, opt.force);
-    });
-    if (err.empty()) guard.armed = false;
+    err = capture([&] { write_phase2(tmp, plan); });
+    if (!err.empty())
+      err = path + ": " + err;
+    else
+      err = capture([&] { out->commit(); });  // its message names the path already
   }
-  if (std::string e = agree(comm, err); !e.empty()) throw fail_all(e);
+  if (std::string e = agree(comm, err); !e.empty()) throw Error(e);
   return path;
 }
 

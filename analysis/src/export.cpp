@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
 #include "kernalyse/collectives.h"
 #include "kernalyse/error.h"
 
@@ -34,10 +36,8 @@ bool ends_with(std::string_view s, std::string_view e) {
 // Buffered writer to a temporary file (plain or gzip), renamed onto the target by commit().
 class Writer {
  public:
-  Writer(const std::string& path, bool force) : path_(path) {
-    std::error_code ec;
-    if (!force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
-    tmp_ = path + ".tmp." + std::to_string(::getpid());
+  Writer(const std::string& path, bool force) : path_(path), file_(path, force) {
+    const std::string& tmp_ = file_.tmp();
     gz_mode_ = ends_with(path, ".gz");
     if (gz_mode_) {
       gz_ = gzopen(tmp_.c_str(), "wb6");
@@ -51,10 +51,6 @@ class Writer {
   ~Writer() {
     if (f_) std::fclose(f_);
     if (gz_) gzclose(gz_);
-    if (!committed_) {
-      std::error_code ec;
-      fs::remove(tmp_, ec);
-    }
   }
   Writer& operator<<(std::string_view s) {
     buf_.append(s);
@@ -113,16 +109,14 @@ class Writer {
       f_ = nullptr;
       if (rc != 0) throw Error(path_ + ": write error: " + std::strerror(errno));
     }
-    std::error_code ec;
-    fs::rename(tmp_, path_, ec);
-    if (ec) throw Error(path_ + ": cannot rename the temporary file: " + ec.message());
-    committed_ = true;
+    file_.commit();
   }
 
  private:
   static constexpr size_t kCap = 1 << 20;
-  std::string path_, tmp_;
-  bool gz_mode_ = false, committed_ = false;
+  std::string path_;
+  AtomicFile file_;  // the temporary, removed unless committed
+  bool gz_mode_ = false;
   FILE* f_ = nullptr;
   gzFile gz_ = nullptr;
   std::string buf_;
@@ -268,7 +262,8 @@ int64_t parse_time_to_ns(std::string_view text) {
   if (digits == 0 || i != t.size() || ip > (__int128)1 << 80)
     throw Error("invalid time '" + std::string(text) + "' (examples: 1500, 1500us, 1.5ms, 20ns)");
   __int128 v = ip * mul_num / mul_den + frac * mul_num / (fscale * mul_den);
-  if (v > INT64_MAX) throw Error("time out of range: '" + std::string(text) + "'");
+  // Within the supported range (docs/limits.md), so that origin + T cannot overflow.
+  if (v > kMaxAbsTimeNs) throw Error("time out of range: '" + std::string(text) + "'");
   return static_cast<int64_t>(neg ? -v : v);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/checked.h"
 #include "kernalyse/error.h"
 
 namespace kernalyse {
@@ -185,7 +186,7 @@ class Transitions {
       return;
     }
     ++t.count;
-    t.total += gap;
+    t.total = sat_add(t.total, gap);
     if (gap > t.max) t.max = gap;
     t.sumsq += static_cast<u128>(gap) * static_cast<u128>(gap);
   }
@@ -385,7 +386,7 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
     row.push_back(r.touching);
     ns_cells(row, r);
     streams.rows.push_back(std::move(row));
-    stream_idle += r.idle;
+    stream_idle = sat_add(stream_idle, r.idle);
     stream_gaps_n += r.gaps;
     stream_overlaps += r.overlaps;
     stream_touching += r.touching;
@@ -411,8 +412,8 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
       gap_cells(row, last_dev);
       ns_cells(row, last_dev);
       devices.rows.push_back(std::move(row));
-      dev_idle += last_dev.idle;
-      dev_span += last_dev.span;
+      dev_idle = sat_add(dev_idle, last_dev.idle);
+      dev_span = sat_add(dev_span, last_dev.span);
       ++rank_devices;
       d0 = d1;
     }
@@ -430,8 +431,8 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
     gap_cells(row, rr);
     ns_cells(row, rr);
     ranks.rows.push_back(std::move(row));
-    rank_idle += rr.idle;
-    rank_span += rr.span;
+    rank_idle = sat_add(rank_idle, rr.idle);
+    rank_span = sat_add(rank_span, rr.span);
     r0 = r1;
   }
 

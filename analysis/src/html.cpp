@@ -16,6 +16,8 @@
 #include <set>
 #include <string_view>
 
+#include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/energy.h"
 #include "kernalyse/export.h"
@@ -375,8 +377,11 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   // Down-sampled timeline over the window (the run's GPU span unless --from/--to narrow it).
   Window w;
   if (any) {
-    w.t0 = opt.from_ns ? base + *opt.from_ns : first;
-    w.t1 = opt.to_ns ? base + *opt.to_ns : last;
+    // Store times and --from/--to are each within the time range (docs/limits.md); their sum
+    // is clamped back into it so that the window's length, t1 - t0, cannot overflow.
+    auto in_range = [](int64_t t) { return std::clamp(t, -kMaxAbsTimeNs, kMaxAbsTimeNs); };
+    w.t0 = opt.from_ns ? in_range(base + *opt.from_ns) : first;
+    w.t1 = opt.to_ns ? in_range(base + *opt.to_ns) : last;
     // Bins × ranks × 3 lanes bounds the page's size; past 200 ranks the bins get coarser.
     int64_t nranks = std::max<int64_t>(1, static_cast<int64_t>(rt.rows.size()));
     int64_t nb = std::min<int64_t>(std::max(1, opt.timeline_bins), std::max<int64_t>(100, 200'000 / nranks));
@@ -665,30 +670,19 @@ std::string escape_html(std::string_view s) {
 }
 
 void write_file_atomic(const std::string& path, std::string_view content, bool force) {
-  std::error_code ec;
-  if (!force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
   // Temporary file next to the target, renamed when complete: no partial file is ever left.
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
+  AtomicFile out(path, force);
+  FILE* f = std::fopen(out.tmp().c_str(), "wb");
+  if (!f) throw Error("cannot create " + path + ": " + std::strerror(errno));
   bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
   int err = errno;
   ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    fs::remove(tmp, ec);
-    throw Error(path + ": write error: " + std::strerror(err));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    throw Error(path + ": cannot rename the temporary file: " + ec.message());
-  }
+  if (!ok) throw Error(path + ": write error: " + std::strerror(err));
+  out.commit();
 }
 
 HtmlStats write_html_report(const Store& s, const std::string& path, const HtmlOptions& opt) {
-  std::error_code ec;
-  if (!opt.force && fs::exists(path, ec)) throw Error(path + ": exists (use --force to replace it)");
+  check_output_path(path, opt.force);  // before the report is built
   Progress progress("writing " + path, kBuildSteps, "sections", opt.progress);
   Built built = build(s, opt, &progress);
   progress.set(kBuildSteps - 1);  // the timeline and memory series are built too

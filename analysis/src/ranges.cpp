@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/checked.h"
 
 namespace kernalyse {
 
@@ -91,28 +92,28 @@ void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
   for (uint32_t i : rows) {
     if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
     const int64_t d = a.end_ns[i] - a.start_ns[i];
-    all_gpu_ns += d;
+    all_gpu_ns = sat_add(all_gpu_ns, d);
     if (gpu.empty() || a.correlation.empty() || a.correlation[i] == kNoCorrelation) continue;
     auto g = gpu.find({a.rank[i], a.correlation[i]});
     if (g == gpu.end()) continue;
-    g->second.ns += d;
+    g->second.ns = sat_add(g->second.ns, d);
     ++g->second.items;
   }
   // GPU time launched inside at least one range (each launch once).
   int64_t covered_ns = 0;
-  for (const auto& [key, g] : gpu) covered_ns += g.ns;
+  for (const auto& [key, g] : gpu) covered_ns = sat_add(covered_ns, g.ns);
 
   std::map<uint32_t, Acc> by_name;
   for (uint32_t i : ranges) {
     Acc& acc = by_name[an.name_id[i]];
     ++acc.calls;
-    acc.cpu_ns += an.end_ns[i] - an.start_ns[i];
+    acc.cpu_ns = sat_add(acc.cpu_ns, an.end_ns[i] - an.start_ns[i]);
     if (acc.ranks.empty() || acc.ranks.back() != an.rank[i]) acc.ranks.push_back(an.rank[i]);
     launches_in(i, [&](uint32_t x) {
       auto g = gpu.find({l.rank[x], l.correlation[x]});
       if (g == gpu.end()) return;
       acc.items += g->second.items;
-      acc.gpu_ns += g->second.ns;
+      acc.gpu_ns = sat_add(acc.gpu_ns, g->second.ns);
     });
   }
   const int64_t instances = static_cast<int64_t>(ranges.size());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/checked.h"
 
 namespace kernalyse {
 namespace {
@@ -25,7 +26,7 @@ struct Acc {
 
 void merge(Acc& into, const Acc& a) {
   into.count += a.count;
-  into.total += a.total;
+  into.total = sat_add(into.total, a.total);
   into.min = std::min(into.min, a.min);
   into.max = std::max(into.max, a.max);
   into.sumsq += a.sumsq;
@@ -65,7 +66,7 @@ const char* sort_label(SummarySort s) {
 void add_row(const Activities& a, uint32_t i, Acc& acc) {
   const int64_t d = std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);  // clamp corrupt rows
   ++acc.count;
-  acc.total += d;
+  acc.total = sat_add(acc.total, d);
   acc.min = std::min(acc.min, d);
   acc.max = std::max(acc.max, d);
   acc.sumsq += static_cast<u128>(d) * static_cast<u128>(d);
@@ -79,7 +80,7 @@ Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const Su
   for (size_t g = 0; g < accs.size(); ++g) {
     if (accs[g].count == 0) continue;
     all_count += accs[g].count;
-    all_total += accs[g].total;
+    all_total = sat_add(all_total, accs[g].total);
     order.push_back(static_cast<int32_t>(g));
   }
   // Descending by the chosen metric; name breaks ties so output is deterministic.
@@ -163,7 +164,7 @@ void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
   int64_t total_count = 0, total_ns = 0;
   for (const Acc& x : all) {
     total_count += x.count;
-    total_ns += x.total;
+    total_ns = sat_add(total_ns, x.total);
   }
 
   const std::string scope = describe_filter(s, opt.filter);

@@ -64,6 +64,7 @@ void Writer::close() {
 namespace {
 template <typename T>
 void append(std::vector<T>& out, const char* p, uint32_t count) {
+  if (count == 0) return;  // an empty block: data() may be null, and memcpy(nullptr, ..) is UB
   size_t n = out.size();
   out.resize(n + count);
   std::memcpy(out.data() + n, p, count * sizeof(T));
@@ -74,7 +75,7 @@ Contents read(const std::string& path) {
   Contents c;
   std::ifstream f(path, std::ios::binary);
   if (!f) {
-    c.problem = "cannot open " + path;
+    c.problem = "cannot open " + path + " (" + std::strerror(errno) + ")";  // the reason, per file
     c.truncated = true;
     return c;
   }

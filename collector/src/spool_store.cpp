@@ -3,6 +3,7 @@
 #include "kernalyse/spool_store.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -11,6 +12,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "kernalyse/checked.h"
 #include "kernalyse/classify.h"
 #include "kernalyse/emu.h"
 #include "kernalyse/store_io.h"
@@ -21,6 +23,9 @@ namespace fs = std::filesystem;
 namespace kernalyse {
 
 namespace {
+
+// Ranks one spool directory may hold (docs/limits.md): bounds the per-rank rows of a recovery.
+constexpr int64_t kMaxSpoolRanks = 65536;
 
 std::string utc_now() {
   timespec rt{};
@@ -46,7 +51,13 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   Store s;
   s.strings.assign(c.strings.empty() ? std::vector<std::string>{""} : c.strings);
   const uint32_t nstr = static_cast<uint32_t>(s.strings.size());
-  auto t = [&](int64_t local) { return clock.to_root(local) + meta.anchor_ns; };
+  // Local time → epoch ns, checked: a record whose times leave the supported range (corrupt
+  // clock or anchor values) is dropped and counted, never stored wrapped (docs/limits.md).
+  auto t = [&](int64_t local, int64_t* out) {
+    int64_t r;
+    return clock.try_to_root(local, &r) && checked_add(r, meta.anchor_ns, out) &&
+           time_in_range(*out);
+  };
   const int32_t rank = meta.rank;
   int64_t dropped = 0;
   Classifier cls;
@@ -54,64 +65,87 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   std::unordered_map<int64_t, uint64_t> act_of_corr;
   auto& a = s.activities;
   a.reserve(c.activities.size());
-  for (const auto& r : c.activities) {
-    if (r.name >= nstr) {
+  // The records are #pragma pack(1): their fields are copied into aligned locals first, since
+  // push_back(const T&) on a packed member binds a misaligned reference (UB; F10).
+  for (const spool::Activity& r : c.activities) {
+    const uint32_t name = r.name;
+    const int32_t device = r.device, stream = r.stream;
+    const int64_t correlation = r.correlation;
+    int64_t start = 0, end = 0;
+    if (name >= nstr || !t(r.start_ns, &start) || !t(r.end_ns, &end)) {
       ++dropped;
       continue;
     }
     Kind kind = r.kind == KERNALYSE_EMU_MEMCPY   ? Kind::Memcpy
                 : r.kind == KERNALYSE_EMU_MEMSET ? Kind::Memset
                                                  : Kind::Kernel;
-    if (cat[r.name] < 0) cat[r.name] = static_cast<int8_t>(cls.classify(kind, s.strings.at(r.name)));
-    if (kind == Kind::Kernel) act_of_corr[r.correlation] = a.size();
+    if (cat[name] < 0) cat[name] = static_cast<int8_t>(cls.classify(kind, s.strings.at(name)));
+    if (kind == Kind::Kernel) act_of_corr[correlation] = a.size();
     a.rank.push_back(rank);
-    a.device.push_back(r.device);
-    a.stream.push_back(r.stream);
+    a.device.push_back(device);
+    a.stream.push_back(stream);
     a.kind.push_back(static_cast<uint8_t>(kind));
-    a.category.push_back(static_cast<uint8_t>(cat[r.name]));
-    a.start_ns.push_back(t(r.start_ns));
-    a.end_ns.push_back(t(r.end_ns));
-    a.name_id.push_back(r.name);
-    a.correlation.push_back(r.correlation);
+    a.category.push_back(static_cast<uint8_t>(cat[name]));
+    a.start_ns.push_back(start);
+    a.end_ns.push_back(end);
+    a.name_id.push_back(name);
+    a.correlation.push_back(correlation);
     a.step.push_back(kNoStep);
   }
-  for (const auto& r : c.launches) {
-    if (r.name >= nstr) {
+  for (const spool::Launch& r : c.launches) {
+    const uint32_t name = r.name;
+    const int64_t thread = r.thread, correlation = r.correlation;
+    int64_t start = 0, end = 0;
+    if (name >= nstr || !t(r.start_ns, &start) || !t(r.end_ns, &end)) {
       ++dropped;
       continue;
     }
     auto& l = s.launches;
     l.rank.push_back(rank);
     l.pid.push_back(meta.pid);
-    l.tid.push_back(r.thread);
-    l.start_ns.push_back(t(r.start_ns));
-    l.end_ns.push_back(t(r.end_ns));
-    l.name_id.push_back(r.name);
-    l.correlation.push_back(r.correlation);
+    l.tid.push_back(thread);
+    l.start_ns.push_back(start);
+    l.end_ns.push_back(end);
+    l.name_id.push_back(name);
+    l.correlation.push_back(correlation);
     l.step.push_back(kNoStep);
   }
   // Ranges: "ProfilerStep#N" are steps (which then tag launches and GPU work); others NVTX.
-  for (const auto& r : c.ranges) {
-    if (r.name >= nstr) {
+  for (const spool::Range& r : c.ranges) {
+    const uint32_t name_id = r.name;
+    const int64_t thread = r.thread;
+    int64_t start = 0, end = 0;
+    if (name_id >= nstr || !t(r.start_ns, &start) || !t(r.end_ns, &end)) {
       ++dropped;
       continue;
     }
     auto& an = s.annotations;
-    const std::string& name = s.strings.at(r.name);
+    const std::string& name = s.strings.at(name_id);
     int32_t step = kNoStep;
     if (name.rfind("ProfilerStep#", 0) == 0) step = std::atoi(name.c_str() + 13);
     an.rank.push_back(rank);
     an.kind.push_back(static_cast<uint8_t>(step != kNoStep ? AnnotationKind::Step : AnnotationKind::Nvtx));
     an.pid.push_back(meta.pid);
-    an.tid.push_back(r.thread);
-    an.start_ns.push_back(t(r.start_ns));
-    an.end_ns.push_back(t(r.end_ns));
-    an.name_id.push_back(r.name);
+    an.tid.push_back(thread);
+    an.start_ns.push_back(start);
+    an.end_ns.push_back(end);
+    an.name_id.push_back(name_id);
     an.step.push_back(step);
   }
   assign_steps(s);
   int64_t unlinked = 0;
-  for (const auto& r : c.nccl) {
+  for (const spool::Nccl& rec : c.nccl) {
+    // An aligned copy of the packed record (see above).
+    const struct {
+      int64_t correlation, seq, count, bytes;
+      uint64_t comm_hash;
+      uint32_t collective, dtype;
+      int32_t nranks, peer;
+      uint32_t algo, proto;
+      int32_t n_channels, comm_rank;
+    } r = {rec.correlation, rec.seq,        rec.count,    rec.bytes, rec.comm_hash,
+           rec.collective,  rec.dtype,      rec.nranks,   rec.peer,  rec.algo,
+           rec.proto,       rec.n_channels, rec.comm_rank};
     auto it = act_of_corr.find(r.correlation);
     if (it == act_of_corr.end()) {  // tag without its kernel (kernel dropped, launch not seen)
       ++unlinked;
@@ -149,8 +183,14 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   // Allocations and releases → memory in use per device, a step function from the first record
   // (memory allocated before profiling started is not known).
   {
-    std::vector<spool::Memory> mem(c.memory.begin(), c.memory.end());
-    std::stable_sort(mem.begin(), mem.end(), [](const spool::Memory& x, const spool::Memory& y) {
+    struct Mem {  // aligned copies of the packed records (see above)
+      int32_t device;
+      int64_t ts_ns, bytes;
+    };
+    std::vector<Mem> mem;
+    mem.reserve(c.memory.size());
+    for (const spool::Memory& r : c.memory) mem.push_back({r.device, r.ts_ns, r.bytes});
+    std::stable_sort(mem.begin(), mem.end(), [](const Mem& x, const Mem& y) {
       return std::tie(x.device, x.ts_ns) < std::tie(y.device, y.ts_ns);
     });
     const uint32_t name = s.strings.intern(kCounterGpuMemory);
@@ -158,8 +198,12 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
     int64_t in_use = 0;
     for (size_t i = 0; i < mem.size(); ++i) {
       if (i == 0 || mem[i].device != mem[i - 1].device) in_use = 0;
-      in_use = std::max<int64_t>(0, in_use + mem[i].bytes);
-      const int64_t ts = t(mem[i].ts_ns);
+      int64_t ts = 0, sum = 0;
+      if (!t(mem[i].ts_ns, &ts) || !checked_add(in_use, mem[i].bytes, &sum)) {
+        ++dropped;
+        continue;
+      }
+      in_use = std::max<int64_t>(0, sum);
       // Several changes at one instant: keep the last value only.
       if (!k.ts_ns.empty() && k.ts_ns.back() == ts && k.device.back() == mem[i].device &&
           k.rank.back() == rank) {
@@ -173,16 +217,20 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
       k.value.push_back(in_use);
     }
     // Sampled counters (NVML power, ...) as they came.
-    for (const auto& r : c.counters) {
-      if (r.name >= nstr) {
+    for (const spool::Counter& r : c.counters) {
+      const uint32_t name_id = r.name;
+      const int32_t device = r.device;
+      const int64_t value = r.value;
+      int64_t ts = 0;
+      if (name_id >= nstr || !t(r.ts_ns, &ts)) {
         ++dropped;
         continue;
       }
       k.rank.push_back(rank);
-      k.device.push_back(r.device);
-      k.name_id.push_back(r.name);
-      k.ts_ns.push_back(t(r.ts_ns));
-      k.value.push_back(r.value);
+      k.device.push_back(device);
+      k.name_id.push_back(name_id);
+      k.ts_ns.push_back(ts);
+      k.value.push_back(value);
     }
     sort_counters(k, s.strings);
   }
@@ -200,7 +248,14 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   info.base_time_ns = meta.anchor_ns;
   // Stored in intercept form, so readers can invert it: t_run = t_local + offset +
   // drift·t_local + base_time_ns (docs/store.md).
-  info.clock_offset_ns = clock.offset0_ns - std::llround(clock.drift * static_cast<double>(clock.t0_local));
+  // Checked: a corrupt spool's clock values give 0 (the method line says the clock is unusable
+  // through the dropped records) rather than a wrapped number.
+  {
+    const double corr = clock.drift * static_cast<double>(clock.t0_local);
+    int64_t off = 0;
+    if (std::fabs(corr) < 0x1p62 && checked_sub(clock.offset0_ns, std::llround(corr), &off))
+      info.clock_offset_ns = off;
+  }
   info.clock_drift = clock.drift;
   info.clock_uncertainty_ns = clock.uncertainty_ns;
   info.clock_method = clock.method;
@@ -277,7 +332,12 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
       continue;
     const std::string num = n.substr(5, n.size() - 12);
     if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) continue;
-    files[std::stoi(num)] = e.path().string();
+    int64_t r = 0;
+    auto [ptr, err] = std::from_chars(num.data(), num.data() + num.size(), r);
+    if (err != std::errc() || ptr != num.data() + num.size() || r >= kMaxSpoolRanks)
+      throw Error(e.path().string() + ": rank " + num + " in the file name is past the limit of " +
+                  std::to_string(kMaxSpoolRanks) + " ranks per spool (docs/limits.md)");
+    files[static_cast<int32_t>(r)] = e.path().string();
   }
   if (files.empty()) throw Error(dir + ": no rank-<r>.kspool spool files in this directory");
 
@@ -299,9 +359,16 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
     const auto& c = contents.back();
     if (c.has_meta) {
       if (c.meta.fixed.has_start && c.meta.fixed.anchor_ns != 0) anchor = c.meta.fixed.anchor_ns;
-      world = std::max(world, c.meta.fixed.world_size);
+      const int32_t meta_world = c.meta.fixed.world_size;
+      // The missing-rank rows below are one per rank: a corrupt world size must not make
+      // millions of them (F8).
+      if (meta_world > kMaxSpoolRanks)
+        throw Error(path + ": world size " + std::to_string(meta_world) +
+                    " in its Meta block is past the limit of " + std::to_string(kMaxSpoolRanks) +
+                    " ranks per spool (docs/limits.md)");
+      world = std::max(world, meta_world);
     }
-    world = std::max(world, rank + 1);
+    world = std::max(world, rank + 1);  // rank < kMaxSpoolRanks: no overflow
   }
   rep.world_size = world;
 
@@ -361,10 +428,12 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
   }
   if (parts.empty())
     throw Error(dir + ": no rank could be recovered (no spool file has a complete block)");
+  // Linear, not O(world²): the ranks seen, marked once.
+  std::vector<char> seen(static_cast<size_t>(world), 0);
+  for (const auto& x : rep.ranks)
+    if (x.rank >= 0 && x.rank < world) seen[static_cast<size_t>(x.rank)] = 1;
   for (int32_t r = 0; r < world; ++r) {
-    bool present = std::any_of(rep.ranks.begin(), rep.ranks.end(),
-                               [&](const RankRecovery& x) { return x.rank == r; });
-    if (present) continue;
+    if (seen[static_cast<size_t>(r)]) continue;
     RankRecovery rr;
     rr.rank = r;
     rr.missing = true;

@@ -12,6 +12,9 @@ namespace kernalyse {
 
 class Classifier {
  public:
+  // --comm-regex patterns see at most this many leading bytes of a name (classify.cpp says why).
+  static constexpr size_t kMaxRegexInput = 2048;
+
   // Default communication patterns cover old and new NCCL/RCCL names (ncclKernel_*,
   // ncclDevKernel_*, ncclSymkDevKernel_*, RCCL Generic) plus user extras (--comm-regex).
   explicit Classifier(const std::vector<std::string>& extra_comm_regex = {});

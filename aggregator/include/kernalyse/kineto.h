@@ -57,7 +57,8 @@ Store import_kineto_string(std::string_view json, const std::string& name,
 // On-disk size of a trace file (the unit import progress counts in); 0 if it cannot be read.
 int64_t input_bytes(const std::string& path);
 
-// Rank from a file name ("rank-3", "rank3", "rank_3", "worker3"); nullopt if none.
+// Rank from a file name ("rank-3", "rank3", "rank_3", "worker3"); nullopt if none. Throws Error
+// when the number does not fit int32 (docs/limits.md): "rank4294967297" is not rank 1.
 std::optional<int32_t> rank_from_filename(const std::string& path);
 
 // Host from a torch.profiler tensorboard_trace_handler file name,
