@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -599,6 +600,10 @@ Store Importer::run(ImportStats* stats) {
 }  // namespace
 
 bool is_sqlite_file(const std::string& path) {
+  // Only regular files: SQLite needs random access, and sniffing a pipe (gzip through
+  // /dev/stdin) would eat the bytes the Kineto importer must read next.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream f(path, std::ios::binary);
   char magic[16] = {};
   f.read(magic, sizeof magic);

@@ -5,9 +5,11 @@
 #   spool:  the spool files an emulated 2-rank vicuna_tp run writes (--keep-spool, small flushes so
 #           every block type appears, several blocks per file)
 #   store:  that run's store and the store kernalyse-merge imports from a tracegen trace
+#   nsys:   kernalyse-tracegen --format nsys (an nsys-schema SQLite file)
+#   power_csv: nvidia-smi power logs in both CSV formats
 # Usage: tests/fuzz/make_corpus.sh BIN_DIR OUT_DIR   (BIN_DIR: a normal, unsanitized build's bin/;
 # the collector is preloaded into mpirun's ranks, which a sanitized build cannot do cleanly)
-# Writes OUT_DIR/{kineto,spool,store}/ and OUT_DIR/stamp; skips the work if the stamp is there.
+# Writes OUT_DIR/{kineto,spool,store,nsys,power_csv}/ and OUT_DIR/stamp; skips the work if the stamp is there.
 set -euo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
@@ -16,7 +18,7 @@ for t in kernalyse-tracegen kernalyse-merge kernalyse-run vicuna_tp; do
   [ -x "$bin/$t" ] || { echo "make_corpus.sh: $bin/$t missing (build it first)" >&2; exit 1; }
 done
 rm -rf "$out"
-mkdir -p "$out/kineto" "$out/spool" "$out/store"
+mkdir -p "$out/kineto" "$out/spool" "$out/store" "$out/nsys" "$out/power_csv"
 work=$(mktemp -d /tmp/kernalyse-corpus.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -42,6 +44,17 @@ cp "$work/tp.h5" "$out/store/vicuna_tp.h5"
 for f in "$work"/exp/*; do cp "$f" "$out/kineto/export-$(basename "$f")"; done
 "$bin/kernalyse-merge" -q "$work/tgmin/rank-0.json" -o "$work/tg.h5"
 cp "$work/tg.h5" "$out/store/tracegen.h5"
+
+# Nsight Systems SQLite: the generator's nsys form of a small workload (one file per rank).
+"$bin/kernalyse-tracegen" --ranks 1 --kernels 8 --steps 1 --seed 4 --format nsys --out "$work/ns" >/dev/null
+cp "$work/ns/rank-0.sqlite" "$out/nsys/tracegen-rank0.sqlite"
+
+# nvidia-smi power logs, both formats nvidia-smi writes (--format=csv and csv,noheader,nounits).
+printf '%s\n' 'timestamp, index, power.draw [W]' \
+  '2026/11/23 10:00:00.000, 0, 250.34 W' '2026/11/23 10:00:00.040, 0, 251.10 W' \
+  '2026/11/23 10:00:00.080, 1, 98.00 W' > "$out/power_csv/header_units.csv"
+printf '%s\n' '2026/11/23 10:00:00.000, 0, 250.34' '2026/11/23 10:00:00.040, 0, 251.10' \
+  > "$out/power_csv/noheader_nounits.csv"
 
 date -u +%FT%TZ > "$out/stamp"
 ls -l "$out"/*/ >&2
