@@ -11,9 +11,11 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/clock_infer.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/export.h"
 #include "kernalyse/html.h"
@@ -50,7 +52,33 @@ struct Options {
   std::vector<std::string> comm_regex;
   std::string perfetto, export_kineto, from, to;  // exports (docs/exports.md)
   std::string html;                               // --html FILE (docs/report.md)
+  std::string align = "auto";                     // --align: clocks inferred from collectives
 };
+
+// --align: infers per-host clocks from the collectives (docs/clocks.md) when asked, or (auto) when
+// the ranks' clocks are not aligned; applies it to every time column. Returns whether it ran.
+bool align_clocks(Store& st, const Options& o, ClockInference* inf) {
+  if (o.align == "off" || (o.align == "auto" && clocks_aligned(st))) return false;
+  *inf = infer_clocks(clock_evidence(st));
+  apply_clock_inference(st, *inf);
+  if (!o.quiet) std::cerr << describe(*inf) << "\n";
+  return true;
+}
+
+nlohmann::json inference_json(const ClockInference& inf) {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const auto& h : inf.hosts)
+    hosts.push_back({{"host", h.host}, {"ranks", h.ranks}, {"reference", h.reference},
+                     {"offset_ns", h.offset_ns}, {"drift", h.drift},
+                     {"uncertainty_ns", h.uncertainty_ns}, {"samples", h.samples},
+                     {"bound_lo_ns", h.bound_lo_ns}, {"bound_hi_ns", h.bound_hi_ns}});
+  return {{"ok", inf.ok}, {"why", inf.why}, {"method", inf.method}, {"t_ref_ns", inf.t_ref_ns},
+          {"collectives", inf.collectives}, {"constrained", inf.constrained},
+          {"violations_before", inf.violations_before}, {"violations_after", inf.violations_after},
+          {"completion_skew_before_ns", inf.skew_before_ns},
+          {"completion_skew_after_ns", inf.skew_after_ns}, {"drift_fitted", inf.drift_fitted},
+          {"notes", inf.notes}, {"hosts", hosts}, {"summary", describe(inf)}};
+}
 
 bool is_trace_name(const fs::path& p) {
   std::string n = p.filename().string();
@@ -200,6 +228,8 @@ int run(const Options& o, const std::string& command_line) {
       throw Error(f + ": is a store; give either one store or trace files, not both");
 
   Store store;
+  ClockInference inference;
+  bool inferred = false;
   bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges;
   bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
@@ -230,7 +260,12 @@ int run(const Options& o, const std::string& command_line) {
       sel.nccl = o.stragglers;
       sel.activity_correlation = need_launches;
     }
+    // The inference matches collectives like the ledger: it needs the /nccl columns. It runs on
+    // a store for the cross-rank views (ledger, exports) or when asked.
+    bool may_align = o.align == "inferred" || (o.align == "auto" && (o.stragglers || exporting));
+    sel.nccl = sel.nccl || may_align;
     store = read_store(files[0], sel);
+    if (may_align) inferred = align_clocks(store, o, &inference);
   } else {
     // Refuse early, before a long import, if the output exists and --force is not given.
     if (!o.output.empty() && !o.force && fs::exists(o.output))
@@ -247,6 +282,7 @@ int run(const Options& o, const std::string& command_line) {
     store.attrs.clock_domain =
         "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
     for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
+    inferred = align_clocks(store, o, &inference);
     if (!o.quiet) {
       std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size()
                 << " rank(s), " << store.activities.size() << " GPU activities, "
@@ -346,7 +382,10 @@ int run(const Options& o, const std::string& command_line) {
                   {"devices", r.devices},
                   {"device_name", r.device_name},
                   {"emulated", r.emulated},
+                  {"host", r.host},
                   {"clock_method", r.clock_method},
+                  {"clock_offset_ns", r.clock_offset_ns},
+                  {"clock_drift", r.clock_drift},
                   {"clock_uncertainty_ns", r.clock_uncertainty_ns},
                   {"events_malformed", r.events_malformed},
                   {"collector_status", r.collector_status},
@@ -356,6 +395,10 @@ int run(const Options& o, const std::string& command_line) {
                   {"peak_gpu_power_mw", power}});
   }
   report.json["ranks"] = jr;
+  if (inferred) {
+    report.json["clock_inference"] = inference_json(inference);
+    report.headline.push_back(describe(inference));
+  }
   report.json["emulated"] = store.attrs.emulated;
 
   if (o.compat == "hta") {
@@ -401,13 +444,24 @@ int run(const Options& o, const std::string& command_line) {
   }
   if (o.stragglers) {
     straggler_analysis(store, xo, &report);
-    bool aligned = std::all_of(store.ranks.begin(), store.ranks.end(), [](const RankInfo& r) {
-      return r.clock_method.rfind("none", 0) != 0;
-    });
-    if (!aligned && store.ranks.size() > 1)
+    // How far cross-rank times can be trusted: a stated error when the clocks were inferred.
+    int64_t worst = 0, n_inferred = 0;
+    std::string method;
+    for (const auto& r : store.ranks)
+      if (r.clock_method.rfind("inferred", 0) == 0) {
+        ++n_inferred, worst = std::max(worst, r.clock_uncertainty_ns);
+        method = r.clock_method.substr(0, r.clock_method.find(" (reference"));
+      }
+    if (!clocks_aligned(store) && store.ranks.size() > 1) {
       report.headline.push_back(
           "caution: these ranks' clocks were not aligned (per-host wall clocks); arrival skews "
           "include their offsets, typically 1 ms or more under NTP");
+    } else if (n_inferred > 1) {
+      std::ostringstream e;
+      e << std::fixed << std::setprecision(1) << "clocks " << method << ", ±"
+        << static_cast<double>(worst) / 1000.0 << " µs: skews below that are noise";
+      report.headline.push_back(e.str());
+    }
   }
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
   if (o.json)
@@ -474,6 +528,12 @@ int main(int argc, char** argv) {
                  "write a self-contained HTML report (charts and tables, opens offline)");
   app.add_option("--from", o.from, "exports and --html timeline: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
   app.add_option("--to", o.to, "exports: keep events starting before T (same units as --from)");
+  app.add_option("--align", o.align,
+                 "clocks of traces recorded without alignment: inferred from the collectives "
+                 "(per host offset and drift, stated ±); auto: when the ranks' clocks are not "
+                 "aligned; off: as recorded")
+      ->check(CLI::IsMember({"auto", "inferred", "off"}))
+      ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");
   app.add_option("--progress", o.progress,
                  "progress on stderr: a redrawn bar (tty), plain log lines (lines), or none (off); "

@@ -74,19 +74,6 @@ std::vector<int32_t> parse_ranks(const std::string& s) {
   return out;
 }
 
-struct Arrival {
-  int32_t rank;
-  uint32_t row;
-};
-
-struct Instance {
-  std::string key, op;
-  std::vector<Arrival> arrivals;  // one per rank, sorted by rank
-  std::vector<int32_t> expected;  // ranks that should take part
-  int64_t msg_bytes = -1;
-  int32_t step = kNoStep;
-};
-
 // Per rank: compute kernels and device idle gaps in time order, for interval queries.
 struct RankTimeline {
   struct K {
@@ -125,34 +112,15 @@ struct Causes {
 
 }  // namespace
 
-void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+namespace detail {
+
+// The ledger's collective matcher (docs/analyses.md "Collective matching"), callable on its own
+// so that the clock inference (clock_infer.cpp) matches exactly what the ledger reports.
+LedgerMatch match_ledger_collectives(const Store& s, const std::map<int32_t, std::vector<uint32_t>>& comm,
+                                     const std::vector<int32_t>& all_ranks, const NameGroups& groups,
+                                     const std::vector<int32_t>& nccl_of) {
   const auto& a = s.activities;
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  NameGroups groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
-
-  std::vector<int32_t> nccl_of;
-  if (s.nccl.size()) {
-    nccl_of.assign(a.size(), -1);
-    for (size_t i = 0; i < s.nccl.size(); ++i)
-      if (s.nccl.activity[i] < a.size()) nccl_of[s.nccl.activity[i]] = static_cast<int32_t>(i);
-  }
   auto nccl_row = [&](uint32_t r) { return nccl_of.empty() ? -1 : nccl_of[r]; };
-
-  // Every rank's GPU work in time order (for the timelines), and its communication kernels.
-  std::map<int32_t, std::vector<uint32_t>> comm;
-  std::map<int32_t, std::vector<uint32_t>> work;
-  for (uint32_t i : rows)
-    if (is_gpu_work(static_cast<Kind>(a.kind[i]))) work[a.rank[i]].push_back(i);
-  for (auto& [r, v] : work) {
-    v = detail::merge_streams_by_start(s, v);
-    for (uint32_t i : v)
-      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
-          a.category[i] == static_cast<uint8_t>(Category::Communication))
-        comm[r].push_back(i);
-  }
-  std::vector<int32_t> all_ranks;
-  for (auto& [r, v] : work) all_ranks.push_back(r);
-
   // Matching method: the best identity every communication kernel has.
   bool all_seq = true, all_meta = true, all_comm = true;
   size_t ncomm = 0;
@@ -177,7 +145,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
     return g >= 0 ? groups.names[g] : s.strings.at(a.name_id[i]);
   };
   auto build = [&](bool with_stream) {
-    std::unordered_map<std::string, Instance> inst;
+    std::unordered_map<std::string, LedgerInstance> inst;
     std::vector<std::string> order;
     for (auto& [r, v] : comm) {
       std::unordered_map<std::string, int64_t> occurrence;
@@ -194,7 +162,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
         std::string key = base + "\x1f" +
                           std::to_string(all_seq ? s.nccl.seq[n] : occurrence[base]++);
         auto [it, fresh] = inst.try_emplace(key);
-        Instance& in = it->second;
+        LedgerInstance& in = it->second;
         if (fresh) {
           in.key = key;
           in.op = op;
@@ -202,7 +170,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
           if (all_meta) in.expected = parse_ranks(s.strings.at(s.nccl.pg_ranks_id[n]));
         }
         if (std::none_of(in.arrivals.begin(), in.arrivals.end(),
-                         [&](const Arrival& x) { return x.rank == r; }))
+                         [&](const LedgerArrival& x) { return x.rank == r; }))
           in.arrivals.push_back({r, i});
         if (n >= 0) in.msg_bytes = std::max(in.msg_bytes, s.nccl.msg_bytes[n]);
       }
@@ -210,7 +178,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
     return std::make_pair(std::move(inst), std::move(order));
   };
   auto [inst, order] = build(true);
-  auto count_matched = [&](std::unordered_map<std::string, Instance>& m) {
+  auto count_matched = [&](std::unordered_map<std::string, LedgerInstance>& m) {
     size_t c = 0;
     for (auto& [k, in] : m) {
       std::vector<int32_t> exp;
@@ -235,30 +203,68 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
     }
   }
 
-  std::vector<Instance*> matched;
-  nlohmann::json unmatched = nlohmann::json::array();
-  size_t unmatched_n = 0;
+  LedgerMatch out;
+  out.method = method;
+  out.ncomm = ncomm;
   for (const auto& k : order) {
-    Instance& in = inst[k];
+    LedgerInstance& in = inst[k];
     std::sort(in.arrivals.begin(), in.arrivals.end(),
-              [](const Arrival& x, const Arrival& y) { return x.rank < y.rank; });
-    if (in.arrivals.size() == in.expected.size() && in.expected.size() >= 2) {
-      matched.push_back(&in);
-    } else {
-      ++unmatched_n;
-      if (unmatched.size() < 50) {
-        nlohmann::json rk = nlohmann::json::array();
-        for (auto& x : in.arrivals) rk.push_back(x.rank);
-        unmatched.push_back({{"op", in.op}, {"ranks_present", rk}, {"ranks_expected", in.expected.size()}});
-      }
-    }
+              [](const LedgerArrival& x, const LedgerArrival& y) { return x.rank < y.rank; });
+    bool ok = in.arrivals.size() == in.expected.size() && in.expected.size() >= 2;
+    (ok ? out.matched : out.unmatched).push_back(out.instances.size());
+    out.instances.push_back(std::move(in));
   }
-  std::sort(matched.begin(), matched.end(), [&](const Instance* x, const Instance* y) {
-    int64_t sx = INT64_MAX, sy = INT64_MAX;
-    for (auto& v : x->arrivals) sx = std::min(sx, a.start_ns[v.row]);
-    for (auto& v : y->arrivals) sy = std::min(sy, a.start_ns[v.row]);
-    return sx < sy;
-  });
+  std::vector<int64_t> first(out.instances.size(), INT64_MAX);
+  for (size_t k = 0; k < out.instances.size(); ++k)
+    for (auto& v : out.instances[k].arrivals) first[k] = std::min(first[k], a.start_ns[v.row]);
+  std::sort(out.matched.begin(), out.matched.end(),
+            [&](size_t x, size_t y) { return first[x] < first[y]; });
+  return out;
+}
+
+}  // namespace detail
+
+void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  const auto& a = s.activities;
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  NameGroups groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
+
+  std::vector<int32_t> nccl_of;
+  if (s.nccl.size()) {
+    nccl_of.assign(a.size(), -1);
+    for (size_t i = 0; i < s.nccl.size(); ++i)
+      if (s.nccl.activity[i] < a.size()) nccl_of[s.nccl.activity[i]] = static_cast<int32_t>(i);
+  }
+
+  // Every rank's GPU work in time order (for the timelines), and its communication kernels.
+  std::map<int32_t, std::vector<uint32_t>> comm;
+  std::map<int32_t, std::vector<uint32_t>> work;
+  for (uint32_t i : rows)
+    if (is_gpu_work(static_cast<Kind>(a.kind[i]))) work[a.rank[i]].push_back(i);
+  for (auto& [r, v] : work) {
+    v = detail::merge_streams_by_start(s, v);
+    for (uint32_t i : v)
+      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+          a.category[i] == static_cast<uint8_t>(Category::Communication))
+        comm[r].push_back(i);
+  }
+  std::vector<int32_t> all_ranks;
+  for (auto& [r, v] : work) all_ranks.push_back(r);
+
+  detail::LedgerMatch lm = detail::match_ledger_collectives(s, comm, all_ranks, groups, nccl_of);
+  const std::string& method = lm.method;
+  const size_t ncomm = lm.ncomm;
+  std::vector<detail::LedgerInstance*> matched;
+  for (size_t k : lm.matched) matched.push_back(&lm.instances[k]);
+  nlohmann::json unmatched = nlohmann::json::array();
+  const size_t unmatched_n = lm.unmatched.size();
+  for (size_t k : lm.unmatched) {
+    const detail::LedgerInstance& in = lm.instances[k];
+    if (unmatched.size() >= 50) break;
+    nlohmann::json rk = nlohmann::json::array();
+    for (auto& x : in.arrivals) rk.push_back(x.rank);
+    unmatched.push_back({{"op", in.op}, {"ranks_present", rk}, {"ranks_expected", in.expected.size()}});
+  }
 
   // Per-rank timelines for root cause: compute kernels, device idle gaps (host vs other).
   std::map<int32_t, int64_t> uncertainty;
@@ -350,7 +356,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   int64_t hb_checked = 0, hb_aligned = 0, hb_unaligned = 0;
 
   int64_t id = 0;
-  for (const Instance* in : matched) {
+  for (const detail::LedgerInstance* in : matched) {
     if (is_n_by_n(in->op)) {
       ++hb_checked;
       int64_t smax_a = INT64_MIN, emin_a = INT64_MAX;
@@ -546,7 +552,7 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   } else {
     const RankAgg& g = agg[worst];
     std::map<std::string, int64_t> ops;
-    for (const Instance* in : matched) ops[in->op]++;
+    for (const detail::LedgerInstance* in : matched) ops[in->op]++;
     std::string opname = ops.size() == 1 ? ops.begin()->first : "collective";
     size_t nsteps = g.steps.size();
     h.precision(1);
