@@ -116,13 +116,12 @@ void apply_clock_inference(Store& s, const ClockInference& inf) {
         m[static_cast<size_t>(r)] = {h.offset_ns != 0 || h.drift != 0, h.offset_ns, h.drift};
         host_of[static_cast<size_t>(r)] = &h;
       }
-  const double t_ref = static_cast<double>(inf.t_ref_ns);
   auto move = [&](const std::vector<int32_t>& rank, std::vector<int64_t>& col) {
     for (size_t i = 0; i < col.size(); ++i) {
       int32_t r = rank[i];
       if (r < 0 || r > max_rank || !m[static_cast<size_t>(r)].on) continue;
       const Map& x = m[static_cast<size_t>(r)];
-      col[i] += x.theta + std::llround(x.beta * (static_cast<double>(col[i]) - t_ref));
+      col[i] += x.theta + std::llround(x.beta * static_cast<double>(col[i] - inf.t_ref_ns));
     }
   };
   move(s.activities.rank, s.activities.start_ns);
@@ -138,9 +137,9 @@ void apply_clock_inference(Store& s, const ClockInference& inf) {
   for (auto& ri : s.ranks) {
     if (ri.rank < 0 || ri.rank > max_rank || !host_of[static_cast<size_t>(ri.rank)]) continue;
     const HostClock& h = *host_of[static_cast<size_t>(ri.rank)];
-    const double o = static_cast<double>(ri.clock_offset_ns),
-                 b = static_cast<double>(ri.base_time_ns);
-    ri.clock_offset_ns += h.offset_ns + std::llround(h.drift * (o + b - t_ref));
+    // In int64 before the double: offset + base is epoch-sized.
+    const int64_t ob = ri.clock_offset_ns + ri.base_time_ns - inf.t_ref_ns;
+    ri.clock_offset_ns += h.offset_ns + std::llround(h.drift * static_cast<double>(ob));
     ri.clock_drift = ri.clock_drift + h.drift + h.drift * ri.clock_drift;
     ri.clock_uncertainty_ns = h.uncertainty_ns;
     ri.clock_method = inf.method + (h.reference ? " (reference clock)" : "");

@@ -162,7 +162,10 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
                 (p2p_unpaired > 0 ? " (" + out.notes.back() + ")" : std::string()));
   if (out.collectives < 2) return fail("a single collective spans two hosts");
   out.t_ref_ns = ref_lo <= ref_hi ? ref_lo + (ref_hi - ref_lo) / 2 : 0;
-  const double t_ref = static_cast<double>(out.t_ref_ns);
+  // Doubles hold times relative to t_ref only: an epoch-sized ns value as a double is quantised
+  // to 256 ns.
+  const int64_t origin = out.t_ref_ns;
+  const double t_ref = 0;
 
   // Completion model by algorithm: ring-like kernels end together on every rank (the host's
   // median end stands for it); tree kernels can end ms apart even on one host, so only the
@@ -184,13 +187,14 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
     for (auto& [h, p] : inst_hosts[c]) {
       double m;
       if (use == 0) {
-        std::vector<double> e(p.ends.begin(), p.ends.end());
+        std::vector<double> e;
+        for (int64_t x : p.ends) e.push_back(static_cast<double>(x - origin));
         m = median_of(e);
         if (p.ends.size() >= 2)
           intra.push_back(static_cast<double>(*std::max_element(p.ends.begin(), p.ends.end()) -
                                               *std::min_element(p.ends.begin(), p.ends.end())));
       } else {
-        m = static_cast<double>(*std::max_element(p.ends.begin(), p.ends.end()));
+        m = static_cast<double>(*std::max_element(p.ends.begin(), p.ends.end()) - origin);
       }
       samples.push_back({c, h, m});
       ms.push_back(m);
@@ -369,7 +373,7 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   // a kernel of host a that ends at e needed a kernel of host b that started at s (e_a ≥ s_b).
   auto drifted = [&](int h, int64_t t) {
     return t + static_cast<int64_t>(std::llround(fit[static_cast<size_t>(h)].beta *
-                                                 (static_cast<double>(t) - t_ref)));
+                                                 static_cast<double>(t - origin)));
   };
   auto bounds = [&](bool with_p2p, std::vector<int64_t>* W, int64_t* constrained) {
     W->assign(static_cast<size_t>(H * H), kInf);

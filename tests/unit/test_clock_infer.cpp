@@ -24,9 +24,10 @@ struct Planted {
 };
 
 // n collectives over `span` ns: ranks start up to 300 µs apart, a ring collective ends on every
-// rank within `jitter` ns of the others; tree ones let one rank per host end `early` ns before.
-ClockEvidence make(const Planted& p, int n, int64_t span, int64_t jitter, bool tree_every_third,
-                   int64_t early, uint64_t seed) {
+// rank within `jitter` ns of the others 50 µs after the last start; a tree one (tree: 1 every
+// third, 2 all) lasts 5 ms, and one rank per host ends ~5 ms before the others, just after the
+// last start.
+ClockEvidence make(const Planted& p, int n, int64_t span, int64_t jitter, int tree, uint64_t seed) {
   std::mt19937_64 rng(seed);
   ClockEvidence ev;
   const int ranks = static_cast<int>(p.offset.size()) * p.ranks_per_host;
@@ -36,20 +37,19 @@ ClockEvidence make(const Planted& p, int n, int64_t span, int64_t jitter, bool t
   }
   for (int c = 0; c < n; ++c) {
     ClockInstance in;
-    bool tree = tree_every_third && c % 3 == 2;
+    const bool is_tree = tree == 2 || (tree == 1 && c % 3 == 2);
     in.op = "allreduce";
-    in.algo = tree ? "TREE" : "RING";
+    in.algo = is_tree ? "TREE" : "RING";
     int64_t t0 = 1'000'000'000 + span * c / n;
     int64_t smax = 0;
     std::vector<int64_t> s(static_cast<size_t>(ranks));
     for (int r = 0; r < ranks; ++r)
       s[static_cast<size_t>(r)] = t0 + static_cast<int64_t>(rng() % 300'000),
       smax = std::max(smax, s[static_cast<size_t>(r)]);
-    int64_t end = smax + 50'000;
+    int64_t end = smax + (is_tree ? 5'000'000 : 50'000);
     for (int r = 0; r < ranks; ++r) {
       int64_t e = end + static_cast<int64_t>(rng() % static_cast<uint64_t>(jitter + 1));
-      if (tree && r % p.ranks_per_host == c % p.ranks_per_host)
-        e = smax + 1000 + (end - smax - early);
+      if (is_tree && r % p.ranks_per_host == c % p.ranks_per_host) e = smax + 1000;
       in.arrivals.push_back({r, p.rec(r, s[static_cast<size_t>(r)]), p.rec(r, e), -1});
     }
     ev.instances.push_back(in);
@@ -71,7 +71,7 @@ double error_at(const ClockInference& inf, const Planted& p, int h, int64_t t) {
 
 TEST(ClockInfer, PlantedOffsetsAndDriftPerHost) {
   Planted p{{0, 1'234'567, -2'500'000, 4'999'000}, {0, 12e-6, -20e-6, 3e-6}, 2};
-  ClockEvidence ev = make(p, 120, 4'000'000'000, 2000, /*tree=*/true, 3'000'000, 7);
+  ClockEvidence ev = make(p, 120, 4'000'000'000, 2000, /*tree=*/1, 7);
   ClockInference inf = infer_clocks(ev);
   ASSERT_TRUE(inf.ok) << inf.why;
   ASSERT_EQ(inf.hosts.size(), 4u);
@@ -96,14 +96,7 @@ TEST(ClockInfer, TreeOnlyUsesLastEndPerHost) {
   // Only tree all-reduces: one rank per host ends 3 ms early every time; the host's last end
   // still ends together with the other hosts'.
   Planted p{{0, 800'000}, {0, 0}, 3};
-  ClockEvidence ev = make(p, 30, 300'000'000, 1000, false, 0, 3);
-  for (size_t c = 0; c < ev.instances.size(); ++c) {
-    auto& in = ev.instances[c];
-    in.algo = "TREE";
-    in.arrivals[c % 3].end_ns -= 3'000'000 - 60'000;  // early, yet after every start
-    in.arrivals[c % 3].end_ns =
-        std::max(in.arrivals[c % 3].end_ns, in.arrivals[c % 3].start_ns + 1);
-  }
+  ClockEvidence ev = make(p, 30, 300'000'000, 1000, /*tree=*/2, 3);
   ClockInference inf = infer_clocks(ev);
   ASSERT_TRUE(inf.ok) << inf.why;
   EXPECT_FALSE(inf.drift_fitted);  // 0.3 s: too short to show a drift
@@ -115,7 +108,7 @@ TEST(ClockInfer, TreeOnlyUsesLastEndPerHost) {
 
 TEST(ClockInfer, UnnamedRanksAreTheirOwnHosts) {
   Planted p{{0, 300'000}, {0, 0}, 1};
-  ClockEvidence ev = make(p, 20, 100'000'000, 500, false, 0, 5);
+  ClockEvidence ev = make(p, 20, 100'000'000, 500, 0, 5);
   ev.host.clear();
   ClockInference inf = infer_clocks(ev);
   ASSERT_TRUE(inf.ok) << inf.why;
@@ -175,14 +168,14 @@ TEST(ClockInfer, TooLittleEvidenceIsSaid) {
   EXPECT_NE(b.why.find("no matched collective"), std::string::npos);
 
   Planted p{{0, 100'000}, {0, 0}, 1};
-  ClockEvidence single = make(p, 1, 1000, 100, false, 0, 1);
+  ClockEvidence single = make(p, 1, 1000, 100, 0, 1);
   ClockInference c = infer_clocks(single);
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.why.find("single collective"), std::string::npos);
   EXPECT_NE(describe(c).find("clocks kept as recorded"), std::string::npos);
 
   // A third host that never meets the others.
-  ClockEvidence lone = make(p, 10, 10'000'000, 100, false, 0, 2);
+  ClockEvidence lone = make(p, 10, 10'000'000, 100, 0, 2);
   lone.ranks.push_back(9);
   ClockInference d = infer_clocks(lone);
   EXPECT_FALSE(d.ok);
