@@ -57,9 +57,10 @@ struct Options {
 
 // --align: infers per-host clocks from the collectives (docs/clocks.md) when asked, or (auto) when
 // the ranks' clocks are not aligned; applies it to every time column. Returns whether it ran.
-bool align_clocks(Store& st, const Options& o, ClockInference* inf) {
+bool align_clocks(Store& st, const Options& o, ClockInference* inf,
+                  std::shared_ptr<const detail::LedgerMatch>* match) {
   if (o.align == "off" || (o.align == "auto" && clocks_aligned(st))) return false;
-  *inf = infer_clocks(clock_evidence(st));
+  *inf = infer_clocks(clock_evidence(st, match));
   apply_clock_inference(st, *inf);
   if (!o.quiet) std::cerr << describe(*inf) << "\n";
   return true;
@@ -229,6 +230,7 @@ int run(const Options& o, const std::string& command_line) {
 
   Store store;
   ClockInference inference;
+  std::shared_ptr<const detail::LedgerMatch> match;  // shared with the ledger
   bool inferred = false;
   bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges;
   bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
@@ -265,7 +267,7 @@ int run(const Options& o, const std::string& command_line) {
     bool may_align = o.align == "inferred" || (o.align == "auto" && (o.stragglers || exporting));
     sel.nccl = sel.nccl || may_align;
     store = read_store(files[0], sel);
-    if (may_align) inferred = align_clocks(store, o, &inference);
+    if (may_align) inferred = align_clocks(store, o, &inference, &match);
   } else {
     // Refuse early, before a long import, if the output exists and --force is not given.
     if (!o.output.empty() && !o.force && fs::exists(o.output))
@@ -280,9 +282,11 @@ int run(const Options& o, const std::string& command_line) {
     store.attrs.command_line = command_line;
     store.attrs.created_utc = utc_now();
     store.attrs.clock_domain =
-        "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
+        clocks_aligned(store)
+            ? "one timeline, as exported by kernalyse (Kineto import of a kernalyse export)"
+            : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
     for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
-    inferred = align_clocks(store, o, &inference);
+    inferred = align_clocks(store, o, &inference, &match);
     if (!o.quiet) {
       std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size()
                 << " rank(s), " << store.activities.size() << " GPU activities, "
@@ -433,6 +437,8 @@ int run(const Options& o, const std::string& command_line) {
   xo.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
   xo.top = o.top > 0 ? o.top : 20;
   xo.verbose = o.verbose;
+  // The inference's matching, on the same rows: not with --compat hta (another view of the store).
+  if (o.compat != "hta") xo.match = match;
   if (o.overlap) overlap_analysis(store, xo, &report);
   if (o.breakdown) breakdown_analysis(store, xo, &report);
   if (o.idle) idle_analysis(store, xo, &report);

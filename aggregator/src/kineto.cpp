@@ -581,6 +581,7 @@ class Importer {
   int64_t base_time_ns_ = 0;
   bool has_base_time_ = false;
   bool synthetic_ = false;
+  std::string kernalyse_clock_;  // a kernalyse export's clock record (docs/exports.md), raw JSON
   int64_t events_ = 0, malformed_ = 0, ignored_ = 0;
   std::string key_scratch_;
 };
@@ -610,6 +611,8 @@ bool Importer::top_member(Cursor& c) {
     }
   } else if (k == "kernalyseSynthetic") {
     synthetic_ = raw.find("true") != std::string_view::npos;
+  } else if (k == "kernalyseClock") {
+    kernalyse_clock_.assign(raw);
   }
   return false;
 }
@@ -908,6 +911,20 @@ void Importer::finish(ImportStats* stats) {
   }
   info.base_time_ns = base;
   info.clock_method = "none (recording host wall clock, not aligned across ranks)";
+  // A kernalyse export carries times already on one timeline: keep saying so (and its ±, host),
+  // so that --align auto does not infer again on top of an alignment.
+  if (!kernalyse_clock_.empty()) {
+    auto j = nlohmann::json::parse(kernalyse_clock_, nullptr, false);
+    if (j.is_object() && j.contains("clock_method") && j["clock_method"].is_string()) {
+      std::string m = j["clock_method"].get<std::string>();
+      if (!m.empty() && m.rfind("none", 0) != 0) {
+        info.clock_method = m + " (times as exported by kernalyse)";
+        if (j.contains("clock_uncertainty_ns") && j["clock_uncertainty_ns"].is_number_integer())
+          info.clock_uncertainty_ns = j["clock_uncertainty_ns"].get<int64_t>();
+      }
+      if (j.contains("host") && j["host"].is_string()) info.host = j["host"].get<std::string>();
+    }
+  }
   info.emulated = synthetic_;
   info.events_total = events_;
   info.events_malformed = malformed_;

@@ -35,7 +35,7 @@ bool clocks_aligned(const Store& s) {
                       [](const RankInfo& r) { return r.clock_method.rfind("none", 0) == 0; });
 }
 
-ClockEvidence clock_evidence(const Store& s) {
+ClockEvidence clock_evidence(const Store& s, std::shared_ptr<const detail::LedgerMatch>* match) {
   ClockEvidence ev;
   const auto& a = s.activities;
   for (const auto& r : s.ranks) {
@@ -65,7 +65,10 @@ ClockEvidence clock_evidence(const Store& s) {
     for (size_t i = 0; i < s.nccl.size(); ++i)
       if (s.nccl.activity[i] < a.size()) nccl_of[s.nccl.activity[i]] = static_cast<int32_t>(i);
   }
-  detail::LedgerMatch lm = detail::match_ledger_collectives(s, comm, all_ranks, groups, nccl_of);
+  auto shared = std::make_shared<detail::LedgerMatch>(
+      detail::match_ledger_collectives(s, comm, all_ranks, groups, nccl_of));
+  const detail::LedgerMatch& lm = *shared;
+  if (match) *match = shared;
 
   std::map<uint32_t, std::string> algo_of_name;  // per distinct name id: the regex runs once
   for (size_t k : lm.matched) {
@@ -116,12 +119,25 @@ void apply_clock_inference(Store& s, const ClockInference& inf) {
         m[static_cast<size_t>(r)] = {h.offset_ns != 0 || h.drift != 0, h.offset_ns, h.drift};
         host_of[static_cast<size_t>(r)] = &h;
       }
+  // Rows of one rank are contiguous in every table (sorted by rank): one map per run of rows.
   auto move = [&](const std::vector<int32_t>& rank, std::vector<int64_t>& col) {
-    for (size_t i = 0; i < col.size(); ++i) {
-      int32_t r = rank[i];
-      if (r < 0 || r > max_rank || !m[static_cast<size_t>(r)].on) continue;
-      const Map& x = m[static_cast<size_t>(r)];
-      col[i] += x.theta + std::llround(x.beta * static_cast<double>(col[i] - inf.t_ref_ns));
+    for (size_t i = 0; i < col.size();) {
+      const int32_t r = rank[i];
+      size_t j = i;
+      while (j < col.size() && rank[j] == r) ++j;
+      if (r >= 0 && r <= max_rank && m[static_cast<size_t>(r)].on) {
+        const Map x = m[static_cast<size_t>(r)];
+        if (x.beta == 0) {
+          for (size_t k = i; k < j; ++k) col[k] += x.theta;
+        } else {
+          for (size_t k = i; k < j; ++k) {
+            const double d = x.beta * static_cast<double>(col[k] - inf.t_ref_ns);
+            col[k] +=
+                x.theta + static_cast<int64_t>(d < 0 ? d - 0.5 : d + 0.5);  // llround, inlined
+          }
+        }
+      }
+      i = j;
     }
   };
   move(s.activities.rank, s.activities.start_ns);

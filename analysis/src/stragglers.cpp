@@ -251,11 +251,25 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
   std::vector<int32_t> all_ranks;
   for (auto& [r, v] : work) all_ranks.push_back(r);
 
-  detail::LedgerMatch lm = detail::match_ledger_collectives(s, comm, all_ranks, groups, nccl_of);
+  // Reuse the clock inference's matching when it saw the same rows (no filter, same names).
+  detail::LedgerMatch own;
+  const bool reuse = opt.match && !opt.filter.rank && !opt.filter.step && !opt.verbose;
+  if (!reuse) own = detail::match_ledger_collectives(s, comm, all_ranks, groups, nccl_of);
+  const detail::LedgerMatch& lm = reuse ? *opt.match : own;
   const std::string& method = lm.method;
   const size_t ncomm = lm.ncomm;
-  std::vector<detail::LedgerInstance*> matched;
+  std::vector<const detail::LedgerInstance*> matched;
   for (size_t k : lm.matched) matched.push_back(&lm.instances[k]);
+  if (reuse) {  // the clocks moved since: first-arrival order on the times as they are now
+    std::vector<std::pair<int64_t, const detail::LedgerInstance*>> o;
+    for (auto* in : matched) {
+      int64_t t = INT64_MAX;
+      for (auto& v : in->arrivals) t = std::min(t, a.start_ns[v.row]);
+      o.emplace_back(t, in);
+    }
+    std::stable_sort(o.begin(), o.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t k = 0; k < o.size(); ++k) matched[k] = o[k].second;
+  }
   nlohmann::json unmatched = nlohmann::json::array();
   const size_t unmatched_n = lm.unmatched.size();
   for (size_t k : lm.unmatched) {

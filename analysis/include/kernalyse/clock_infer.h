@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernalyse/crossrank.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -73,7 +74,9 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt = {
 bool clocks_aligned(const Store& s);
 
 // Builds the evidence from the store's matched collectives (the straggler ledger's matcher).
-ClockEvidence clock_evidence(const Store& s);
+// match: when given, receives the ledger's matching, for CrossRankOptions::match.
+ClockEvidence clock_evidence(const Store& s,
+                             std::shared_ptr<const detail::LedgerMatch>* match = nullptr);
 
 // Applies a successful inference: every time column of each rank moves by its host's correction,
 // and /ranks records it (clock_offset_ns, clock_drift as the composed map, clock_uncertainty_ns,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,20 @@ namespace kernalyse {
 
 enum class Compat { Native, Hta };
 
+namespace detail {
+struct LedgerMatch;  // the ledger's matched collectives (analysis/src/timeline.h)
+}
+
 struct CrossRankOptions {
   Filter filter;
   Compat compat = Compat::Native;
   int64_t kernel_wait_ns = 30'000;  // idle gaps below this are "kernel wait" (HTA's 30 µs)
   int top = 20;
   bool verbose = false;
+  // The ledger's matching as clock_evidence() computed it on this store (matching does not depend
+  // on a per-rank monotone clock correction): reused, not recomputed, when no --rank/--step
+  // filter and no --verbose apply. Null: the ledger matches itself.
+  std::shared_ptr<const detail::LedgerMatch> match;
 };
 
 // What HTA 0.6.1 would see: integer-µs times (ts rounded up, ts+dur down), and with >= 2
