@@ -478,6 +478,32 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   std::vector<int64_t> theta(static_cast<size_t>(H), 0);
   std::vector<char> fixed(static_cast<size_t>(H), 0);
   const double completion_floor = intra.empty() ? 0 : median_of(intra) / 2;
+  // Completion that depends on arrival order (the last arriver's kernel ending earlier or later
+  // than the others', as MPI-emulated collectives on busy cores do) reads as an offset for a host
+  // that is usually last. Seen in the data as the gap between the host's median residual when it
+  // arrived last and when it did not (>= 3 instances each); added to that host's ±.
+  std::vector<double> order_bias(static_cast<size_t>(H), 0);
+  {
+    std::vector<std::vector<double>> res_last(static_cast<size_t>(H)), res_other(static_cast<size_t>(H));
+    for (size_t c : inst_order) {
+      const auto& ph = inst_hosts[c];
+      int last = -1;
+      double last_s = -1e300;
+      std::vector<double> v;
+      for (const PerHost& p : ph) {
+        double st = static_cast<double>(p.max_s - origin) + corr(p.host, t_of[c]);
+        if (st > last_s) last_s = st, last = p.host;
+      }
+      for (auto& [h, m] : per_inst[c]) v.push_back(m + corr(h, t_of[c]));
+      const double T = median_of(v);
+      for (auto& [h, m] : per_inst[c])
+        (h == last ? res_last : res_other)[static_cast<size_t>(h)].push_back(m + corr(h, t_of[c]) - T);
+    }
+    for (int h = 0; h < H; ++h)
+      if (res_last[static_cast<size_t>(h)].size() >= 3 && res_other[static_cast<size_t>(h)].size() >= 3)
+        order_bias[static_cast<size_t>(h)] =
+            std::fabs(median_of(res_last[static_cast<size_t>(h)]) - median_of(res_other[static_cast<size_t>(h)]));
+  }
   if (!intra.empty())
     out.notes.push_back("ranks sharing a host end ring-like collectives within " +
                         std::to_string(static_cast<int64_t>(median_of(intra))) +
@@ -526,6 +552,7 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
         linked[static_cast<size_t>(h)] && idx.size() >= 3
             ? sigma[static_cast<size_t>(h)] * (1 + 3 / std::sqrt(static_cast<double>(idx.size()))) +
                   3 * se_beta[static_cast<size_t>(h)] * lever_arm + completion_floor +
+                  order_bias[static_cast<size_t>(h)] +
                   std::fabs(static_cast<double>(v) - est)
             : 1e300;
     double u_hard = std::max(static_cast<double>(v - lo), static_cast<double>(hi - v));

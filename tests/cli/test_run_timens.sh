@@ -100,9 +100,9 @@ ok = ci.get("ok") is True and ci.get("violations_after") == 0
 for r in d["ranks"]:
     i = r["rank"]
     for t in times:  # a moment on the MPI-aligned timeline → the rank's own clock → inferred map
-        local = (t - base[i] - off[i]) / (1.0 + drift[i])
-        inferred = local + r["clock_offset_ns"] + r["clock_drift"] * local + base[i]
-        err = abs(inferred - t)
+        # integers until the drift term: an epoch-sized float is quantised to 256 ns
+        local = int(t - base[i] - off[i]) / (1.0 + drift[i])
+        err = abs(local + int(r["clock_offset_ns"]) + r["clock_drift"] * local - int(t - base[i]))
         print(f"# rank {i}: inferred vs MPI {err:.0f} ns; inferred ±{r['clock_uncertainty_ns']} ns, MPI ±{unc[i]} ns")
         # Both are estimates: they must agree within the sum of their stated errors.
         ok = ok and err <= r["clock_uncertainty_ns"] + unc[i] + 1
