@@ -11,10 +11,12 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/atomic_file.h"
+#include "kernalyse/clock_infer.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/diff.h"
 #include "kernalyse/energy.h"
@@ -59,7 +61,23 @@ struct Options {
   std::string html;                               // --html FILE (docs/report.md)
   std::string step_range;                         // --step-range REGEX (nsys import)
   std::vector<std::string> diff;                  // --diff BASE TEST (docs/analyses.md)
+  std::string align = "auto";                     // --align: clocks inferred from collectives
 };
+
+nlohmann::json inference_json(const ClockInference& inf) {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const auto& h : inf.hosts)
+    hosts.push_back({{"host", h.host}, {"ranks", h.ranks}, {"reference", h.reference},
+                     {"offset_ns", h.offset_ns}, {"drift", h.drift},
+                     {"uncertainty_ns", h.uncertainty_ns}, {"samples", h.samples},
+                     {"bound_lo_ns", h.bound_lo_ns}, {"bound_hi_ns", h.bound_hi_ns}});
+  return {{"ok", inf.ok}, {"why", inf.why}, {"method", inf.method}, {"t_ref_ns", inf.t_ref_ns},
+          {"collectives", inf.collectives}, {"constrained", inf.constrained},
+          {"violations_before", inf.violations_before}, {"violations_after", inf.violations_after},
+          {"completion_skew_before_ns", inf.skew_before_ns},
+          {"completion_skew_after_ns", inf.skew_after_ns}, {"drift_fitted", inf.drift_fitted},
+          {"notes", inf.notes}, {"hosts", hosts}, {"summary", describe(inf)}};
+}
 
 bool is_trace_name(const fs::path& p) {
   std::string n = p.filename().string();
@@ -224,9 +242,21 @@ int run_spool(const Options& o, const std::string& command_line) {
   return 0;
 }
 
+// --align: infers per-host clocks from the collectives (docs/clocks.md) when asked, or (auto) when
+// the ranks' clocks are not aligned; applies it to every time column. Returns whether it ran.
+bool align_clocks(Store& st, const Options& o, ClockInference* inf,
+                  std::shared_ptr<const CollectiveMatch>* match) {
+  if (o.align == "off" || (o.align == "auto" && clocks_aligned(st))) return false;
+  *inf = infer_clocks(clock_evidence(st, match));
+  apply_clock_inference(st, *inf);
+  if (!o.quiet) std::cerr << describe(*inf) << "\n";
+  return true;
+}
+
 // One side of --diff: a store (the columns the diff reads), a trace file or a directory of
 // traces (imported in memory), with the same rules as the analyses' input.
 Store load_diff_input(const std::string& input, const Options& o, const Classifier& cls) {
+  ClockInference inf;
   std::vector<std::string> files = expand_inputs({input});
   if (files.size() == 1 && is_hdf5_file(files[0])) {
     ColumnSelection sel;
@@ -237,7 +267,9 @@ Store load_diff_input(const std::string& input, const Options& o, const Classifi
     sel.launch_detail = std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
       return k == static_cast<uint8_t>(AnnotationKind::User) || k == static_cast<uint8_t>(AnnotationKind::Nvtx);
     });
-    return read_store(files[0], sel);
+    Store s = read_store(files[0], sel);
+    align_clocks(s, o, &inf, nullptr);
+    return s;
   }
   for (const auto& f : files)
     if (is_hdf5_file(f)) throw Error(f + ": is a store; give either one store or trace files, not both");
@@ -245,6 +277,9 @@ Store load_diff_input(const std::string& input, const Options& o, const Classifi
   Store s = import_all(files, o, cls, &stats);
   for (const auto& w : stats.warnings) std::cerr << "warning: " << w << "\n";
   for (const auto& r : s.ranks) s.attrs.emulated = s.attrs.emulated || r.emulated;
+  // The clocks as an analysis or -o of the same input would have them (--align), so that a store
+  // and the traces it was merged from compare equal.
+  align_clocks(s, o, &inf, nullptr);
   return s;
 }
 
@@ -325,6 +360,9 @@ int run(const Options& o, const std::string& command_line) {
       throw Error(f + ": is a store; give either one store or trace files, not both");
 
   Store store;
+  ClockInference inference;
+  std::shared_ptr<const CollectiveMatch> match;  // shared with the ledger
+  bool inferred = false;
   bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy;
   bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
@@ -357,7 +395,12 @@ int run(const Options& o, const std::string& command_line) {
       sel.activity_correlation = need_launches || sel.launch_detail;
       sel.launches = sel.launches || sel.launch_detail;
     }
+    // The inference matches collectives like the ledger: it needs the /nccl columns. It runs on
+    // a store for the cross-rank views (ledger, exports) or when asked.
+    bool may_align = o.align == "inferred" || (o.align == "auto" && (o.stragglers || exporting));
+    sel.nccl = sel.nccl || may_align;
     store = read_store(files[0], sel);
+    if (may_align) inferred = align_clocks(store, o, &inference, &match);
   } else {
     // Refuse early, before a long import: an existing output without --force, a directory, a
     // missing or unwritable directory.
@@ -376,9 +419,13 @@ int run(const Options& o, const std::string& command_line) {
     store.attrs.command_line = command_line;
     store.attrs.created_utc = utc_now();
     store.attrs.clock_domain =
-        from_nsys ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
-                  : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
+        clocks_aligned(store)
+            ? "one timeline, as exported by kernalyse (Kineto import of a kernalyse export)"
+        : from_nsys
+            ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
+            : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
     for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
+    inferred = align_clocks(store, o, &inference, &match);
     if (!o.quiet) {
       std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size()
                 << " rank(s), " << store.activities.size() << " GPU activities, "
@@ -481,6 +528,8 @@ int run(const Options& o, const std::string& command_line) {
                   {"device_name", r.device_name},
                   {"emulated", r.emulated},
                   {"clock_method", r.clock_method},
+                  {"clock_offset_ns", r.clock_offset_ns},
+                  {"clock_drift", r.clock_drift},
                   {"clock_uncertainty_ns", r.clock_uncertainty_ns},
                   {"events_malformed", r.events_malformed},
                   {"collector_status", r.collector_status},
@@ -490,6 +539,10 @@ int run(const Options& o, const std::string& command_line) {
                   {"peak_gpu_power_mw", power}});
   }
   report.json["ranks"] = jr;
+  if (inferred) {
+    report.json["clock_inference"] = inference_json(inference);
+    report.headline.push_back(describe(inference));
+  }
   report.json["emulated"] = store.attrs.emulated;
 
   if (o.compat == "hta") {
@@ -524,6 +577,8 @@ int run(const Options& o, const std::string& command_line) {
   xo.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
   xo.top = o.top > 0 ? o.top : 20;
   xo.verbose = o.verbose;
+  // The inference's matching, on the same rows: not with --compat hta (another view of the store).
+  if (o.compat != "hta") xo.match = match;
   if (o.overlap) overlap_analysis(store, xo, &report);
   if (o.breakdown) breakdown_analysis(store, xo, &report);
   if (o.idle) idle_analysis(store, xo, &report);
@@ -541,16 +596,7 @@ int run(const Options& o, const std::string& command_line) {
     eo.units_per_step = o.units_per_step;
     energy_report(energy_analysis(store, eo), &report);
   }
-  if (o.stragglers) {
-    straggler_analysis(store, xo, &report);
-    bool aligned = std::all_of(store.ranks.begin(), store.ranks.end(), [](const RankInfo& r) {
-      return r.clock_method.rfind("none", 0) != 0;
-    });
-    if (!aligned && store.ranks.size() > 1)
-      report.headline.push_back(
-          "caution: these ranks' clocks were not aligned (per-host wall clocks); arrival skews "
-          "include their offsets, typically 1 ms or more under NTP");
-  }
+  if (o.stragglers) straggler_analysis(store, xo, &report);
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
   if (o.json)
     render_json(report, std::cout);
@@ -632,6 +678,12 @@ int main(int argc, char** argv) {
                  "write a self-contained HTML report (charts and tables, opens offline)");
   app.add_option("--from", o.from, "exports and --html timeline: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
   app.add_option("--to", o.to, "exports: keep events starting before T (same units as --from)");
+  app.add_option("--align", o.align,
+                 "clocks of traces recorded without alignment: inferred from the collectives "
+                 "(per host offset and drift, stated ±); auto: when the ranks' clocks are not "
+                 "aligned; off: as recorded")
+      ->check(CLI::IsMember({"auto", "inferred", "off"}))
+      ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");
   app.add_option("--progress", o.progress,
                  "progress on stderr: a redrawn bar (tty), plain log lines (lines), or none (off); "

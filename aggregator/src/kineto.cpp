@@ -649,6 +649,7 @@ class Importer {
   int64_t base_time_ns_ = 0;
   bool has_base_time_ = false;
   bool synthetic_ = false;
+  std::string kernalyse_clock_;  // a kernalyse export's clock record (docs/exports.md), raw JSON
   int64_t events_ = 0, malformed_ = 0, ignored_ = 0;
   std::string key_scratch_;
 };
@@ -680,6 +681,8 @@ bool Importer::top_member(Cursor& c) {
     }
   } else if (k == "kernalyseSynthetic") {
     synthetic_ = raw.find("true") != std::string_view::npos;
+  } else if (k == "kernalyseClock") {
+    kernalyse_clock_.assign(raw);
   }
   return false;
 }
@@ -1076,6 +1079,9 @@ void Importer::finish(ImportStats* stats) {
         j[0]["name"].is_string())
       device_name = j[0]["name"].get<std::string>();
   }
+  const nlohmann::json clock = kernalyse_clock_.empty()
+                                  ? nlohmann::json()
+                                  : nlohmann::json::parse(kernalyse_clock_, nullptr, false);
   store_.ranks.clear();
   for (int32_t r : ranks) {
     RankInfo info;
@@ -1095,6 +1101,18 @@ void Importer::finish(ImportStats* stats) {
     info.device_name = device_name;
     info.base_time_ns = base;
     info.clock_method = "none (recording host wall clock, not aligned across ranks)";
+    // A kernalyse export carries times already on one timeline: keep saying so (and its ±, host),
+    // so that --align auto does not infer again on top of an alignment.
+    if (clock.is_object() && clock.contains("clock_method") && clock["clock_method"].is_string()) {
+      std::string m = clock["clock_method"].get<std::string>();
+      if (!m.empty() && m.rfind("none", 0) != 0) {
+        info.clock_method = m + " (times as exported by kernalyse)";
+        if (clock.contains("clock_uncertainty_ns") && clock["clock_uncertainty_ns"].is_number_integer())
+          info.clock_uncertainty_ns = clock["clock_uncertainty_ns"].get<int64_t>();
+      }
+      if (clock.contains("host") && clock["host"].is_string())
+        info.host = clock["host"].get<std::string>();
+    }
     info.emulated = synthetic_;
     if (store_.ranks.empty()) {
       info.events_total = events_;

@@ -2,6 +2,7 @@
 // NCCL kernels) and the root cause of each last arrival. Formulas in docs/analyses.md.
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <map>
 #include <set>
 #include <sstream>
@@ -148,7 +149,26 @@ std::vector<std::vector<Window>> arrival_windows(const Store& s, const std::vect
 StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
   const auto& a = s.activities;
   std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  CollectiveMatch cm = match_collectives(s, rows);
+  // Match once: the clock inference's matching of the whole store is the same one (ids aside).
+  const bool reuse = opt.match && !opt.filter.rank && !opt.filter.step;
+  CollectiveMatch cm = reuse ? *opt.match : match_collectives(s, rows);
+  if (reuse) {  // the clocks moved since: ids by first arrival on the times as they are now
+    std::vector<std::pair<int64_t, size_t>> first;
+    for (size_t k = 0; k < cm.matched.size(); ++k) {
+      int64_t t = INT64_MAX;
+      for (const auto& x : cm.matched[k].arrivals) t = std::min(t, a.start_ns[x.row]);
+      first.emplace_back(t, k);
+    }
+    std::stable_sort(first.begin(), first.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<Collective> sorted;
+    sorted.reserve(first.size());
+    for (auto [t, k] : first) {
+      sorted.push_back(std::move(cm.matched[k]));
+      sorted.back().id = static_cast<int64_t>(sorted.size() - 1);
+    }
+    cm.matched = std::move(sorted);
+  }
   StragglerResult res;
   res.method = cm.method;
   res.ranks_analysed = cm.ranks.size();
@@ -314,6 +334,15 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
   std::stable_sort(
       res.delay_by_kernel.begin(), res.delay_by_kernel.end(),
       [](const KernelDelay& x, const KernelDelay& y) { return x.delay_ns > y.delay_ns; });
+  // How far these cross-rank times can be trusted (the caution / stated error).
+  for (const auto& ri : s.ranks) {
+    res.clocks_aligned = res.clocks_aligned && ri.clock_method.rfind("none", 0) != 0;
+    if (ri.clock_method.rfind("inferred", 0) == 0) {
+      ++res.ranks_inferred;
+      res.clock_uncertainty_ns = std::max(res.clock_uncertainty_ns, ri.clock_uncertainty_ns);
+      res.clock_method = ri.clock_method.substr(0, ri.clock_method.find(" (reference"));
+    }
+  }
   return res;
 }
 
@@ -386,6 +415,18 @@ std::string straggler_headline(const StragglerResult& r) {
     }
   }
   return h.str();
+}
+
+std::string straggler_clock_caution(const StragglerResult& r) {
+  if (r.ranks_analysed < 2) return "";
+  if (!r.clocks_aligned)
+    return "caution: these ranks' clocks were not aligned (per-host wall clocks); arrival skews "
+           "include their offsets, typically 1 ms or more under NTP";
+  if (r.ranks_inferred < 2) return "";
+  std::ostringstream e;
+  e << std::fixed << std::setprecision(1) << "clocks " << r.clock_method << ", ±"
+    << us(r.clock_uncertainty_ns) << " µs: skews below that are noise";
+  return e.str();
 }
 
 std::vector<std::string> straggler_notes(const StragglerResult& r) {
@@ -539,10 +580,12 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
                              {"unmatched_count", r.unmatched_count},
                              {"unmatched", unmatched},
                              {"headline", headline},
+                             {"clock_caution", straggler_clock_caution(r)},
                              {"collectives", jcoll},
                              {"ranks", jranks},
                              {"delay_by_kernel", jd}};
   for (auto& n : straggler_notes(r)) out->headline.push_back(std::move(n));
+  if (std::string c = straggler_clock_caution(r); !c.empty()) out->headline.push_back(std::move(c));
   for (auto& t : straggler_tables(r, opt)) out->tables.push_back(std::move(t));
 }
 

@@ -63,11 +63,27 @@ struct Options {
   i64 pair_delay_ns = 300000;
   int pair_straggler[2] = {0, 1};  // the launch-delayed rank of BASE and of TEST
   std::vector<std::pair<int, i64>> clock_skew;  // --clock-skew-us: (rank, ns) added to all its timestamps
+  // --host-skew-us / --host-drift-ppm / --ranks-per-host: rank r runs on host r / K; all ranks of a
+  // host read one clock, off by the host's offset plus drift · (true time since the trace's base).
+  int ranks_per_host = 0;
+  std::vector<std::pair<int, i64>> host_skew;
+  std::vector<std::pair<int, double>> host_drift_ppm;
+  int host_of(int rank) const { return ranks_per_host > 0 ? rank / ranks_per_host : rank; }
   i64 skew_of(int rank) const {
     i64 k = 0;
     for (const auto& [r, ns] : clock_skew)
       if (r == rank) k = ns;
+    if (ranks_per_host > 0)
+      for (const auto& [h, ns] : host_skew)
+        if (h == host_of(rank)) k += ns;
     return k;
+  }
+  double drift_of(int rank) const {
+    double d = 0;
+    if (ranks_per_host > 0)
+      for (const auto& [h, ppm] : host_drift_ppm)
+        if (h == host_of(rank)) d = ppm * 1e-6;
+    return d;
   }
 };
 
@@ -123,7 +139,7 @@ class Out {
     p[0] = '.', p[1] = char('0' + f / 100), p[2] = char('0' + f / 10 % 10), p[3] = char('0' + f % 10);
     n_ += 4;
   }
-  void put(Ts t) { put(Us{t.ns + skew}); }
+  void put(Ts t) { put(Us{t.ns + skew + (drift != 0 ? std::llround(drift * double(t.ns)) : 0)}); }
   void put(Num x) { n_ = size_t(std::to_chars(buf_.data() + n_, buf_.data() + buf_.size(), x.v).ptr - buf_.data()); }
   void flush() { write(buf_.data(), n_), n_ = 0; }
   void close() {
@@ -133,7 +149,8 @@ class Out {
     f_ = nullptr, gz_ = nullptr;
   }
   i64 bytes = 0, events = 0;
-  i64 skew = 0;  // ns added to every timestamp written (--clock-skew-us)
+  i64 skew = 0;       // ns added to every timestamp written (--clock-skew-us, --host-skew-us)
+  double drift = 0;  // and drift · ts (--host-drift-ppm)
 
  private:
   void write(const char* p, size_t n) {
@@ -252,7 +269,7 @@ struct CSpec {
   const char* launch;
   int cbid, kind;  // kind: 0 all-reduce, 1 all-gather, 2 reduce-scatter
 };
-enum { AR, AG, RS, N_COLL };
+enum { AR, AG, RS, AR_TREE, N_COLL };
 const CSpec kColl[N_COLL] = {
     {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "allreduce", "c10d::allreduce_",
      "cudaLaunchKernelExC", 430, 0},
@@ -260,6 +277,10 @@ const CSpec kColl[N_COLL] = {
      "cudaLaunchKernel", 211, 1},
     {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "_reduce_scatter_base",
      "c10d::_reduce_scatter_base_", "cudaLaunchKernelExC", 430, 2},
+    // With --ranks-per-host only: every third all-reduce runs as a tree, where one rank of each host
+    // ends early (as in a real 9-rank tree all-reduce on 3 hosts: 5.8 ms before its host's others).
+    {"ncclDevKernel_AllReduce_Sum_bf16_TREE_LL(ncclDevKernelArgsStorage<4096ul>)", "allreduce", "c10d::allreduce_",
+     "cudaLaunchKernelExC", 430, 0},
 };
 constexpr int kNames = int(N_COMPUTE) + int(N_COLL);
 // --pair: what TEST changes (docs/analyses.md, "Trace diff").
@@ -388,7 +409,7 @@ class RankSim {
       : cx_(cx), o_(cx.o), rank_(rank), out_(out), srng_(o_.seed * 0x9e3779b97f4a7c15ULL + 0x5eed),
         trng_((o_.seed + 1) * 0xbf58476d1ce4e5b9ULL ^ uint64_t(rank + 1) * 0x94d049bb133111ebULL),
         pid_(40000 + 113 * rank), tid_bwd_(pid_ + 9), dev_(rank % 8), keep_(out && !o_.truth.empty()) {
-    if (out_) out_->skew = o_.skew_of(rank);
+    if (out_) out_->skew = o_.skew_of(rank), out_->drift = o_.drift_of(rank);
     cpu_ = kT0 + trng_.range(0, 50000);
     t0_ = cpu_;
     if (out_) {
@@ -441,7 +462,11 @@ class RankSim {
   void finish_collective(i64 t_all) {
     const Pending& p = pend_;
     const CSpec& c = kColl[p.c];
-    const i64 end = t_all + p.xfer + trng_.range(0, 2000), dur = end - p.start;
+    i64 end = t_all + p.xfer + trng_.range(0, 2000);
+    // Tree all-reduce: one rank per host (a different one each time) ends after a fifth of the transfer.
+    if (p.c == AR_TREE && o_.ranks_per_host > 0 && rank_ % o_.ranks_per_host == p.seq % o_.ranks_per_host)
+      end = t_all + 1000 + p.xfer / 5;
+    const i64 dur = end - p.start;
     st_[1].free = std::max(st_[1].free, end);
     st_[1].prev_start = p.start, st_[1].prev_end = end;
     record(N_COMPUTE + p.c, 1, p.start, end);
@@ -677,11 +702,12 @@ class RankSim {
   i64 launch_collective(int c) {
     const CSpec& cs = kColl[c];
     const i64 n = srng_.range(1 << 16, 1 << 22) * (c == AR ? 4 : 1);  // elements per rank (AR: whole buffer)
+    if (c == AR && o_.ranks_per_host > 0 && (seq_ + 1) % 3 == 0) c = AR_TREE;
     const i64 world = o_.ranks;
     pend_.c = c;
     pend_.in = c == RS ? n * world : n;
     pend_.out = c == AG ? n * world : n;
-    const i64 wire = 2 * std::max(pend_.in, pend_.out) * (world - 1) / world * (c == AR ? 2 : 1);  // bf16 bytes
+    const i64 wire = 2 * std::max(pend_.in, pend_.out) * (world - 1) / world * (kColl[c].kind == 0 ? 2 : 1);  // bf16 bytes
     // ~40 GB/s bus bandwidth plus latency, and at least twice the kernel riding along (so that even a
     // late rank has finished that kernel when the collective ends: nothing carries over)
     pend_.xfer = std::max(6000 + wire / 40, 2 * last_base_);
@@ -903,7 +929,8 @@ void write_cross_rank(std::string& j, const Options& o, const std::vector<Truth>
   skews += "}";
   j += "  \"planted\": {\"slow_rank\": " + num(i64(o.slow_rank)) + ", \"slow_factor\": " + num(o.slow_factor) +
        ", \"launch_delay_rank\": " + num(i64(o.delay_rank)) + ", \"launch_delay_ns\": " + num(o.delay_ns) +
-       ", \"jitter_ns\": " + num(o.jitter_ns) + ", \"clock_skew_ns\": " + skews + ", \"straggler\": " +
+       ", \"jitter_ns\": " + num(o.jitter_ns) + ", \"clock_skew_ns\": " + skews + ", \"ranks_per_host\": " + num(i64(o.ranks_per_host)) +
+       ", \"straggler\": " +
        num(i64(slow && !late ? o.slow_rank : late && !slow ? o.delay_rank : -1)) + ", \"cause\": " +
        (slow && !late ? "\"kernels\"" : late && !slow ? "\"host_delay\"" : slow && late ? "\"mixed\"" : "null") +
        ", \"note\": \"slow: every compute kernel of slow_rank lasts slow_factor times longer; launch delay: before "
@@ -959,7 +986,8 @@ void write_rank_cross(std::string& j, const Options& o, const Truth& t, int rank
   }
   j += "],\n     \"planted\": {\"slow_factor\": " + num(rank == o.slow_rank ? o.slow_factor : 1.0) +
        ", \"slow_extra_kernel_ns\": " + num(t.slow_extra_ns) + ", \"launch_delays\": " + num(t.delays) +
-       ", \"launch_delay_ns\": " + num(t.delay_ns) + ", \"clock_skew_ns\": " + num(o.skew_of(rank)) + "}";
+       ", \"launch_delay_ns\": " + num(t.delay_ns) + ", \"clock_skew_ns\": " + num(o.skew_of(rank)) +
+       ", \"host\": " + num(i64(o.host_of(rank))) + ", \"clock_drift\": " + num(o.drift_of(rank)) + "}";
 }
 
 void write_truth(const Options& o, const std::vector<Truth>& tr) {
@@ -1145,12 +1173,15 @@ const char* kUsage =
     "                          [--launch-delay-rank R --launch-delay-us D] [--jitter-us J] [--threads T]\n"
     "                          [--clock-skew-us R:US[,R:US...]] [--format json|nsys]\n"
     "                          [--pair [--pair-slow-factor F] [--pair-delay-us D]]\n"
+    "                          [--ranks-per-host K [--host-skew-us H:US,...] [--host-drift-ppm H:PPM,...]]\n"
     "Writes DIR/rank-<r>.json[.gz]: synthetic PyTorch-profiler (Kineto) traces, exactly K kernel events per\n"
     "rank (NCCL kernels included), S ProfilerSteps. All data is marked synthetic (emulated device).\n"
     "--truth FILE: exact counts, gaps, overlap, time breakdown, idle split, every collective's arrivals and\n"
     "waits, and what the knobs planted. --clock-skew-us shifts all timestamps of rank R by US (unaligned\n"
-    "clocks); the truth keeps true times. --format nsys writes DIR/rank-<r>.sqlite instead: the same workload\n"
-    "as Nsight Systems SQLite exports.\n"
+    "clocks); the truth keeps true times. --ranks-per-host K puts rank r on host r/K, whose clock is off by\n"
+    "--host-skew-us plus --host-drift-ppm times the time since the trace's base; every third all-reduce then\n"
+    "runs as a tree in which one rank per host ends early.\n"
+    "--format nsys writes DIR/rank-<r>.sqlite instead: the same workload as Nsight Systems SQLite exports.\n"
     "--pair: writes DIR/base and DIR/test (for kernalyse-merge --diff) and DIR/planted.json. TEST differs\n"
     "from BASE by: one GEMM kernel F times slower (default 1.5), the softmax kernel removed, the forward\n"
     "activation's three eager kernels (user range mlp.act) fused into one Triton kernel, and the\n"
@@ -1179,6 +1210,27 @@ int main(int argc, char** argv) {
         if (pos != v.size() || !(d >= lo) || d > 1e15) throw std::invalid_argument("bad value for " + a + ": " + v);
         return d;
       };
+      // I:X[,I:X...] with I >= 0 and |X| <= lim (X may be negative).
+      auto pairs = [&](const std::string& opt, double lim) {
+        const std::string v = val();
+        std::vector<std::pair<int, double>> out;
+        for (size_t p = 0; p <= v.size();) {
+          const size_t e = std::min(v.find(',', p), v.size()), c = v.find(':', p);
+          size_t n1 = 0, n2 = 0;
+          int r = -1;
+          double x = 0;
+          try {
+            if (c < e) r = std::stoi(v.substr(p, c - p), &n1), x = std::stod(v.substr(c + 1, e - c - 1), &n2);
+          } catch (const std::exception&) {
+            r = -1;
+          }
+          if (c >= e || r < 0 || n1 != c - p || n2 != e - c - 1 || !(std::fabs(x) <= lim))
+            throw std::invalid_argument("bad value for " + opt + " (want I:X[,I:X...], |X| <= " + std::to_string(int(lim)) + "): " + v);
+          out.emplace_back(r, x);
+          p = e + 1;
+        }
+        return out;
+      };
       if (a == "--help" || a == "-h") return std::fputs(kUsage, stdout), 0;
       else if (a == "--ranks") o.ranks = int(num(1));
       else if (a == "--kernels") o.kernels = i64(num(0));
@@ -1204,26 +1256,16 @@ int main(int argc, char** argv) {
       else if (a == "--jitter-us") o.jitter_ns = std::llround(num(0) * 1000);
       else if (a == "--threads") o.threads = int(num(1));
       else if (a == "--clock-skew-us") {  // R:US[,R:US...], US may be negative
-        const std::string v = val();
-        for (size_t p = 0; p <= v.size();) {
-          const size_t e = std::min(v.find(',', p), v.size()), c = v.find(':', p);
-          size_t n1 = 0, n2 = 0;
-          int r = -1;
-          double us = 0;
-          try {
-            if (c < e) r = std::stoi(v.substr(p, c - p), &n1), us = std::stod(v.substr(c + 1, e - c - 1), &n2);
-          } catch (const std::exception&) {
-            r = -1;
-          }
-          if (c >= e || r < 0 || n1 != c - p || n2 != e - c - 1 || !(std::fabs(us) <= 900000))
-            throw std::invalid_argument("bad value for --clock-skew-us (want R:US[,R:US...], |US| <= 900000): " + v);
-          o.clock_skew.emplace_back(r, std::llround(us * 1000));
-          p = e + 1;
-        }
+        for (const auto& [r, us] : pairs(a, 900000)) o.clock_skew.emplace_back(r, std::llround(us * 1000));
       }
       else if (a == "--pair") o.pair = true;
       else if (a == "--pair-slow-factor") o.pair_factor = num(0.01);
       else if (a == "--pair-delay-us") o.pair_delay_ns = std::llround(num(0) * 1000);
+      else if (a == "--host-skew-us") {  // H:US[,H:US...]
+        for (const auto& [h, us] : pairs(a, 900000)) o.host_skew.emplace_back(h, std::llround(us * 1000));
+      }
+      else if (a == "--host-drift-ppm") o.host_drift_ppm = pairs(a, 1000);  // H:PPM[,H:PPM...]
+      else if (a == "--ranks-per-host") o.ranks_per_host = int(num(1));
       else throw std::invalid_argument("unknown argument " + a);
     }
     if (o.out.empty()) throw std::invalid_argument("--out DIR is required");

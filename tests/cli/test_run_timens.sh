@@ -76,4 +76,39 @@ print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
 PY
 expect_eq "clock truth through the recorded job" "$?" "0"
+
+# The same run with its recorded alignment stripped (each rank back on its own clock, its own
+# "host": separate time namespaces), the clocks inferred from its collectives instead
+# (docs/clocks.md "Inferred from the collectives"): within the stated ± of the MPI measurement.
+cp ns.h5 stripped.h5 && /usr/bin/python3 "$SRC/tests/cli/strip_clock_alignment.py" stripped.h5
+expect_eq "strip the recorded alignment" "$?" "0"
+"$BIN/kernalyse-merge" stripped.h5 --stragglers --json -q > re.json
+expect_eq "re-inferred analysis exit code" "$?" "0"
+/usr/bin/python3 - "$TMP" <<'PY'
+import json, sys
+import h5py
+tmp = sys.argv[1]
+d = json.load(open(f"{tmp}/re.json"))
+R = h5py.File(f"{tmp}/ns.h5", "r")["ranks"]
+off, drift = R["clock_offset_ns"][:], R["clock_drift"][:]
+base, unc = R["base_time_ns"][:], R["clock_uncertainty_ns"][:]
+f = h5py.File(f"{tmp}/ns.h5", "r")
+times = [int(f["activities/start_ns"][:].min()), int(f["activities/end_ns"][:].max())]
+ci = d.get("clock_inference", {})
+print("#", ci.get("summary"))
+ok = ci.get("ok") is True and ci.get("violations_after") == 0
+for r in d["ranks"]:
+    i = r["rank"]
+    for t in times:  # a moment on the MPI-aligned timeline → the rank's own clock → inferred map
+        # integers until the drift term: an epoch-sized float is quantised to 256 ns
+        local = int(t - base[i] - off[i]) / (1.0 + drift[i])
+        err = abs(local + int(r["clock_offset_ns"]) + r["clock_drift"] * local - int(t - base[i]))
+        print(f"# rank {i}: inferred vs MPI {err:.0f} ns; inferred ±{r['clock_uncertainty_ns']} ns, MPI ±{unc[i]} ns")
+        # Both are estimates: they must agree within the sum of their stated errors.
+        ok = ok and err <= r["clock_uncertainty_ns"] + unc[i] + 1
+ok = ok and d["stragglers"]["clock_check"]["violations_aligned"] == 0
+ok = ok and d["stragglers"]["headline"].startswith("rank 2 arrived last")
+sys.exit(0 if ok else 1)
+PY
+expect_eq "inferred clocks agree with the MPI-measured ones within the stated errors" "$?" "0"
 finish

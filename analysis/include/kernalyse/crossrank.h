@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,11 @@ struct CrossRankOptions {
   int top = 20;
   bool verbose = false;
   bool causes = true;  // straggler ledger: false skips the root-cause windows (the costly part)
+  // The whole store's matching as clock_evidence() computed it (docs/clocks.md): the ledger reuses
+  // it instead of matching again when no --rank/--step filter applies (matching reads no times
+  // but the first-arrival order, which the ledger redoes on the times as they are now). Null: the
+  // ledger matches itself.
+  std::shared_ptr<const CollectiveMatch> match;
 };
 
 // What HTA 0.6.1 would see: integer-µs times (ts rounded up, ts+dur down), and with >= 2
@@ -75,12 +81,22 @@ struct StragglerResult {
   std::vector<StragglerCollective> collectives;  // by id
   std::vector<StragglerRank> ranks;              // by rank
   std::vector<KernelDelay> delay_by_kernel;      // largest delay first
+  // How far cross-rank times can be trusted (from /ranks clock_method): unaligned recording
+  // clocks, or clocks inferred from the collectives with a stated error (docs/clocks.md).
+  bool clocks_aligned = true;
+  size_t ranks_inferred = 0;
+  std::string
+      clock_method;  // the inference's method, e.g. "inferred from N collectives across H hosts"
+  int64_t clock_uncertainty_ns = 0;  // the largest ± among the inferred ranks
 };
 StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt);
 // The rank that inflicted most wait while arriving last; -1 when no rank was ever last.
 int32_t worst_straggler(const StragglerResult& r);
 // The sentence a user can act on ("rank 2 arrived last at ...").
 std::string straggler_headline(const StragglerResult& r);
+// The caution on cross-rank times: unaligned clocks, or the inferred clocks' stated error ("clocks
+// inferred from N collectives across H hosts, ±X µs: skews below that are noise"); "" if none.
+std::string straggler_clock_caution(const StragglerResult& r);
 // The matching and clock-check notes.
 std::vector<std::string> straggler_notes(const StragglerResult& r);
 // The ledger's tables (collectives top by inflicted, per rank, delay by kernel), in that order.

@@ -1,0 +1,148 @@
+// The Store side of the clock inference: evidence from the ledger's matched collectives, and
+// applying a result to every time column with /ranks recording what was done (docs/store.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <regex>
+
+#include "kernalyse/clock_infer.h"
+
+namespace kernalyse {
+namespace {
+
+// NCCL algorithm from a kernel name: ncclKernel_AllReduce_RING_LL_Sum_float,
+// ncclDevKernel_AllReduce_Sum_bf16_TREE_LL(...), ncclDevKernel_AllGather_RING_LL.
+std::string algo_from_kernel(const std::string& name) {
+  static const std::regex re(
+      R"(_(RING|TREE|NVLS_TREE|NVLS|COLLNET_DIRECT|COLLNET_CHAIN|PAT)(?:_|\(|$))");
+  std::smatch m;
+  return std::regex_search(name, m, re) ? m[1].str() : std::string();
+}
+
+}  // namespace
+
+bool clocks_aligned(const Store& s) {
+  return std::none_of(s.ranks.begin(), s.ranks.end(),
+                      [](const RankInfo& r) { return r.clock_method.rfind("none", 0) == 0; });
+}
+
+ClockEvidence clock_evidence(const Store& s, std::shared_ptr<const CollectiveMatch>* match) {
+  ClockEvidence ev;
+  const auto& a = s.activities;
+  for (const auto& r : s.ranks) {
+    ev.ranks.push_back(r.rank);
+    ev.host[r.rank] = r.host;
+    ev.world_size = std::max(ev.world_size, r.world_size);
+  }
+  // The one matcher, on every row: exactly the instances the ledger and the exports use.
+  std::vector<uint32_t> rows(a.size());
+  for (uint32_t i = 0; i < a.size(); ++i) rows[i] = i;
+  auto shared = std::make_shared<CollectiveMatch>(match_collectives(s, rows));
+  const CollectiveMatch& cm = *shared;
+  if (match) *match = shared;
+  std::vector<int32_t> nccl_of;
+  if (s.nccl.size()) {
+    nccl_of.assign(a.size(), -1);
+    for (size_t i = 0; i < s.nccl.size(); ++i)
+      if (s.nccl.activity[i] < a.size()) nccl_of[s.nccl.activity[i]] = static_cast<int32_t>(i);
+  }
+
+  std::map<uint32_t, std::string> algo_of_name;  // per distinct name id: the regex runs once
+  for (const Collective& in : cm.matched) {
+    ClockInstance ci;
+    ci.op = collective_op_key(in.op);
+    for (const auto& x : in.arrivals) {
+      int32_t n = nccl_of.empty() ? -1 : nccl_of[x.row];
+      ClockArrival ca;
+      ca.rank = x.rank;
+      ca.start_ns = a.start_ns[x.row];
+      ca.end_ns = a.end_ns[x.row];
+      if (n >= 0 && static_cast<size_t>(n) < s.nccl.peer.size()) ca.peer = s.nccl.peer[n];
+      if (ci.algo.empty()) {
+        if (n >= 0 && static_cast<size_t>(n) < s.nccl.algo_id.size() && s.nccl.algo_id[n] != 0) {
+          ci.algo = s.strings.at(s.nccl.algo_id[n]);
+        } else {
+          auto it = algo_of_name.find(a.name_id[x.row]);
+          if (it == algo_of_name.end())
+            it = algo_of_name
+                     .emplace(a.name_id[x.row], algo_from_kernel(s.strings.at(a.name_id[x.row])))
+                     .first;
+          ci.algo = it->second;
+        }
+      }
+      ci.arrivals.push_back(ca);
+    }
+    ev.instances.push_back(std::move(ci));
+  }
+  return ev;
+}
+
+void apply_clock_inference(Store& s, const ClockInference& inf) {
+  if (!inf.ok) return;
+  struct Map {
+    bool on = false;
+    int64_t theta = 0;
+    double beta = 0;
+  };
+  int32_t max_rank = 0;
+  for (const auto& h : inf.hosts)
+    for (int32_t r : h.ranks) max_rank = std::max(max_rank, r);
+  std::vector<Map> m(static_cast<size_t>(max_rank) + 1);
+  std::vector<const HostClock*> host_of(static_cast<size_t>(max_rank) + 1, nullptr);
+  for (const auto& h : inf.hosts)
+    for (int32_t r : h.ranks)
+      if (r >= 0) {
+        m[static_cast<size_t>(r)] = {h.offset_ns != 0 || h.drift != 0, h.offset_ns, h.drift};
+        host_of[static_cast<size_t>(r)] = &h;
+      }
+  // Rows of one rank are contiguous in every table (sorted by rank): one map per run of rows.
+  auto move = [&](const std::vector<int32_t>& rank, std::vector<int64_t>& col) {
+    for (size_t i = 0; i < col.size();) {
+      const int32_t r = rank[i];
+      size_t j = i;
+      while (j < col.size() && rank[j] == r) ++j;
+      if (r >= 0 && r <= max_rank && m[static_cast<size_t>(r)].on) {
+        const Map x = m[static_cast<size_t>(r)];
+        if (x.beta == 0) {
+          for (size_t k = i; k < j; ++k) col[k] += x.theta;
+        } else {
+          for (size_t k = i; k < j; ++k) {
+            const double d = x.beta * static_cast<double>(col[k] - inf.t_ref_ns);
+            col[k] +=
+                x.theta + static_cast<int64_t>(d < 0 ? d - 0.5 : d + 0.5);  // llround, inlined
+          }
+        }
+      }
+      i = j;
+    }
+  };
+  move(s.activities.rank, s.activities.start_ns);
+  move(s.activities.rank, s.activities.end_ns);
+  move(s.launches.rank, s.launches.start_ns);
+  move(s.launches.rank, s.launches.end_ns);
+  move(s.annotations.rank, s.annotations.start_ns);
+  move(s.annotations.rank, s.annotations.end_ns);
+  move(s.counters.rank, s.counters.ts_ns);
+  // The store's map from a rank's own clock: t_run = t + offset + round(drift·t) + base. The
+  // correction above acts on t_run; composed, the map stays of the same form (docs/store.md).
+  int64_t worst = 0;
+  for (auto& ri : s.ranks) {
+    if (ri.rank < 0 || ri.rank > max_rank || !host_of[static_cast<size_t>(ri.rank)]) continue;
+    const HostClock& h = *host_of[static_cast<size_t>(ri.rank)];
+    // In int64 before the double: offset + base is epoch-sized.
+    const int64_t ob = ri.clock_offset_ns + ri.base_time_ns - inf.t_ref_ns;
+    ri.clock_offset_ns += h.offset_ns + std::llround(h.drift * static_cast<double>(ob));
+    ri.clock_drift = ri.clock_drift + h.drift + h.drift * ri.clock_drift;
+    ri.clock_uncertainty_ns = h.uncertainty_ns;
+    ri.clock_method = inf.method + (h.reference ? " (reference clock)" : "");
+    worst = std::max(worst, h.uncertainty_ns);
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(worst) / 1000.0);
+  s.attrs.clock_domain =
+      "one timeline: per-host clocks " + inf.method + " (reference: the host of rank " +
+      std::to_string(inf.hosts.empty() || inf.hosts[0].ranks.empty() ? 0 : inf.hosts[0].ranks[0]) +
+      "), ±" + buf + " µs";
+}
+
+}  // namespace kernalyse
