@@ -33,6 +33,10 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 if [ ! -f "$fb/CMakeCache.txt" ]; then
   CC=clang-14 CXX=clang++-14 cmake -S "$src" -B "$fb" -DKERNALYSE_FUZZ=ON -DKERNALYSE_BUILD_TESTS=OFF \
     -DKERNALYSE_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
+elif [ "$target" = --prepare ] || ! grep -q "fuzz_$target" "$fb/Makefile" 2>/dev/null; then
+  # An existing build dir picks up targets added since. Only here: the fuzz.* ctests run in
+  # parallel after fuzz.build and must not reconfigure one directory at the same time.
+  cmake -S "$src" -B "$fb" >/dev/null
 fi
 cmake --build "$fb" -j"$jobs" --target "${build_targets[@]}" >/dev/null
 
