@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const char* names[4] = {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "flash::flash_fwd_kernel",
-                          "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "vectorized_layer_norm_kernel"};
+                          "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+                          "vectorized_layer_norm_kernel"};
   kernalyse_emu_activity a{};
   a.kind = KERNALYSE_EMU_KERNEL;
   a.stream = 7;
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
     rec(&a);
   }
   const int64_t t1 = now_ns();
-  std::printf("emulated-collection overhead: %lld records, %.1f ns per record (spool flushes included)\n",
-              static_cast<long long>(n), static_cast<double>(t1 - t0) / static_cast<double>(n));
+  std::printf(
+      "emulated-collection overhead: %lld records, %.1f ns per record (spool flushes included)\n",
+      static_cast<long long>(n), static_cast<double>(t1 - t0) / static_cast<double>(n));
   return 0;
 }

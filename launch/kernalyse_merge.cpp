@@ -1,7 +1,6 @@
 // kernalyse-merge: import per-rank traces into one store and/or analyse a store. Thin over the
 // import, store and analysis libraries.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,8 +25,8 @@
 #include "kernalyse/nsys.h"
 #include "kernalyse/power_log.h"
 #include "kernalyse/progress.h"
-#include "kernalyse/store_io.h"
 #include "kernalyse/spool_store.h"
+#include "kernalyse/store_io.h"
 
 namespace fs = std::filesystem;
 using namespace kernalyse;
@@ -67,16 +66,29 @@ struct Options {
 nlohmann::json inference_json(const ClockInference& inf) {
   nlohmann::json hosts = nlohmann::json::array();
   for (const auto& h : inf.hosts)
-    hosts.push_back({{"host", h.host}, {"ranks", h.ranks}, {"reference", h.reference},
-                     {"offset_ns", h.offset_ns}, {"drift", h.drift},
-                     {"uncertainty_ns", h.uncertainty_ns}, {"samples", h.samples},
-                     {"bound_lo_ns", h.bound_lo_ns}, {"bound_hi_ns", h.bound_hi_ns}});
-  return {{"ok", inf.ok}, {"why", inf.why}, {"method", inf.method}, {"t_ref_ns", inf.t_ref_ns},
-          {"collectives", inf.collectives}, {"constrained", inf.constrained},
-          {"violations_before", inf.violations_before}, {"violations_after", inf.violations_after},
+    hosts.push_back({{"host", h.host},
+                     {"ranks", h.ranks},
+                     {"reference", h.reference},
+                     {"offset_ns", h.offset_ns},
+                     {"drift", h.drift},
+                     {"uncertainty_ns", h.uncertainty_ns},
+                     {"samples", h.samples},
+                     {"bound_lo_ns", h.bound_lo_ns},
+                     {"bound_hi_ns", h.bound_hi_ns}});
+  return {{"ok", inf.ok},
+          {"why", inf.why},
+          {"method", inf.method},
+          {"t_ref_ns", inf.t_ref_ns},
+          {"collectives", inf.collectives},
+          {"constrained", inf.constrained},
+          {"violations_before", inf.violations_before},
+          {"violations_after", inf.violations_after},
           {"completion_skew_before_ns", inf.skew_before_ns},
-          {"completion_skew_after_ns", inf.skew_after_ns}, {"drift_fitted", inf.drift_fitted},
-          {"notes", inf.notes}, {"hosts", hosts}, {"summary", describe(inf)}};
+          {"completion_skew_after_ns", inf.skew_after_ns},
+          {"drift_fitted", inf.drift_fitted},
+          {"notes", inf.notes},
+          {"hosts", hosts},
+          {"summary", describe(inf)}};
 }
 
 bool is_trace_name(const fs::path& p) {
@@ -163,7 +175,8 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
       }
     }
   };
-  size_t nthreads = std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  size_t nthreads =
+      std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (size_t t = 1; t < nthreads; ++t) pool.emplace_back(worker);
   worker();
@@ -222,13 +235,23 @@ int run_spool(const Options& o, const std::string& command_line) {
   if (o.json) {  // the same, for scripts: per rank its status, record counts and data end
     nlohmann::json jr = nlohmann::json::array();
     for (const auto& r : rep.ranks)
-      jr.push_back({{"rank", r.rank}, {"missing", r.missing}, {"recovered", r.recovered},
-                    {"truncated", r.truncated}, {"problem", r.problem}, {"cut_byte", r.cut_byte},
-                    {"file_bytes", r.file_bytes}, {"blocks", r.blocks}, {"records", r.records},
-                    {"has_end_sample", r.has_end_sample}, {"data_end_ns", r.data_end_ns}});
-    std::cout << nlohmann::json{{"spool", o.spool}, {"world_size", rep.world_size},
-                                {"last_end_ns", rep.last_end_ns}, {"lines", rep.lines()},
-                                {"ranks", jr}}.dump(1)
+      jr.push_back({{"rank", r.rank},
+                    {"missing", r.missing},
+                    {"recovered", r.recovered},
+                    {"truncated", r.truncated},
+                    {"problem", r.problem},
+                    {"cut_byte", r.cut_byte},
+                    {"file_bytes", r.file_bytes},
+                    {"blocks", r.blocks},
+                    {"records", r.records},
+                    {"has_end_sample", r.has_end_sample},
+                    {"data_end_ns", r.data_end_ns}});
+    std::cout << nlohmann::json{{"spool", o.spool},
+                                {"world_size", rep.world_size},
+                                {"last_end_ns", rep.last_end_ns},
+                                {"lines", rep.lines()},
+                                {"ranks", jr}}
+                     .dump(1)
               << "\n";
   } else {
     std::cout << "recovered " << recovered << " of " << rep.world_size << " rank(s) from "
@@ -264,15 +287,18 @@ Store load_diff_input(const std::string& input, const Options& o, const Classifi
     ColumnSelection probe;  // launch threads only when there are ranges to join them to
     probe.activities = probe.launches = probe.nccl = probe.counters = false;
     const Store a = read_store(files[0], probe);
-    sel.launch_detail = std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
-      return k == static_cast<uint8_t>(AnnotationKind::User) || k == static_cast<uint8_t>(AnnotationKind::Nvtx);
-    });
+    sel.launch_detail =
+        std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
+          return k == static_cast<uint8_t>(AnnotationKind::User) ||
+                 k == static_cast<uint8_t>(AnnotationKind::Nvtx);
+        });
     Store s = read_store(files[0], sel);
     align_clocks(s, o, &inf, nullptr);
     return s;
   }
   for (const auto& f : files)
-    if (is_hdf5_file(f)) throw Error(f + ": is a store; give either one store or trace files, not both");
+    if (is_hdf5_file(f))
+      throw Error(f + ": is a store; give either one store or trace files, not both");
   ImportStats stats;
   Store s = import_all(files, o, cls, &stats);
   for (const auto& w : stats.warnings) std::cerr << "warning: " << w << "\n";
@@ -289,7 +315,9 @@ int run_diff(const Options& o) {
   if (!o.inputs.empty() || !o.output.empty())
     throw Error("--diff takes its two inputs only; give no other input or -o");
   if (o.compat != "native" || !o.perfetto.empty() || !o.export_kineto.empty() || !o.spool.empty())
-    throw Error("--diff renders as text, --json, --csv or --html; --compat, exports and --spool do not apply");
+    throw Error(
+        "--diff renders as text, --json, --csv or --html; --compat, exports and --spool do not "
+        "apply");
   Classifier cls(o.comm_regex);
   DiffOptions opt;
   opt.base_label = o.diff[0], opt.test_label = o.diff[1];
@@ -348,7 +376,8 @@ void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
 int run(const Options& o, const std::string& command_line) {
   if (!o.diff.empty()) return run_diff(o);
   if (!o.spool.empty()) return run_spool(o, command_line);
-  if (o.inputs.empty()) throw Error("no input: give trace files, a directory of traces, or a store");
+  if (o.inputs.empty())
+    throw Error("no input: give trace files, a directory of traces, or a store");
   if (o.hist_min >= o.hist_max) throw Error("--hist-min must be below --hist-max");
   if (o.bins < 1) throw Error("--bins must be at least 1");
   Classifier cls(o.comm_regex);
@@ -377,7 +406,8 @@ int run(const Options& o, const std::string& command_line) {
       probe.activities = probe.launches = probe.nccl = probe.counters = false;
       const Store a = read_store(files[0], probe);
       return std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
-        return k == static_cast<uint8_t>(AnnotationKind::User) || k == static_cast<uint8_t>(AnnotationKind::Nvtx);
+        return k == static_cast<uint8_t>(AnnotationKind::User) ||
+               k == static_cast<uint8_t>(AnnotationKind::Nvtx);
       });
     };
     ColumnSelection sel;
@@ -427,12 +457,12 @@ int run(const Options& o, const std::string& command_line) {
     for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
     inferred = align_clocks(store, o, &inference, &match);
     if (!o.quiet) {
-      std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size()
-                << " rank(s), " << store.activities.size() << " GPU activities, "
-                << stats.malformed << " malformed events skipped, "
-                << static_cast<int64_t>(stats.bytes / 1e6) << (from_nsys ? " MB SQLite in " : " MB JSON in ")
-                << std::fixed << std::setprecision(2) << secs << " s ("
-                << std::setprecision(0) << stats.bytes / 1e6 / std::max(secs, 1e-9) << " MB/s)\n"
+      std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size() << " rank(s), "
+                << store.activities.size() << " GPU activities, " << stats.malformed
+                << " malformed events skipped, " << static_cast<int64_t>(stats.bytes / 1e6)
+                << (from_nsys ? " MB SQLite in " : " MB JSON in ") << std::fixed
+                << std::setprecision(2) << secs << " s (" << std::setprecision(0)
+                << stats.bytes / 1e6 / std::max(secs, 1e-9) << " MB/s)\n"
                 << std::defaultfloat;
     }
     if (!o.output.empty()) {
@@ -461,7 +491,8 @@ int run(const Options& o, const std::string& command_line) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!o.quiet)
         std::cerr << "wrote " << o.html << " (" << (hs.bytes + 999) / 1000 << " kB, " << std::fixed
-                  << std::setprecision(2) << secs << " s)\n" << std::defaultfloat;
+                  << std::setprecision(2) << secs << " s)\n"
+                  << std::defaultfloat;
     }
     if (!o.perfetto.empty()) {
       ExportStats es = export_perfetto(store, o.perfetto, eo);
@@ -490,7 +521,9 @@ int run(const Options& o, const std::string& command_line) {
     const Counters& k = store.counters;
     for (size_t i = 0; i < k.size(); ++i) {
       const std::string& name = store.strings.at(k.name_id[i]);
-      auto* peaks = name == kCounterGpuMemory ? &peak_mem : name == kCounterPower ? &peak_power : nullptr;
+      auto* peaks = name == kCounterGpuMemory ? &peak_mem
+                    : name == kCounterPower   ? &peak_power
+                                              : nullptr;
       if (!peaks) continue;
       int64_t& m = (*peaks)[{k.rank[i], k.device[i]}];
       m = std::max(m, k.value[i]);
@@ -503,8 +536,9 @@ int run(const Options& o, const std::string& command_line) {
     if (r.records_dropped + r.records_dropped_cupti > 0)
       report.headline.push_back("rank " + std::to_string(r.rank) + ": " +
                                 std::to_string(r.records_dropped + r.records_dropped_cupti) +
-                                " records dropped (CUPTI " + std::to_string(r.records_dropped_cupti) +
-                                ", kernalyse " + std::to_string(r.records_dropped) + ")");
+                                " records dropped (CUPTI " +
+                                std::to_string(r.records_dropped_cupti) + ", kernalyse " +
+                                std::to_string(r.records_dropped) + ")");
   }
   if (!peak_mem.empty()) {
     std::string line = "peak GPU memory in use:";
@@ -629,8 +663,10 @@ int main(int argc, char** argv) {
                  "one capture group the step number (default ProfilerStep#(\\d+))");
   app.add_flag("--summary", o.summary, "kernel summary (the default report)");
   app.add_flag("--gaps", o.gaps, "idle-gap analysis per stream, device and rank");
-  app.add_flag("--overlap", o.overlap, "communication/computation overlap and exposed communication");
-  app.add_flag("--breakdown", o.breakdown, "temporal breakdown: idle, compute, comm, memory, other");
+  app.add_flag("--overlap", o.overlap,
+               "communication/computation overlap and exposed communication");
+  app.add_flag("--breakdown", o.breakdown,
+               "temporal breakdown: idle, compute, comm, memory, other");
   app.add_flag("--idle", o.idle, "idle breakdown per stream: host wait, kernel wait, other");
   app.add_flag("--ranges", o.ranges,
                "GPU time by NVTX / user-annotation range (kernels launched inside each range)");
@@ -643,7 +679,8 @@ int main(int argc, char** argv) {
                  "FILE[@RANK[:GPU]] (repeatable; timestamps in this process's TZ)");
   app.add_option("--tokens", o.tokens, "--energy: also J per token over the selection")
       ->check(CLI::PositiveNumber);
-  app.add_option("--units-per-step", o.units_per_step, "--energy: also J per unit (sample) per step")
+  app.add_option("--units-per-step", o.units_per_step,
+                 "--energy: also J per unit (sample) per step")
       ->check(CLI::PositiveNumber);
   app.add_flag("--all", o.all, "every analysis");
   app.add_option("--diff", o.diff,
@@ -670,13 +707,16 @@ int main(int argc, char** argv) {
   app.add_option("--csv", o.csv_dir, "also write one CSV per table into DIR");
   app.add_option("--comm-regex", o.comm_regex,
                  "extra regex for communication kernels (repeatable)");
-  app.add_option("--perfetto", o.perfetto,
-                 "write a Chrome trace-event JSON (.json or .json.gz) for Perfetto UI / chrome://tracing");
+  app.add_option(
+      "--perfetto", o.perfetto,
+      "write a Chrome trace-event JSON (.json or .json.gz) for Perfetto UI / chrome://tracing");
   app.add_option("--export-kineto", o.export_kineto,
                  "write one Kineto-style JSON per rank (DIR/rank-<r>.json) for HTA / TraceLens");
   app.add_option("--html", o.html,
                  "write a self-contained HTML report (charts and tables, opens offline)");
-  app.add_option("--from", o.from, "exports and --html timeline: keep events ending after T (µs from the run's start; or 20ns, 1.5ms)");
+  app.add_option("--from", o.from,
+                 "exports and --html timeline: keep events ending after T (µs from the run's "
+                 "start; or 20ns, 1.5ms)");
   app.add_option("--to", o.to, "exports: keep events starting before T (same units as --from)");
   app.add_option("--align", o.align,
                  "clocks of traces recorded without alignment: inferred from the collectives "
@@ -696,8 +736,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
-  if (o.all) o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = o.ranges = o.energy = true;
-  o.mode = o.quiet ? ProgressMode::Off : parse_progress_mode(o.progress).value_or(ProgressMode::Off);
+  if (o.all)
+    o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = o.ranges = o.energy =
+        true;
+  o.mode =
+      o.quiet ? ProgressMode::Off : parse_progress_mode(o.progress).value_or(ProgressMode::Off);
   std::string cmd;
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
   try {

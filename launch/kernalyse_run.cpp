@@ -29,12 +29,13 @@ void forward(int sig) {
 }
 
 [[noreturn]] void usage(int rc) {
-  std::fprintf(rc ? stderr : stdout,
-               "usage: kernalyse-run [-o FILE] [--force] [--flush-records N] [--flush-ms T]\n"
-               "                     [--spool-dir DIR] [--keep-spool] [--nvtx] [-q] [--] APP [ARGS...]\n"
-               "Runs APP (one MPI rank) under the kernalyse collector; all ranks write one store\n"
-               "(default run.h5; an existing file is never overwritten: the next free name is\n"
-               "used and reported, unless --force). Exit code: APP's.\n");
+  std::fprintf(
+      rc ? stderr : stdout,
+      "usage: kernalyse-run [-o FILE] [--force] [--flush-records N] [--flush-ms T]\n"
+      "                     [--spool-dir DIR] [--keep-spool] [--nvtx] [-q] [--] APP [ARGS...]\n"
+      "Runs APP (one MPI rank) under the kernalyse collector; all ranks write one store\n"
+      "(default run.h5; an existing file is never overwritten: the next free name is\n"
+      "used and reported, unless --force). Exit code: APP's.\n");
   std::exit(rc);
 }
 
@@ -50,7 +51,8 @@ std::string self_dir() {
 std::string find_collector() {
   if (const char* e = std::getenv("KERNALYSE_COLLECTOR")) return e;
   fs::path bin = self_dir();
-  for (const fs::path& p : {bin / "../lib/libkernalyse_collector.so", bin / "libkernalyse_collector.so"}) {
+  for (const fs::path& p :
+       {bin / "../lib/libkernalyse_collector.so", bin / "libkernalyse_collector.so"}) {
     std::error_code ec;
     if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
   }
@@ -69,7 +71,9 @@ int resolve(const std::string& app, std::string* path, std::string* why) {
   };
   if (app.find('/') != std::string::npos) {
     int rc = check(app);
-    *why = rc == 127 ? "no such file" : rc == 126 ? "not an executable file (permission denied)" : "";
+    *why = rc == 127   ? "no such file"
+           : rc == 126 ? "not an executable file (permission denied)"
+                       : "";
     return rc;
   }
   const char* pathenv = std::getenv("PATH");
@@ -110,14 +114,22 @@ int main(int argc, char** argv) {
       break;
     }
     if (a == "-h" || a == "--help") usage(0);
-    if (a == "-o" || a == "--output") output = value("-o");
-    else if (a == "--force") force = true;
-    else if (a == "-q" || a == "--quiet") quiet = true;
-    else if (a == "--keep-spool") keep_spool = true;
-    else if (a == "--nvtx") nvtx = true;
-    else if (a == "--spool-dir") spool_dir = value("--spool-dir");
-    else if (a == "--flush-records") flush_records = value("--flush-records");
-    else if (a == "--flush-ms") flush_ms = value("--flush-ms");
+    if (a == "-o" || a == "--output")
+      output = value("-o");
+    else if (a == "--force")
+      force = true;
+    else if (a == "-q" || a == "--quiet")
+      quiet = true;
+    else if (a == "--keep-spool")
+      keep_spool = true;
+    else if (a == "--nvtx")
+      nvtx = true;
+    else if (a == "--spool-dir")
+      spool_dir = value("--spool-dir");
+    else if (a == "--flush-records")
+      flush_records = value("--flush-records");
+    else if (a == "--flush-ms")
+      flush_ms = value("--flush-ms");
     else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "kernalyse-run: unknown option %s\n", a.c_str());
       usage(2);

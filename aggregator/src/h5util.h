@@ -334,8 +334,8 @@ T nccl_default(const char* name) {
 }
 inline bool nccl_column_optional(const char* name) {
   const std::string_view n(name);
-  return n == "comm_hash" || n == "peer" || n == "comm_rank" || n == "algo_id" ||
-         n == "proto_id" || n == "n_channels";
+  return n == "comm_hash" || n == "peer" || n == "comm_rank" || n == "algo_id" || n == "proto_id" ||
+         n == "n_channels";
 }
 
 template <class Tab, class F>

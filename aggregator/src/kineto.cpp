@@ -210,14 +210,30 @@ class Cursor {
       if (r == e) throw NeedMore{};
       char x = *r++;
       switch (x) {
-        case '"': scratch += '"'; break;
-        case '\\': scratch += '\\'; break;
-        case '/': scratch += '/'; break;
-        case 'b': scratch += '\b'; break;
-        case 'f': scratch += '\f'; break;
-        case 'n': scratch += '\n'; break;
-        case 'r': scratch += '\r'; break;
-        case 't': scratch += '\t'; break;
+        case '"':
+          scratch += '"';
+          break;
+        case '\\':
+          scratch += '\\';
+          break;
+        case '/':
+          scratch += '/';
+          break;
+        case 'b':
+          scratch += '\b';
+          break;
+        case 'f':
+          scratch += '\f';
+          break;
+        case 'n':
+          scratch += '\n';
+          break;
+        case 'r':
+          scratch += '\r';
+          break;
+        case 't':
+          scratch += '\t';
+          break;
         case 'u': {
           uint32_t cp = hex4(r);
           r += 4;
@@ -268,10 +284,17 @@ class Cursor {
       p += w.size();
     };
     switch (*p) {
-      case 't': match("true"); break;
-      case 'f': match("false"); break;
-      case 'n': match("null"); break;
-      default: throw SyntaxError{"expected a value", p};
+      case 't':
+        match("true");
+        break;
+      case 'f':
+        match("false");
+        break;
+      case 'n':
+        match("null");
+        break;
+      default:
+        throw SyntaxError{"expected a value", p};
     }
   }
   void skip_string() {
@@ -337,10 +360,14 @@ class Cursor {
     for (int i = 0; i < 4; ++i) {
       char h = r[i];
       v <<= 4;
-      if (h >= '0' && h <= '9') v |= static_cast<uint32_t>(h - '0');
-      else if (h >= 'a' && h <= 'f') v |= static_cast<uint32_t>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') v |= static_cast<uint32_t>(h - 'A' + 10);
-      else throw SyntaxError{"invalid \\u escape", r};
+      if (h >= '0' && h <= '9')
+        v |= static_cast<uint32_t>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        v |= static_cast<uint32_t>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        v |= static_cast<uint32_t>(h - 'A' + 10);
+      else
+        throw SyntaxError{"invalid \\u escape", r};
     }
     return v;
   }
@@ -380,8 +407,20 @@ bool parse_int(std::string_view t, int64_t* v) {
 }
 
 // ---------------------------------------------------------------- one trace event
-enum Field : uint8_t { kPh, kCat, kName, kPidStr, kTidStr, kColl, kDtype, kPgName, kPgDesc,
-                       kPgRanks, kArgName, kNumFields };
+enum Field : uint8_t {
+  kPh,
+  kCat,
+  kName,
+  kPidStr,
+  kTidStr,
+  kColl,
+  kDtype,
+  kPgName,
+  kPgDesc,
+  kPgRanks,
+  kArgName,
+  kNumFields
+};
 
 struct RawEvent {
   std::string_view s[kNumFields];
@@ -549,8 +588,10 @@ class EventParser {
     } else if (key_is(k, "Process Group Ranks")) {
       raw_field(ev, kPgRanks);
     } else if (key_is(k, "name")) {  // metadata: process_name's value ("RANK 1 - GPU")
-      if (c_->peek() == '"') ev.s[kArgName] = c_->str(scratch_[kArgName]);
-      else c_->skip_value();
+      if (c_->peek() == '"')
+        ev.s[kArgName] = c_->str(scratch_[kArgName]);
+      else
+        c_->skip_value();
     } else if (key_is(k, "Device Type")) {  // profile_memory "[memory]" events
       if (int_value(&v)) ev.mem_device_type = v;
     } else if (key_is(k, "Device Id")) {
@@ -570,10 +611,10 @@ class EventParser {
 // ---------------------------------------------------------------- event → tables
 int64_t dtype_bytes(std::string_view d) {
   static const std::pair<std::string_view, int64_t> kSizes[] = {
-      {"Float", 4},  {"float", 4},    {"Float32", 4}, {"BFloat16", 2}, {"Half", 2},
-      {"Float16", 2}, {"Double", 8},  {"Int", 4},     {"Long", 8},     {"Short", 2},
-      {"Byte", 1},   {"Char", 1},     {"Bool", 1},    {"int8_t", 1},   {"Float8_e4m3fn", 1},
-      {"Float8_e5m2", 1}};
+      {"Float", 4}, {"float", 4},   {"Float32", 4},       {"BFloat16", 2},
+      {"Half", 2},  {"Float16", 2}, {"Double", 8},        {"Int", 4},
+      {"Long", 8},  {"Short", 2},   {"Byte", 1},          {"Char", 1},
+      {"Bool", 1},  {"int8_t", 1},  {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}};
   for (const auto& [n, sz] : kSizes)
     if (d == n) return sz;
   return -1;
@@ -823,15 +864,19 @@ void Importer::add_event(const RawEvent& ev) {
     return;
   }
   int kind = -1;
-  if (cat == "kernel" || cat == "Kernel") kind = static_cast<int>(Kind::Kernel);
-  else if (cat == "gpu_memcpy" || cat == "Memcpy") kind = static_cast<int>(Kind::Memcpy);
-  else if (cat == "gpu_memset" || cat == "Memset") kind = static_cast<int>(Kind::Memset);
-  else if (cat == "cuda_sync") kind = static_cast<int>(Kind::Sync);
+  if (cat == "kernel" || cat == "Kernel")
+    kind = static_cast<int>(Kind::Kernel);
+  else if (cat == "gpu_memcpy" || cat == "Memcpy")
+    kind = static_cast<int>(Kind::Memcpy);
+  else if (cat == "gpu_memset" || cat == "Memset")
+    kind = static_cast<int>(Kind::Memset);
+  else if (cat == "cuda_sync")
+    kind = static_cast<int>(Kind::Sync);
 
   // HTA counts any complete event with an integer stream arg as GPU work; keep such host
   // events as HostOnStream (ignored by the native analyses) so --compat hta can reproduce it.
-  bool host_on_stream = kind < 0 && ev.has_stream && ev.stream >= 0 && cat != "cuda_runtime" &&
-                        cat != "cuda_driver";
+  bool host_on_stream =
+      kind < 0 && ev.has_stream && ev.stream >= 0 && cat != "cuda_runtime" && cat != "cuda_driver";
   if (host_on_stream) kind = static_cast<int>(Kind::HostOnStream);
   if (kind >= 0) {
     int64_t device = ev.has_device ? ev.device : (ev.has_pid && !host_on_stream ? ev.pid : -1);
@@ -846,8 +891,8 @@ void Importer::add_event(const RawEvent& ev) {
     uint32_t name = store_.strings.intern(ev.s[kName]);
     if (name >= category_of_.size()) category_of_.resize(name + 1, -1);
     if (category_of_[name] < 0) {
-      category_of_[name] = static_cast<int8_t>(
-          classifier_->classify(static_cast<Kind>(kind), ev.s[kName]));
+      category_of_[name] =
+          static_cast<int8_t>(classifier_->classify(static_cast<Kind>(kind), ev.s[kName]));
     }
     if (ev.has_nccl && kind == static_cast<int>(Kind::Kernel)) {
       NcclInfo& n = store_.nccl;
@@ -981,12 +1026,13 @@ bool Importer::split_ranks(const std::optional<int32_t>& fallback, ImportStats* 
   Counters& cn = store_.counters;
   for (size_t i = 0; i < cn.size(); ++i) cn.rank[i] = rank_of(cnt_pid_[i]);
   if (!unmapped.empty() && !fallback)
-    throw NoRankError(name_ + ": events of pid " + std::to_string(*unmapped.begin()) +
-                      " are under no \"RANK n\" process of this merged multi-rank file; pass --rank N "
-                      "for them");
+    throw NoRankError(
+        name_ + ": events of pid " + std::to_string(*unmapped.begin()) +
+        " are under no \"RANK n\" process of this merged multi-rank file; pass --rank N "
+        "for them");
   if (stats)
-    stats->notes.push_back(name_ + ": a merged multi-rank trace: " +
-                           std::to_string(rank_of_pid_.size()) +
+    stats->notes.push_back(name_ +
+                           ": a merged multi-rank trace: " + std::to_string(rank_of_pid_.size()) +
                            " processes named \"RANK n\", imported as separate ranks");
   return true;
 }
@@ -1017,20 +1063,22 @@ void Importer::finish(ImportStats* stats) {
   if (!rank) {
     rank = rank_from_filename(name_);
     if (rank && stats) {
-      stats->warnings.push_back(name_ + ": no distributedInfo.rank; rank " +
-                                std::to_string(*rank) + " taken from the file name");
+      stats->warnings.push_back(name_ + ": no distributedInfo.rank; rank " + std::to_string(*rank) +
+                                " taken from the file name");
     }
   }
   const bool merged = !rank_of_pid_.empty();  // ranks named per process (split_ranks)
   if (!rank && opt_.only_input && !merged) {
     rank = 0;
     if (stats)
-      stats->notes.push_back(name_ + ": no rank in the trace or its name; the only input, taken "
-                                     "as rank 0");
+      stats->notes.push_back(name_ +
+                             ": no rank in the trace or its name; the only input, taken "
+                             "as rank 0");
   }
   if (!rank && !merged) {
-    throw NoRankError(name_ + ": cannot tell the rank (no distributedInfo.rank, none in the file "
-                              "name); pass --rank N");
+    throw NoRankError(name_ +
+                      ": cannot tell the rank (no distributedInfo.rank, none in the file "
+                      "name); pass --rank N");
   }
   if (rank && *rank < 0) throw Error(name_ + ": negative rank " + std::to_string(*rank));
 
@@ -1061,7 +1109,8 @@ void Importer::finish(ImportStats* stats) {
   }
 
   if (!split_ranks(rank, stats))
-    for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank}) std::fill(col->begin(), col->end(), *rank);
+    for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank})
+      std::fill(col->begin(), col->end(), *rank);
   sort_counters(cn, store_.strings);  // stable: same-ts events keep their file order
 
   assign_steps(store_);
@@ -1080,8 +1129,8 @@ void Importer::finish(ImportStats* stats) {
       device_name = j[0]["name"].get<std::string>();
   }
   const nlohmann::json clock = kernalyse_clock_.empty()
-                                  ? nlohmann::json()
-                                  : nlohmann::json::parse(kernalyse_clock_, nullptr, false);
+                                   ? nlohmann::json()
+                                   : nlohmann::json::parse(kernalyse_clock_, nullptr, false);
   store_.ranks.clear();
   for (int32_t r : ranks) {
     RankInfo info;
@@ -1107,7 +1156,8 @@ void Importer::finish(ImportStats* stats) {
       std::string m = clock["clock_method"].get<std::string>();
       if (!m.empty() && m.rfind("none", 0) != 0) {
         info.clock_method = m + " (times as exported by kernalyse)";
-        if (clock.contains("clock_uncertainty_ns") && clock["clock_uncertainty_ns"].is_number_integer())
+        if (clock.contains("clock_uncertainty_ns") &&
+            clock["clock_uncertainty_ns"].is_number_integer())
           info.clock_uncertainty_ns = clock["clock_uncertainty_ns"].get<int64_t>();
       }
       if (clock.contains("host") && clock["host"].is_string())
@@ -1188,9 +1238,8 @@ int64_t input_bytes(const std::string& path) {
 
 std::optional<int32_t> rank_from_filename(const std::string& path) {
   static const std::regex re(R"((?:rank|worker)[-_]?(\d+))", std::regex::icase);
-  std::string base = path.substr(path.find_last_of('/') == std::string::npos
-                                     ? 0
-                                     : path.find_last_of('/') + 1);
+  std::string base =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   std::smatch m;
   if (!std::regex_search(base, m, re)) return std::nullopt;
   // Digits only (the regex), so from_chars fails only on a value past int32: say so.
@@ -1205,9 +1254,8 @@ std::optional<int32_t> rank_from_filename(const std::string& path) {
 
 std::string host_from_filename(const std::string& path) {
   static const std::regex re(R"(^(.+)_(\d+)\.(\d+)\.pt\.trace\.json(?:\.gz)?$)");
-  std::string base = path.substr(path.find_last_of('/') == std::string::npos
-                                     ? 0
-                                     : path.find_last_of('/') + 1);
+  std::string base =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   std::smatch m;
   if (!std::regex_match(base, m, re)) return "";
   std::string worker = m[1].str() + "_" + m[2].str();
@@ -1225,8 +1273,8 @@ Store import_kineto_file(const std::string& path, const ImportOptions& opt, Impo
   return imp.take();
 }
 
-Store import_kineto_string(std::string_view json, const std::string& name,
-                           const ImportOptions& opt, ImportStats* stats) {
+Store import_kineto_string(std::string_view json, const std::string& name, const ImportOptions& opt,
+                           ImportStats* stats) {
   StringBuffer buf(json);
   Importer imp(name, opt);
   imp.run(buf, stats);

@@ -18,7 +18,8 @@ namespace kernalyse {
 
 ProgressMode progress_mode_auto() {
   const char* term = std::getenv("TERM");
-  if (::isatty(STDERR_FILENO) && !(term && std::strcmp(term, "dumb") == 0)) return ProgressMode::Tty;
+  if (::isatty(STDERR_FILENO) && !(term && std::strcmp(term, "dumb") == 0))
+    return ProgressMode::Tty;
   return ProgressMode::Lines;
 }
 
@@ -41,7 +42,9 @@ std::string fmt(const char* f, double v) {
 }
 
 // 3 significant digits at most: "4.12", "41.2", "412".
-std::string sig3(double v) { return v < 10 ? fmt("%.2f", v) : v < 100 ? fmt("%.1f", v) : fmt("%.0f", v); }
+std::string sig3(double v) {
+  return v < 10 ? fmt("%.2f", v) : v < 100 ? fmt("%.1f", v) : fmt("%.0f", v);
+}
 
 bool is_bytes(std::string_view unit) { return unit == "bytes"; }
 
@@ -70,18 +73,25 @@ std::string Progress::format_rate(double per_s, std::string_view unit) {
 std::string Progress::format_duration(double s) {
   auto t = static_cast<int64_t>(std::ceil(std::max(0.0, s)));
   char b[32];
-  if (t < 60) std::snprintf(b, sizeof b, "%llds", static_cast<long long>(t));
-  else if (t < 3600) std::snprintf(b, sizeof b, "%lldm%02llds", static_cast<long long>(t / 60),
-                                   static_cast<long long>(t % 60));
-  else std::snprintf(b, sizeof b, "%lldh%02lldm", static_cast<long long>(t / 3600),
-                     static_cast<long long>(t % 3600 / 60));
+  if (t < 60)
+    std::snprintf(b, sizeof b, "%llds", static_cast<long long>(t));
+  else if (t < 3600)
+    std::snprintf(b, sizeof b, "%lldm%02llds", static_cast<long long>(t / 60),
+                  static_cast<long long>(t % 60));
+  else
+    std::snprintf(b, sizeof b, "%lldh%02lldm", static_cast<long long>(t / 3600),
+                  static_cast<long long>(t % 3600 / 60));
   return b;
 }
 
 Progress::Progress(std::string label, int64_t total, std::string unit, ProgressMode mode,
                    std::ostream* out, Clock clock)
-    : label_(std::move(label)), unit_(std::move(unit)), total_(std::max<int64_t>(total, 0)),
-      mode_(mode), out_(out ? out : &std::cerr), clock_(std::move(clock)) {
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(std::max<int64_t>(total, 0)),
+      mode_(mode),
+      out_(out ? out : &std::cerr),
+      clock_(std::move(clock)) {
   if (mode_ == ProgressMode::Off) {
     next_check_.store(INT64_MAX, std::memory_order_relaxed);
     return;
@@ -163,8 +173,10 @@ std::string Progress::tty_line(int64_t done, double elapsed_s) const {
 
 void Progress::check(int64_t done, bool final) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-  if (final) lock.lock();
-  else if (!lock.try_lock()) return;  // another thread is drawing; it will see our units later
+  if (final)
+    lock.lock();
+  else if (!lock.try_lock())
+    return;  // another thread is drawing; it will see our units later
   if (finished_) return;
   const int64_t t = now();
   if (!final) {

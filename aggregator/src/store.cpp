@@ -9,10 +9,10 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <numeric>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "kernalyse/store_io.h"
@@ -790,7 +790,8 @@ void sort_counters(Counters& k, const StringTable& strings) {
   check_len(k.name_id, n, "counters.name_id");
   check_len(k.value, n, "counters.value");
   auto key = [&](size_t i) {
-    return std::make_tuple(k.rank[i], k.device[i], std::string_view(strings.at(k.name_id[i])), k.ts_ns[i]);
+    return std::make_tuple(k.rank[i], k.device[i], std::string_view(strings.at(k.name_id[i])),
+                           k.ts_ns[i]);
   };
   bool sorted = true;
   for (size_t i = 1; i < n && sorted; ++i) sorted = !(key(i) < key(i - 1));

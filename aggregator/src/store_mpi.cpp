@@ -187,7 +187,8 @@ void require_len(const std::vector<T>& col, size_t n, const std::string& what) {
 // Columns of `t`, each with its on-disk name ("/activities/rank", ...).
 template <class Tab, class F>
 void named(const char* table, Tab& t, F&& f) {
-  table_columns(t, [&](const char* name, auto& col) { f(std::string("/") + table + "/" + name, col); });
+  table_columns(
+      t, [&](const char* name, auto& col) { f(std::string("/") + table + "/" + name, col); });
 }
 
 template <class F>
@@ -246,7 +247,8 @@ bool ready_as_is(const Store& s) {
   if (!sorted_by_rank_start(s.launches) || !sorted_by_rank_start(s.annotations)) return false;
   const Counters& k = s.counters;  // ordered by name text, as sort_counters orders them
   auto ckey = [&](size_t i) {
-    return std::make_tuple(k.rank[i], k.device[i], std::string_view(s.strings.at(k.name_id[i])), k.ts_ns[i]);
+    return std::make_tuple(k.rank[i], k.device[i], std::string_view(s.strings.at(k.name_id[i])),
+                           k.ts_ns[i]);
   };
   for (size_t i = 1; i < k.size(); ++i)
     if (ckey(i) < ckey(i - 1)) return false;

@@ -69,7 +69,8 @@ bool counts_as_gpu(const Store& s, size_t i, Compat c) {
 }
 
 // Rows of the selection grouped per rank (store order keeps ranks contiguous).
-std::map<int32_t, std::vector<uint32_t>> by_rank(const Store& s, const std::vector<uint32_t>& rows) {
+std::map<int32_t, std::vector<uint32_t>> by_rank(const Store& s,
+                                                 const std::vector<uint32_t>& rows) {
   std::map<int32_t, std::vector<uint32_t>> m;
   for (uint32_t i : rows) m[s.activities.rank[i]].push_back(i);
   return m;
@@ -96,7 +97,8 @@ void add_rank_rows(const Store& s, const std::vector<uint32_t>& rows, const Cros
     std::map<int32_t, std::vector<CatInterval>> steps;  // each stays in start order
     for (uint32_t i : order)
       if (a.step[i] != kNoStep && counts_as_gpu(s, i, opt.compat))
-        steps[a.step[i]].push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
+        steps[a.step[i]].push_back(
+            {a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
     for (auto& [step, v] : steps) emit(rank, step, union_sorted(v));
   }
 }
@@ -128,10 +130,17 @@ UnionStats union_sorted(const std::vector<CatInterval>& v) {
     hi = std::max(hi, x.end);
     push_merge(all, x.start, x.end);
     switch (x.cat) {
-      case Category::Computation: push_merge(comp, x.start, x.end); break;
-      case Category::Communication: push_merge(comm, x.start, x.end); break;
-      case Category::Memory: push_merge(mem, x.start, x.end); break;
-      case Category::Other: break;
+      case Category::Computation:
+        push_merge(comp, x.start, x.end);
+        break;
+      case Category::Communication:
+        push_merge(comm, x.start, x.end);
+        break;
+      case Category::Memory:
+        push_merge(mem, x.start, x.end);
+        break;
+      case Category::Other:
+        break;
     }
   }
   u.span_ns = hi - lo;
@@ -185,8 +194,8 @@ Store hta_view(const Store& in) {
   const auto& an = in.annotations;
   for (size_t i = 0; i < an.size(); ++i) {
     auto k = static_cast<AnnotationKind>(an.kind[i]);
-    if (k == AnnotationKind::Step ||
-        (k == AnnotationKind::GpuUser && in.strings.at(an.name_id[i]).rfind("ProfilerStep#", 0) == 0))
+    if (k == AnnotationKind::Step || (k == AnnotationKind::GpuUser &&
+                                      in.strings.at(an.name_id[i]).rfind("ProfilerStep#", 0) == 0))
       steps[an.rank[i]].push_back(up(an.rank[i], an.start_ns[i]));
   }
   for (auto& [r, v] : steps)
@@ -307,7 +316,9 @@ void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out
 std::vector<RankUnion> rank_unions(const Store& s, const CrossRankOptions& opt, bool per_step) {
   std::vector<RankUnion> out;
   add_rank_rows(s, select_activities(s, opt.filter), opt, per_step,
-                [&](int32_t rank, int32_t step, const UnionStats& u) { out.push_back({rank, step, u}); });
+                [&](int32_t rank, int32_t step, const UnionStats& u) {
+                  out.push_back({rank, step, u});
+                });
   return out;
 }
 
@@ -361,11 +372,13 @@ std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt)
 void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
   Table t;
   t.key = "idle";
-  t.title = "Idle breakdown per stream (host wait: the launch came after the stream drained; "
-            "kernel wait: gap < " + format_duration(opt.kernel_wait_ns) + ")";
-  t.columns = {"rank", "stream", "device", "host_wait_us", "kernel_wait_us", "other_us",
-               "idle_us", "host_wait_ratio", "kernel_wait_ratio", "other_ratio", "gaps",
-               "mean_gap_us", "max_gap_us", "overlaps"};
+  t.title =
+      "Idle breakdown per stream (host wait: the launch came after the stream drained; "
+      "kernel wait: gap < " +
+      format_duration(opt.kernel_wait_ns) + ")";
+  t.columns = {"rank",     "stream",      "device",          "host_wait_us",      "kernel_wait_us",
+               "other_us", "idle_us",     "host_wait_ratio", "kernel_wait_ratio", "other_ratio",
+               "gaps",     "mean_gap_us", "max_gap_us",      "overlaps"};
   for (const StreamIdle& d : stream_idle(s, opt)) {
     int64_t idle = d.host_ns + d.kernel_ns + d.other_ns;
     auto ratio = [&](int64_t x) { return idle ? Cell(static_cast<double>(x) / idle) : Cell{}; };

@@ -124,12 +124,18 @@ class Writer {
 
 const char* kineto_cat(Kind k) {
   switch (k) {
-    case Kind::Kernel: return "kernel";
-    case Kind::Memcpy: return "gpu_memcpy";
-    case Kind::Memset: return "gpu_memset";
-    case Kind::Sync: return "cuda_sync";
-    case Kind::HostOnStream: return "host_on_stream";
-    default: return "gpu_other";
+    case Kind::Kernel:
+      return "kernel";
+    case Kind::Memcpy:
+      return "gpu_memcpy";
+    case Kind::Memset:
+      return "gpu_memset";
+    case Kind::Sync:
+      return "cuda_sync";
+    case Kind::HostOnStream:
+      return "host_on_stream";
+    default:
+      return "gpu_other";
   }
 }
 
@@ -147,15 +153,18 @@ struct Selection {
   }
   bool activity(size_t i) const {
     const auto& a = s.activities;
-    return rank_ok(a.rank[i]) && (!o.step || a.step[i] == *o.step) && time_ok(a.start_ns[i], a.end_ns[i]);
+    return rank_ok(a.rank[i]) && (!o.step || a.step[i] == *o.step) &&
+           time_ok(a.start_ns[i], a.end_ns[i]);
   }
   bool launch(size_t i) const {
     const auto& l = s.launches;
-    return rank_ok(l.rank[i]) && (!o.step || l.step[i] == *o.step) && time_ok(l.start_ns[i], l.end_ns[i]);
+    return rank_ok(l.rank[i]) && (!o.step || l.step[i] == *o.step) &&
+           time_ok(l.start_ns[i], l.end_ns[i]);
   }
   bool annotation(size_t i) const {
     const auto& n = s.annotations;
-    return rank_ok(n.rank[i]) && (!o.step || n.step[i] == *o.step) && time_ok(n.start_ns[i], n.end_ns[i]);
+    return rank_ok(n.rank[i]) && (!o.step || n.step[i] == *o.step) &&
+           time_ok(n.start_ns[i], n.end_ns[i]);
   }
 };
 
@@ -183,7 +192,8 @@ void write_nccl_args(Writer& w, const Store& s, int32_t n) {
   if (c.pg_ranks_id[n]) w << ",\"Process Group Ranks\":", w.str(s.strings.at(c.pg_ranks_id[n]));
   if (n < static_cast<int32_t>(c.comm_hash.size()) && c.comm_hash[n])
     w << ",\"comm hash\":" << std::to_string(c.comm_hash[n]);
-  if (n < static_cast<int32_t>(c.peer.size()) && c.peer[n] >= 0) w << ",\"peer\":", w.num(c.peer[n]);
+  if (n < static_cast<int32_t>(c.peer.size()) && c.peer[n] >= 0)
+    w << ",\"peer\":", w.num(c.peer[n]);
   // From the NCCL profiler plugin (schema 2); absent for imports.
   if (n < static_cast<int32_t>(c.comm_rank.size()) && c.comm_rank[n] >= 0)
     w << ",\"comm rank\":", w.num(c.comm_rank[n]);
@@ -231,7 +241,8 @@ std::string ns_to_us_text(int64_t ns) {
   char b[32];
   uint64_t u = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
   std::snprintf(b, sizeof b, "%s%llu.%03llu", ns < 0 ? "-" : "",
-                static_cast<unsigned long long>(u / 1000), static_cast<unsigned long long>(u % 1000));
+                static_cast<unsigned long long>(u / 1000),
+                static_cast<unsigned long long>(u % 1000));
   return b;
 }
 
@@ -313,10 +324,12 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   for (size_t i = 0; i < an.size(); ++i) {
     if (!sel.annotation(i)) continue;
     auto k = static_cast<AnnotationKind>(an.kind[i]);
-    if (k == AnnotationKind::Step) track(an.rank[i], 1, 0, 0, [] { return std::string("steps"); });
+    if (k == AnnotationKind::Step)
+      track(an.rank[i], 1, 0, 0, [] { return std::string("steps"); });
     else if (k == AnnotationKind::GpuUser)
       track(an.rank[i], 20, an.pid[i], an.tid[i], [&] {
-        return "GPU " + std::to_string(an.pid[i]) + " stream " + std::to_string(an.tid[i]) + " annotations";
+        return "GPU " + std::to_string(an.pid[i]) + " stream " + std::to_string(an.tid[i]) +
+               " annotations";
       });
     else
       track(an.rank[i], 30, an.pid[i], an.tid[i] * 2 + (k == AnnotationKind::Nvtx), [&] {
@@ -326,9 +339,8 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   }
   for (size_t i = 0; i < l.size(); ++i)
     if (sel.launch(i))
-      track(l.rank[i], 40, l.pid[i], l.tid[i], [&] {
-        return "CPU thread " + std::to_string(l.tid[i]) + " (CUDA API)";
-      });
+      track(l.rank[i], 40, l.pid[i], l.tid[i],
+            [&] { return "CPU thread " + std::to_string(l.tid[i]) + " (CUDA API)"; });
 
   // Waits at matched collectives: each rank waits from its own arrival until the last arrival
   // (clamped to its kernel), on the rank's "collective wait" track.
@@ -451,10 +463,11 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
     ticker.tick();
     if (!sel.annotation(i)) continue;
     auto k = static_cast<AnnotationKind>(an.kind[i]);
-    int64_t tid = k == AnnotationKind::Step ? tid_of[{an.rank[i], 1, 0, 0}]
-                  : k == AnnotationKind::GpuUser
-                      ? tid_of[{an.rank[i], 20, an.pid[i], an.tid[i]}]
-                      : tid_of[{an.rank[i], 30, an.pid[i], an.tid[i] * 2 + (k == AnnotationKind::Nvtx)}];
+    int64_t tid =
+        k == AnnotationKind::Step ? tid_of[{an.rank[i], 1, 0, 0}]
+        : k == AnnotationKind::GpuUser
+            ? tid_of[{an.rank[i], 20, an.pid[i], an.tid[i]}]
+            : tid_of[{an.rank[i], 30, an.pid[i], an.tid[i] * 2 + (k == AnnotationKind::Nvtx)}];
     const char* cat = k == AnnotationKind::GpuUser ? "gpu_user_annotation"
                       : k == AnnotationKind::Nvtx  ? "nvtx"
                                                    : "user_annotation";
@@ -506,7 +519,8 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
         if (sel.activity(i)) {
           auto [it, fresh] = step_span.try_emplace(a.rank[i], a.start_ns[i], a.end_ns[i]);
           if (!fresh)
-            it->second = {std::min(it->second.first, a.start_ns[i]), std::max(it->second.second, a.end_ns[i])};
+            it->second = {std::min(it->second.first, a.start_ns[i]),
+                          std::max(it->second.second, a.end_ns[i])};
         }
     std::set<int32_t> rank_set(ranks.begin(), ranks.end());
     bool complete = c.rank.size() == c.size() && c.device.size() == c.size() &&
@@ -533,15 +547,18 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
       if (!rank_set.count(r) || (!is_entry && !sel.time_ok(ts, ts))) continue;
       if (opt.step) {
         auto it = step_span.find(r);
-        if (it == step_span.end() || c.ts_ns[i] < it->second.first || c.ts_ns[i] > it->second.second)
+        if (it == step_span.end() || c.ts_ns[i] < it->second.first ||
+            c.ts_ns[i] > it->second.second)
           continue;
       }
       const std::string& name = s.strings.at(c.name_id[i]);
       std::string dev = "GPU " + std::to_string(c.device[i]);
       const char* unit = "value";
       std::string track = dev + " " + name;
-      if (name == kCounterGpuMemory) track = dev + " memory allocated", unit = "bytes";
-      else if (name == kCounterPower) track = dev + " power", unit = "mW";
+      if (name == kCounterGpuMemory)
+        track = dev + " memory allocated", unit = "bytes";
+      else if (name == kCounterPower)
+        track = dev + " power", unit = "mW";
       begin("C", r, 0);
       w << ",\"ts\":";
       w.us(ts - base);
@@ -697,7 +714,8 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
     // and TraceLens read them; only pairs whose both ends are exported.
     std::unordered_set<int64_t> launched, ran;
     for (size_t i = l_lo; i < l_hi; ++i)
-      if (l.rank[i] == r && sel.launch(i) && l.correlation[i] != kNoCorrelation) launched.insert(l.correlation[i]);
+      if (l.rank[i] == r && sel.launch(i) && l.correlation[i] != kNoCorrelation)
+        launched.insert(l.correlation[i]);
     for (size_t i = a_lo; i < a_hi; ++i)
       if (a.rank[i] == r && sel.activity(i) && a.correlation[i] != kNoCorrelation &&
           is_gpu_work(static_cast<Kind>(a.kind[i])) && launched.count(a.correlation[i]))
@@ -732,7 +750,8 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
     for (size_t i = l_lo; i < l_hi; ++i) {
       ticker.tick();
       if (l.rank[i] != r || !sel.launch(i)) continue;
-      xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]), "cuda_runtime");
+      xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]),
+          "cuda_runtime");
       if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
       w << "}}";
       if (l.correlation[i] != kNoCorrelation && ran.count(l.correlation[i]))
@@ -756,7 +775,8 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       const Counters& c = s.counters;
       int64_t mem_id = -1;
       for (size_t i = 0; i < s.strings.size() && mem_id < 0; ++i)
-        if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory) mem_id = static_cast<int64_t>(i);
+        if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory)
+          mem_id = static_cast<int64_t>(i);
       std::map<int32_t, int64_t> prev;  // device → last value, for "Bytes" (the change)
       auto [k_lo, k_hi] = rank_rows(c.rank, r, c_sorted);
       for (size_t i = k_lo; mem_id >= 0 && i < k_hi; ++i) {

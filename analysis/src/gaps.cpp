@@ -104,8 +104,8 @@ void gap_cells(std::vector<Cell>& row, const ScopeRow& r) {
   row.push_back(any ? Cell(r.p95 / 1e3) : Cell());
   row.push_back(any ? Cell(us(r.max_gap)) : Cell());
 }
-const std::vector<std::string> kGapColumns = {"span_us", "busy_us",       "idle_us",
-                                              "idle_pct", "gaps",         "mean_gap_us",
+const std::vector<std::string> kGapColumns = {"span_us",       "busy_us",    "idle_us",
+                                              "idle_pct",      "gaps",       "mean_gap_us",
                                               "median_gap_us", "p95_gap_us", "max_gap_us"};
 const std::vector<std::string> kNsColumns = {"span_ns", "busy_ns", "idle_ns", "max_gap_ns"};
 void ns_cells(std::vector<Cell>& row, const ScopeRow& r) {
@@ -212,11 +212,16 @@ double transition_std(const TAcc& t) {
 
 const char* gap_sort_label(GapSort s) {
   switch (s) {
-    case GapSort::Count: return "count";
-    case GapSort::Mean: return "mean";
-    case GapSort::Max: return "max";
-    case GapSort::Std: return "std";
-    case GapSort::Total: return "total";
+    case GapSort::Count:
+      return "count";
+    case GapSort::Mean:
+      return "mean";
+    case GapSort::Max:
+      return "max";
+    case GapSort::Std:
+      return "std";
+    case GapSort::Total:
+      return "total";
   }
   return "total";
 }
@@ -253,19 +258,20 @@ std::string histogram_text(const std::vector<double>& edges, const std::vector<i
     total += values[i];
   }
   const int kBar = 50;
-  std::string out = "Idle-gap histogram (per-stream gaps > 0, µs; " + std::to_string(total) +
-                    " gaps)\n";
+  std::string out =
+      "Idle-gap histogram (per-stream gaps > 0, µs; " + std::to_string(total) + " gaps)\n";
   for (size_t i = 0; i < labels.size(); ++i) {
     std::string line(lw - labels[i].size(), ' ');
     line += labels[i] + " |";
-    int len = vmax > 0 ? static_cast<int>(static_cast<double>(values[i]) * kBar /
-                                          static_cast<double>(vmax))
-                       : 0;
+    int len =
+        vmax > 0
+            ? static_cast<int>(static_cast<double>(values[i]) * kBar / static_cast<double>(vmax))
+            : 0;
     if (values[i] > 0 && len == 0) len = 1;  // a non-empty bin is never invisible
     std::string bar;
     for (int k = 0; k < len; ++k) bar += "█";
-    line += bar + std::string(static_cast<size_t>(kBar - len), ' ') + " " +
-            std::to_string(values[i]);
+    line +=
+        bar + std::string(static_cast<size_t>(kBar - len), ' ') + " " + std::to_string(values[i]);
     out += line + '\n';
   }
   return out;
@@ -450,11 +456,16 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
   });
   const auto key = [&](const TRow& r) -> double {
     switch (opt.sort) {
-      case GapSort::Count: return static_cast<double>(r.t.count);
-      case GapSort::Mean: return r.mean;
-      case GapSort::Max: return static_cast<double>(r.t.max);
-      case GapSort::Std: return r.std;
-      case GapSort::Total: return static_cast<double>(r.t.total);
+      case GapSort::Count:
+        return static_cast<double>(r.t.count);
+      case GapSort::Mean:
+        return r.mean;
+      case GapSort::Max:
+        return static_cast<double>(r.t.max);
+      case GapSort::Std:
+        return r.std;
+      case GapSort::Total:
+        return static_cast<double>(r.t.total);
     }
     return 0;
   };
@@ -464,7 +475,8 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
     const double kx = key(x), ky = key(y);
     if (kx != ky) return kx > ky;
     if (x.t.count != y.t.count) return x.t.count > y.t.count;
-    if (names.names[x.from] != names.names[y.from]) return names.names[x.from] < names.names[y.from];
+    if (names.names[x.from] != names.names[y.from])
+      return names.names[x.from] < names.names[y.from];
     return names.names[x.to] < names.names[y.to];
   });
   const size_t distinct_pairs = trows.size();
@@ -474,8 +486,8 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
   tt.key = "gap_transitions";
   tt.title = std::string("Top transitions A → B on a stream, by ") + gap_sort_label(opt.sort) +
              " of the gap";
-  tt.columns = {"from", "to", "count", "overlaps", "total_us", "mean_us", "std_us", "max_us",
-                "total_ns", "max_ns"};
+  tt.columns = {"from",    "to",     "count",  "overlaps", "total_us",
+                "mean_us", "std_us", "max_us", "total_ns", "max_ns"};
   tt.text_hidden = {false, false, false, false, false, false, false, false, true, true};
   tt.precision = 3;
   tt.max_text_width = opt.verbose ? 0 : 50;
@@ -516,13 +528,13 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
                             std::to_string(stream_touching) + " touching");
     char p[32];
     std::snprintf(p, sizeof p, "%.2f%%", pct(dev_idle, dev_span));
-    out->headline.push_back("GPU idle (no activity on any stream of a device): " +
-                            format_duration(dev_idle) + " of " + format_duration(dev_span) +
-                            " device span (" + p + ")");
+    out->headline.push_back(
+        "GPU idle (no activity on any stream of a device): " + format_duration(dev_idle) + " of " +
+        format_duration(dev_span) + " device span (" + p + ")");
     std::snprintf(p, sizeof p, "%.2f%%", pct(rank_idle, rank_span));
-    out->headline.push_back("Rank idle (no activity on any device of a rank): " +
-                            format_duration(rank_idle) + " of " + format_duration(rank_span) +
-                            " rank span (" + p + ")");
+    out->headline.push_back(
+        "Rank idle (no activity on any device of a rank): " + format_duration(rank_idle) + " of " +
+        format_duration(rank_span) + " rank span (" + p + ")");
   }
   if (distinct_pairs > trows.size())
     out->headline.push_back("Showing top " + std::to_string(trows.size()) + " of " +
@@ -536,10 +548,8 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
   out->tables.push_back(std::move(tt));
   out->tables.push_back(std::move(ht));
   out->text_blocks.push_back(histogram_text(edges, hist, under, over));
-  out->json["histogram"] = {{"edges_us", edges},
-                            {"counts", hist},
-                            {"underflow", under},
-                            {"overflow", over}};
+  out->json["histogram"] = {
+      {"edges_us", edges}, {"counts", hist}, {"underflow", under}, {"overflow", over}};
   out->json["gap_totals"] = {{"activities", static_cast<int64_t>(sel.size())},
                              {"streams", static_cast<int64_t>(runs.size())},
                              {"devices", static_cast<int64_t>(ndevices)},

@@ -20,8 +20,8 @@
 #include "kernalyse/checked.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/energy.h"
-#include "kernalyse/export.h"
 #include "kernalyse/error.h"
+#include "kernalyse/export.h"
 #include "timeline.h"
 
 namespace fs = std::filesystem;
@@ -148,13 +148,13 @@ json timeline(const Store& s, const std::vector<uint32_t>& rows, const Window& w
                             static_cast<int64_t>(w.bins), us(w.bin_ns)});
   }
   return {{"t0_ns", w.t0 - base}, {"bin_ns", w.bin_ns}, {"bins", w.bins}, {"ranks", jr},
-          {"compute", comp}, {"comm", comm}, {"idle", idle}};
+          {"compute", comp},      {"comm", comm},       {"idle", idle}};
 }
 
 // Rank × collective wait from the straggler ledger; columns binned (max wait) beyond max_cols.
 json straggler_heatmap(const StragglerResult& st, int max_cols) {
-  json out = {{"ranks", json::array()}, {"cols", json::array()}, {"cells", json::array()},
-              {"max_ns", 0}};
+  json out = {
+      {"ranks", json::array()}, {"cols", json::array()}, {"cells", json::array()}, {"max_ns", 0}};
   const auto& cs = st.collectives;
   size_t n = cs.size();
   if (n == 0) return out;
@@ -182,8 +182,10 @@ json straggler_heatmap(const StragglerResult& st, int max_cols) {
       if (cs[k].last_rank >= 0) last_count[cs[k].last_rank]++;
     }
     std::string label = "#" + std::to_string(cs[lo].id);
-    if (hi - lo > 1) label += "–" + std::to_string(cs[hi - 1].id);
-    else label += " " + cs[lo].op;
+    if (hi - lo > 1)
+      label += "–" + std::to_string(cs[hi - 1].id);
+    else
+      label += " " + cs[lo].op;
     int32_t last = -1;
     int best = 0;
     for (auto& [r, c] : last_count)
@@ -218,10 +220,12 @@ json counter_series(const Store& s, const HtmlOptions& opt, const Window& w, int
   if (id < 0 || c.size() == 0 || c.name_id.size() != c.size()) return series;
   std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> by;
   for (size_t i = 0; i < c.size(); ++i)
-    if (c.name_id[i] == static_cast<uint32_t>(id) && (!opt.filter.rank || *opt.filter.rank == c.rank[i]))
+    if (c.name_id[i] == static_cast<uint32_t>(id) &&
+        (!opt.filter.rank || *opt.filter.rank == c.rank[i]))
       by[{c.rank[i], c.device[i]}].push_back(i);
   for (auto& [key, idx] : by) {
-    std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return c.ts_ns[x] < c.ts_ns[y]; });
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](size_t x, size_t y) { return c.ts_ns[x] < c.ts_ns[y]; });
     int64_t peak = INT64_MIN, peak_at = 0, last = 0, n = 0;
     json pts = json::array();
     bool have_entry = false;
@@ -255,8 +259,9 @@ json counter_series(const Store& s, const HtmlOptions& opt, const Window& w, int
     if (binned && cur_bin >= 0) emit(w.t0 + cur_bin * w.bin_ns, bin_max);
     if (have_entry) emit(w.t0, entry), last = entry;
     if (pts.empty()) continue;
-    series.push_back({{"name", "rank " + std::to_string(key.first) + " GPU " + std::to_string(key.second)},
-                      {"points", pts}});
+    series.push_back(
+        {{"name", "rank " + std::to_string(key.first) + " GPU " + std::to_string(key.second)},
+         {"points", pts}});
     // Built cell by cell: a braced list of variants trips GCC 12's -Wmaybe-uninitialized.
     std::vector<Cell> row;
     row.emplace_back(int64_t{key.first});
@@ -327,8 +332,16 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   Table rt;
   rt.key = "ranks";
   rt.title = "Ranks";
-  rt.columns = {"rank", "host", "devices", "device_name", "emulated", "clock_method",
-                "clock_uncertainty_us", "activities", "source", "collector_status"};
+  rt.columns = {"rank",
+                "host",
+                "devices",
+                "device_name",
+                "emulated",
+                "clock_method",
+                "clock_uncertainty_us",
+                "activities",
+                "source",
+                "collector_status"};
   std::map<int32_t, int64_t> acts;
   for (uint32_t i : rows) acts[s.activities.rank[i]]++;
   for (const auto& r : s.ranks) {
@@ -350,7 +363,8 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   int64_t first = INT64_MAX, last = INT64_MIN;
   for (uint32_t i : rows)
     if (is_gpu_work(static_cast<Kind>(s.activities.kind[i])))
-      first = std::min(first, s.activities.start_ns[i]), last = std::max(last, s.activities.end_ns[i]);
+      first = std::min(first, s.activities.start_ns[i]),
+      last = std::max(last, s.activities.end_ns[i]);
   bool any = first <= last;
   std::string headline = straggler_headline(ledger);
   d["title"] = opt.title;
@@ -365,7 +379,8 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   d["hosts"] = static_cast<int64_t>(hosts.size());
   d["devices"] = static_cast<int64_t>(devices.size());
   d["activities"] = static_cast<int64_t>(rows.size());
-  d["span"] = any ? json{{"start_us", us(first - base)}, {"end_us", us(last - base)},
+  d["span"] = any ? json{{"start_us", us(first - base)},
+                         {"end_us", us(last - base)},
                          {"dur_us", us(last - first)}}
                   : json(nullptr);
   d["root_cause"] = headline;
@@ -384,7 +399,8 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     w.t1 = opt.to_ns ? in_range(base + *opt.to_ns) : last;
     // Bins × ranks × 3 lanes bounds the page's size; past 200 ranks the bins get coarser.
     int64_t nranks = std::max<int64_t>(1, static_cast<int64_t>(rt.rows.size()));
-    int64_t nb = std::min<int64_t>(std::max(1, opt.timeline_bins), std::max<int64_t>(100, 200'000 / nranks));
+    int64_t nb =
+        std::min<int64_t>(std::max(1, opt.timeline_bins), std::max<int64_t>(100, 200'000 / nranks));
     if (w.t1 > w.t0) {
       w.bin_ns = std::max<int64_t>(1, (w.t1 - w.t0 + nb - 1) / nb);
       w.bins = static_cast<size_t>((w.t1 - w.t0 + w.bin_ns - 1) / w.bin_ns);
@@ -397,7 +413,9 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   d["stragglers"] = straggler_heatmap(ledger, opt.max_collectives);
 
   // Overlap and breakdown per rank, from their tables.
-  json ov = {{"ranks", json::array()}, {"overlapped_ns", json::array()}, {"exposed_ns", json::array()},
+  json ov = {{"ranks", json::array()},
+             {"overlapped_ns", json::array()},
+             {"exposed_ns", json::array()},
              {"exposed_pct", json::array()}};
   if (const Table* t = find_table(rep, "overlap")) {
     int cr = col(*t, "rank"), co = col(*t, "overlap_us"), ce = col(*t, "exposed_comm_us"),
@@ -424,14 +442,16 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   if (const Table* t = find_table(rep, "gap_histogram"))
     for (const auto& r : t->rows) {
       std::string lo = cell_text(r[0], 0), hi = cell_text(r[1], 0);
-      gh["labels"].push_back(std::holds_alternative<std::monostate>(r[0]) ? "< " + hi
+      gh["labels"].push_back(std::holds_alternative<std::monostate>(r[0])   ? "< " + hi
                              : std::holds_alternative<std::monostate>(r[1]) ? "≥ " + lo
                                                                             : lo + "–" + hi);
       gh["counts"].push_back(num(r[2]));
     }
   d["gaps"] = gh;
 
-  json kb = {{"names", json::array()}, {"total_ns", json::array()}, {"count", json::array()},
+  json kb = {{"names", json::array()},
+             {"total_ns", json::array()},
+             {"count", json::array()},
              {"category", json::array()}};
   if (const Table* t = find_table(rep, "kernel_summary"))
     for (const auto& r : t->rows) {
@@ -442,7 +462,9 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     }
   d["kernels"] = kb;
 
-  json rb = {{"names", json::array()}, {"gpu_ns", json::array()}, {"calls", json::array()},
+  json rb = {{"names", json::array()},
+             {"gpu_ns", json::array()},
+             {"calls", json::array()},
              {"items", json::array()}};
   if (const Table* t = find_table(rep, "ranges"))
     for (const auto& r : t->rows) {
@@ -456,8 +478,8 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   Table mem, power;
   d["memory"] = counter_series(s, opt, w, base, kCounterGpuMemory, "gpu_memory",
                                "GPU memory in use", "bytes", &mem);
-  d["power"] = counter_series(s, opt, w, base, kCounterPower, "gpu_power", "GPU board power",
-                              "mw", &power);
+  d["power"] =
+      counter_series(s, opt, w, base, kCounterPower, "gpu_power", "GPU board power", "mw", &power);
 
   d["energy"] = {{"total_j", energy.total_j},
                  {"idle_j", energy.idle_j},
@@ -487,7 +509,8 @@ void append_table(std::string& h, const Table& t) {
   }
   h += "<table><thead><tr>";
   for (size_t c = 0; c < t.columns.size(); ++c)
-    if (c >= t.text_hidden.size() || !t.text_hidden[c]) h += "<th>" + escape_html(t.columns[c]) + "</th>";
+    if (c >= t.text_hidden.size() || !t.text_hidden[c])
+      h += "<th>" + escape_html(t.columns[c]) + "</th>";
   h += "</tr></thead><tbody>\n";
   for (const auto& r : t.rows) {
     h += "<tr>";
@@ -508,10 +531,13 @@ void append_chunks(std::string& h, const std::string_view* chunks, size_t n) {
 }
 
 // A chart section: its container (the script fills it) and the links to its tables.
-void section(std::string& h, const std::string& id, const std::string& title, const std::string& what,
-             std::initializer_list<std::pair<const char*, const char*>> tables, const char* height) {
+void section(std::string& h, const std::string& id, const std::string& title,
+             const std::string& what,
+             std::initializer_list<std::pair<const char*, const char*>> tables,
+             const char* height) {
   h += "<section id=\"s-" + id + "\"><h2>" + title + "</h2><p class=\"what\">" + what + "</p>";
-  h += "<div class=\"chart\" id=\"c-" + id + "\" style=\"height:" + height + "\"></div><p class=\"links\">";
+  h += "<div class=\"chart\" id=\"c-" + id + "\" style=\"height:" + height +
+       "\"></div><p class=\"links\">";
   for (auto& [key, label] : tables)
     h += "<a href=\"#t-" + std::string(key) + "\">table: " + label + " ↓</a> ";
   h += "</p></section>\n";
@@ -536,7 +562,8 @@ std::string page(const Built& b) {
        "document.documentElement.setAttribute('data-kx-errors',JSON.stringify(errs));}"
        "window.addEventListener('error',function(e){rec('error: '+(e.message||e.type)+' at '+"
        "(e.filename||'')+':'+(e.lineno||0));});"
-       "window.addEventListener('unhandledrejection',function(e){rec('unhandled rejection: '+e.reason);});"
+       "window.addEventListener('unhandledrejection',function(e){rec('unhandled rejection: "
+       "'+e.reason);});"
        "var ce=console.error;console.error=function(){rec('console.error: '+"
        "Array.prototype.map.call(arguments,String).join(' '));return ce.apply(console,arguments);};"
        "document.documentElement.setAttribute('data-kx-errors','[]');})();</script>\n";
@@ -549,7 +576,8 @@ std::string page(const Built& b) {
   h += "<nav><a href=\"#s-summary\">summary</a> <a href=\"#s-timeline\">timeline</a> "
        "<a href=\"#s-stragglers\">stragglers</a> <a href=\"#s-overlap\">overlap</a> "
        "<a href=\"#s-gaps\">gaps</a> <a href=\"#s-kernels\">top kernels</a> "
-       "<a href=\"#s-ranges\">ranges</a> <a href=\"#s-memory\">GPU memory</a> <a href=\"#s-power\">GPU power</a> <a href=\"#tables\">tables</a></nav></header>\n";
+       "<a href=\"#s-ranges\">ranges</a> <a href=\"#s-memory\">GPU memory</a> <a "
+       "href=\"#s-power\">GPU power</a> <a href=\"#tables\">tables</a></nav></header>\n";
 
   // Summary (plain HTML: readable even without the script).
   auto fmt_us = [](const json& v) {
@@ -571,7 +599,8 @@ std::string page(const Built& b) {
                           " to " + fmt_us(d["span"]["end_us"]) + " after the run's origin)");
   item("data", emulated ? "EMULATED (synthetic device data)" : "recorded");
   item("clocks", d["clock_domain"].get<std::string>());
-  item("produced by", d["produced_by"].get<std::string>() + " " + d["created_utc"].get<std::string>());
+  item("produced by",
+       d["produced_by"].get<std::string>() + " " + d["created_utc"].get<std::string>());
   h += "</dl><p class=\"links\"><a href=\"#t-ranks\">table: ranks ↓</a></p>";
   h += "<p class=\"rootcause\" id=\"rootcause\"><b>Root cause:</b> " +
        escape_html(d["root_cause"].get<std::string>()) + "</p>";
@@ -585,16 +614,20 @@ std::string page(const Built& b) {
           {{"timeline_lanes", "lanes per rank"}, {"breakdown", "temporal breakdown"}}, "420px");
   section(h, "stragglers", "Straggler heatmap",
           "Wait per rank at each matched collective (µs): how long the rank sat in the collective "
-          "before the last rank arrived. A row that stays cool while the others are hot is the straggler.",
-          {{"stragglers_collectives", "collectives"}, {"stragglers_ranks", "per rank"},
+          "before the last rank arrived. A row that stays cool while the others are hot is the "
+          "straggler.",
+          {{"stragglers_collectives", "collectives"},
+           {"stragglers_ranks", "per rank"},
            {"delay_by_kernel", "delay by kernel"}},
           "360px");
   section(h, "overlap", "Overlap and exposed communication",
-          "Communication time per rank split into the part overlapped by computation and the exposed part.",
+          "Communication time per rank split into the part overlapped by computation and the "
+          "exposed part.",
           {{"overlap", "overlap"}, {"breakdown", "temporal breakdown"}}, "320px");
   section(h, "gaps", "Idle-gap histogram",
           "Idle gaps between consecutive GPU activities on each stream, by length (µs).",
-          {{"gap_histogram", "histogram"}, {"gaps_per_rank", "idle per rank"},
+          {{"gap_histogram", "histogram"},
+           {"gaps_per_rank", "idle per rank"},
            {"gap_transitions", "transitions"}},
           "320px");
   section(h, "kernels", "Top kernels", "Kernels by total GPU time (all selected ranks).",
@@ -620,7 +653,8 @@ std::string page(const Built& b) {
   for (const auto& t : b.tables) energy_ranges = energy_ranges || t.key == "energy_ranges";
   if (energy_ranges)
     section(h, "power", "GPU power over time", energy,
-            {{"gpu_power", "GPU power"}, {"energy_steps", "energy per step"},
+            {{"gpu_power", "GPU power"},
+             {"energy_steps", "energy per step"},
              {"energy_ranges", "energy per range"}},
             "280px");
   else
@@ -659,11 +693,20 @@ std::string escape_html(std::string_view s) {
   o.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;

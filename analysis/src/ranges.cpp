@@ -13,7 +13,6 @@ namespace kernalyse {
 
 namespace {
 
-
 struct Gpu {
   int64_t ns = 0, items = 0;
 };
@@ -130,8 +129,8 @@ void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
   Table t;
   t.key = "ranges";
   t.title = "GPU time by annotated range (" + describe_filter(s, opt.filter) + ")";
-  t.columns = {"range", "calls", "ranks", "gpu_items", "gpu_total_us", "gpu_mean_us", "cpu_total_us",
-               "pct_gpu_time", "gpu_total_ns"};
+  t.columns = {"range",       "calls",        "ranks",        "gpu_items",   "gpu_total_us",
+               "gpu_mean_us", "cpu_total_us", "pct_gpu_time", "gpu_total_ns"};
   t.text_hidden.assign(t.columns.size(), false);
   t.text_hidden.back() = true;
   t.precision = 3;
@@ -145,26 +144,30 @@ void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
     row.emplace_back(us(acc->gpu_ns));
     row.emplace_back(acc->calls ? us(acc->gpu_ns) / static_cast<double>(acc->calls) : 0.0);
     row.emplace_back(us(acc->cpu_ns));
-    row.emplace_back(all_gpu_ns > 0 ? 100.0 * static_cast<double>(acc->gpu_ns) / static_cast<double>(all_gpu_ns) : 0.0);
+    row.emplace_back(all_gpu_ns > 0 ? 100.0 * static_cast<double>(acc->gpu_ns) /
+                                          static_cast<double>(all_gpu_ns)
+                                    : 0.0);
     row.emplace_back(acc->gpu_ns);
     t.rows.push_back(std::move(row));
   }
   char line[256];
   if (instances == 0) {
-    std::snprintf(line, sizeof line,
-                  "GPU time by annotated range: no NVTX or user ranges in %s",
+    std::snprintf(line, sizeof line, "GPU time by annotated range: no NVTX or user ranges in %s",
                   describe_filter(s, opt.filter).c_str());
   } else {
-    std::snprintf(line, sizeof line,
-                  "GPU time by annotated range: %lld ranges, %zu distinct names; %.1f %% of the GPU "
-                  "time was launched inside one (inclusive: nested ranges each count their kernels)",
-                  static_cast<long long>(instances), distinct,
-                  all_gpu_ns > 0 ? 100.0 * static_cast<double>(covered_ns) / static_cast<double>(all_gpu_ns) : 0.0);
+    std::snprintf(
+        line, sizeof line,
+        "GPU time by annotated range: %lld ranges, %zu distinct names; %.1f %% of the GPU "
+        "time was launched inside one (inclusive: nested ranges each count their kernels)",
+        static_cast<long long>(instances), distinct,
+        all_gpu_ns > 0 ? 100.0 * static_cast<double>(covered_ns) / static_cast<double>(all_gpu_ns)
+                       : 0.0);
   }
   out->headline.push_back(line);
   out->tables.push_back(std::move(t));
   out->json["ranges_coverage_pct"] =
-      all_gpu_ns > 0 ? 100.0 * static_cast<double>(covered_ns) / static_cast<double>(all_gpu_ns) : 0.0;
+      all_gpu_ns > 0 ? 100.0 * static_cast<double>(covered_ns) / static_cast<double>(all_gpu_ns)
+                     : 0.0;
 }
 
 }  // namespace kernalyse

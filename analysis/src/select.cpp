@@ -79,8 +79,7 @@ std::vector<uint32_t> select_activities(const Store& s, const Filter& f) {
   if (f.rank) {
     const auto ranks = store_ranks(s);
     if (!std::binary_search(ranks.begin(), ranks.end(), *f.rank))
-      throw Error("no rank " + std::to_string(*f.rank) + " in store (" + ranks_phrase(ranks) +
-                  ")");
+      throw Error("no rank " + std::to_string(*f.rank) + " in store (" + ranks_phrase(ranks) + ")");
   }
   if (f.step) {
     if (a.step.size() != n) throw Error("--step needs the activities' step column");

@@ -54,14 +54,17 @@ std::string category_label(uint8_t mask) {
 
 const char* sort_label(SummarySort s) {
   switch (s) {
-    case SummarySort::Count: return "count";
-    case SummarySort::Total: return "total";
-    case SummarySort::Mean: return "mean";
-    case SummarySort::Pct: return "pct";
+    case SummarySort::Count:
+      return "count";
+    case SummarySort::Total:
+      return "total";
+    case SummarySort::Mean:
+      return "mean";
+    case SummarySort::Pct:
+      return "pct";
   }
   return "total";
 }
-
 
 void add_row(const Activities& a, uint32_t i, Acc& acc) {
   const int64_t d = std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);  // clamp corrupt rows
@@ -88,10 +91,13 @@ Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const Su
   auto metric = [&](int32_t g) -> long double {
     const Acc& a = accs[g];
     switch (opt.sort) {
-      case SummarySort::Count: return static_cast<long double>(a.count);
-      case SummarySort::Mean: return static_cast<long double>(a.total) / a.count;
+      case SummarySort::Count:
+        return static_cast<long double>(a.count);
+      case SummarySort::Mean:
+        return static_cast<long double>(a.total) / a.count;
       case SummarySort::Total:
-      case SummarySort::Pct: return static_cast<long double>(a.total);
+      case SummarySort::Pct:
+        return static_cast<long double>(a.total);
     }
     return 0;
   };
@@ -107,8 +113,8 @@ Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const Su
   Table t;
   t.key = std::move(key);
   t.title = std::move(title);
-  t.columns = {"kernel", "category", "count", "total_us", "mean_us", "std_us", "min_us",
-               "max_us", "pct_launches", "pct_time", "total_ns", "min_ns", "max_ns"};
+  t.columns = {"kernel", "category",     "count",    "total_us", "mean_us", "std_us", "min_us",
+               "max_us", "pct_launches", "pct_time", "total_ns", "min_ns",  "max_ns"};
   t.text_hidden.assign(t.columns.size(), false);
   for (size_t c = 10; c < t.columns.size(); ++c) t.text_hidden[c] = true;
   t.precision = 3;
@@ -119,9 +125,9 @@ Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const Su
     t.rows.push_back({names.names[g], category_label(a.categories), a.count, us(a.total), mean,
                       population_std(a) / 1e3, us(a.min), us(a.max),
                       100.0 * static_cast<double>(a.count) / static_cast<double>(all_count),
-                      all_total > 0 ? 100.0 * static_cast<double>(a.total) /
-                                          static_cast<double>(all_total)
-                                    : 0.0,
+                      all_total > 0
+                          ? 100.0 * static_cast<double>(a.total) / static_cast<double>(all_total)
+                          : 0.0,
                       a.total, a.min, a.max});
   }
   return t;
@@ -174,12 +180,11 @@ void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
   if (total_count == 0) {
     out->headline.push_back("Kernel summary: no kernel activities match (" + scope + ")");
   } else {
-    out->headline.push_back("Kernel summary (" + scope + "): " + std::to_string(total_count) +
-                            " kernels, " + std::to_string(distinct) + " distinct " +
-                            (opt.verbose ? "names" : "simplified names") + ", " +
-                            format_duration(total_ns) + " GPU kernel time, " +
-                            std::to_string(rank_values.size()) +
-                            (rank_values.size() == 1 ? " rank" : " ranks"));
+    out->headline.push_back(
+        "Kernel summary (" + scope + "): " + std::to_string(total_count) + " kernels, " +
+        std::to_string(distinct) + " distinct " + (opt.verbose ? "names" : "simplified names") +
+        ", " + format_duration(total_ns) + " GPU kernel time, " +
+        std::to_string(rank_values.size()) + (rank_values.size() == 1 ? " rank" : " ranks"));
     if (shown < distinct)
       out->headline.push_back("Showing top " + std::to_string(shown) + " of " +
                               std::to_string(distinct) + " by " + sort_label(opt.sort));
@@ -195,20 +200,15 @@ void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
       Filter fr = opt.filter;
       fr.rank = rank_values[k];
       size_t sh = 0, di = 0;
-      out->tables.push_back(make_table(per_rank[k], names, opt,
-                                       "kernel_summary_rank" + std::to_string(rank_values[k]),
-                                       "Kernel summary (" + describe_filter(s, fr) + ")", &sh,
-                                       &di));
+      out->tables.push_back(make_table(
+          per_rank[k], names, opt, "kernel_summary_rank" + std::to_string(rank_values[k]),
+          "Kernel summary (" + describe_filter(s, fr) + ")", &sh, &di));
     }
   }
-  out->json["kernel_summary_totals"] = {{"kernels", total_count},
-                                        {"total_ns", total_ns},
-                                        {"total_us", us(total_ns)},
-                                        {"distinct_names", distinct},
-                                        {"ranks", rank_values},
-                                        {"simplified_names", !opt.verbose},
-                                        {"sort", sort_label(opt.sort)},
-                                        {"top", opt.top}};
+  out->json["kernel_summary_totals"] = {
+      {"kernels", total_count},       {"total_ns", total_ns}, {"total_us", us(total_ns)},
+      {"distinct_names", distinct},   {"ranks", rank_values}, {"simplified_names", !opt.verbose},
+      {"sort", sort_label(opt.sort)}, {"top", opt.top}};
 }
 
 std::vector<KernelStat> kernel_stats(const Store& s, const Filter& f, bool verbose) {

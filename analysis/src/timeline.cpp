@@ -73,7 +73,8 @@ LaunchIndex::LaunchIndex(const Store& s) {
       p.sparse.emplace_back(l.correlation[i], l.start_ns[i]);
   }
   for (auto& [r, p] : ranks_)
-    if (!std::is_sorted(p.sparse.begin(), p.sparse.end())) std::sort(p.sparse.begin(), p.sparse.end());
+    if (!std::is_sorted(p.sparse.begin(), p.sparse.end()))
+      std::sort(p.sparse.begin(), p.sparse.end());
 }
 
 int64_t LaunchIndex::find(int32_t rank, int64_t corr) const {
@@ -85,7 +86,8 @@ int64_t LaunchIndex::find(int32_t rank, int64_t corr) const {
     if (corr < p.lo || corr - p.lo >= static_cast<int64_t>(p.dense.size())) return kNone;
     return p.dense[static_cast<size_t>(corr - p.lo)];
   }
-  auto q = std::lower_bound(p.sparse.begin(), p.sparse.end(), std::pair<int64_t, int64_t>{corr, INT64_MIN});
+  auto q = std::lower_bound(p.sparse.begin(), p.sparse.end(),
+                            std::pair<int64_t, int64_t>{corr, INT64_MIN});
   return (q != p.sparse.end() && q->first == corr) ? q->second : kNone;
 }
 

@@ -84,8 +84,8 @@ ClockSample measure_offset_to_root(MPI_Comm comm, int exchanges) {
       // At least `rounds`; then more while the best round trip is still poor (a descheduled
       // rank on a shared machine), within a per-peer time and round budget.
       for (int i = 0;; ++i) {
-        if (i >= rounds && (best_rtt <= kGoodRttNs || i >= kMaxRounds ||
-                            now_raw_ns() - begin >= kMaxPeerNs))
+        if (i >= rounds &&
+            (best_rtt <= kGoodRttNs || i >= kMaxRounds || now_raw_ns() - begin >= kMaxPeerNs))
           break;
         int64_t tw = 0;
         const int64_t t1 = now_raw_ns();
@@ -120,8 +120,7 @@ ClockSample measure_offset_to_root(MPI_Comm comm, int exchanges) {
         check(MPI_Irecv(ping, 2, MPI_INT64_T, 0, kTagPing, cc, &req), "MPI_Irecv ping");
         wait_idle(&req, "MPI_Test ping");
       } else {
-        check(MPI_Recv(ping, 2, MPI_INT64_T, 0, kTagPing, cc, MPI_STATUS_IGNORE),
-              "MPI_Recv ping");
+        check(MPI_Recv(ping, 2, MPI_INT64_T, 0, kTagPing, cc, MPI_STATUS_IGNORE), "MPI_Recv ping");
       }
       if (ping[1] == 0) break;  // rank 0 has its best round
       const int64_t tw = now_raw_ns();

@@ -102,8 +102,10 @@ class Collector final : public collector::Sink {
     force_ = env("KERNALYSE_FORCE") == "1";
     quiet_ = env("KERNALYSE_QUIET") == "1";
     keep_spool_ = env("KERNALYSE_KEEP_SPOOL") == "1";
-    flush_records_ = std::max<int64_t>(1, std::atoll(env("KERNALYSE_FLUSH_RECORDS", "100000").c_str()));
-    flush_ns_ = std::max<int64_t>(1, std::atoll(env("KERNALYSE_FLUSH_MS", "1000").c_str())) * 1'000'000;
+    flush_records_ =
+        std::max<int64_t>(1, std::atoll(env("KERNALYSE_FLUSH_RECORDS", "100000").c_str()));
+    flush_ns_ =
+        std::max<int64_t>(1, std::atoll(env("KERNALYSE_FLUSH_MS", "1000").c_str())) * 1'000'000;
     command_ = env("KERNALYSE_COMMAND");
     rank_hint_ = env_rank();
     open_spool();
@@ -121,10 +123,18 @@ class Collector final : public collector::Sink {
   void activity(const kernalyse_emu_activity& a, bool emulated) override {
     intake([&] { rec_.activity(a, emulated); });
   }
-  void launch(const kernalyse_emu_launch& l) override { intake([&] { rec_.launch(l); }); }
-  void nccl(const kernalyse_emu_nccl& n) override { intake([&] { rec_.nccl(n); }); }
-  void range(const kernalyse_emu_range& r) override { intake([&] { rec_.range(r); }); }
-  void memory(const kernalyse_emu_memory& m) override { intake([&] { rec_.memory(m); }); }
+  void launch(const kernalyse_emu_launch& l) override {
+    intake([&] { rec_.launch(l); });
+  }
+  void nccl(const kernalyse_emu_nccl& n) override {
+    intake([&] { rec_.nccl(n); });
+  }
+  void range(const kernalyse_emu_range& r) override {
+    intake([&] { rec_.range(r); });
+  }
+  void memory(const kernalyse_emu_memory& m) override {
+    intake([&] { rec_.memory(m); });
+  }
   void counter(const kernalyse_emu_counter& c, bool emulated) override {
     intake([&] { rec_.counter(c, emulated); });
   }
@@ -134,7 +144,9 @@ class Collector final : public collector::Sink {
     power_.add_device(ordinal, nvml_uuid ? nvml_uuid : "");
     power_.start(*this, std::atoll(env("KERNALYSE_POWER_MS", "100").c_str()));  // once
   }
-  void losses(const collector::LossCounts& c) override { intake([&] { rec_.losses(c); }, false); }
+  void losses(const collector::LossCounts& c) override {
+    intake([&] { rec_.losses(c); }, false);
+  }
   void status(const char* line, const char* device_name) override {
     intake([&] { rec_.status(line, device_name); }, false);
   }
@@ -403,7 +415,6 @@ class Collector final : public collector::Sink {
     std::fflush(err_);
   }
 
-
   void open_spool() {
     // One directory per job next to the output; one file per rank.
     std::string job = env("PMIX_NAMESPACE");
@@ -451,7 +462,8 @@ class Collector final : public collector::Sink {
   int64_t flush_records_ = 100000, flush_ns_ = 1'000'000'000, last_flush_ns_ = 0, pending_ = 0;
   int64_t anchor_ = 0;
   ClockSample start_, end_;
-  bool has_end_ = false, closed_ = false, meta_ready_ = false, meta_dirty_ = false, meta_emulated_ = false;
+  bool has_end_ = false, closed_ = false, meta_ready_ = false, meta_dirty_ = false,
+       meta_emulated_ = false;
   bool sigterm_installed_ = false;
   int rank_ = 0, size_ = 1;
   long pid_ = 0;

@@ -237,9 +237,9 @@ void RecordParser::on_record(const void* p) {
         const auto* u = reinterpret_cast<const unsigned char*>(&d->uuid);
         char buf[48];
         std::snprintf(buf, sizeof buf,
-                      "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                      u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                      u[14], u[15]);
+                      "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                      u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+                      u[12], u[13], u[14], u[15]);
         device_uuids_[d->id] = buf;
       }
       device_seen(d->id, d->name);

@@ -33,13 +33,15 @@ namespace {
 
 // What we ask NCCL for. Group (one event per plan) fires anyway once Coll/P2p are on; we use its
 // handle to tell the plans of one group apart. No proxy or KernelCh events: the kernel's timing
-// comes from CUPTI, and KernelCh would also change which graph-captured collectives get a seqNumber.
-constexpr int kActivationMask = ncclProfileGroup | ncclProfileColl | ncclProfileP2p | ncclProfileGroupApi |
-                                ncclProfileCollApi | ncclProfileP2pApi | ncclProfileKernelLaunch;
+// comes from CUPTI, and KernelCh would also change which graph-captured collectives get a
+// seqNumber.
+constexpr int kActivationMask = ncclProfileGroup | ncclProfileColl | ncclProfileP2p |
+                                ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi |
+                                ncclProfileKernelLaunch;
 
-constexpr size_t kChunk = 1024;             // events per pool chunk (chunks never move)
+constexpr size_t kChunk = 1024;  // events per pool chunk (chunks never move)
 constexpr size_t kDefaultLimit = 64 * kChunk;
-constexpr int kMaxLaunches = 16;            // plans remembered per GroupApi
+constexpr int kMaxLaunches = 16;  // plans remembered per GroupApi
 
 struct CommCtx {
   uint64_t id;  // unique per init: a freed context's address may come back
@@ -68,10 +70,10 @@ struct Event {
   CommCtx* comm = nullptr;
   Event* parent = nullptr;
   uint32_t parent_gen = 0;
-  uint64_t serial = 0;    // Plan: identity across pool reuse; API events: when they started
-  int slot = -1;          // KernelLaunch: index in its GroupApi's launches
+  uint64_t serial = 0;  // Plan: identity across pool reuse; API events: when they started
+  int slot = -1;        // KernelLaunch: index in its GroupApi's launches
   int64_t correlation = -1;
-  int n_launches = 0;     // GroupApi
+  int n_launches = 0;  // GroupApi
   LaunchSlot launches[kMaxLaunches];
   kernalyse_emu_nccl rec{};  // Coll/P2p
 };
@@ -153,7 +155,9 @@ Event* lookup(State& s, const void* h, Kind k) {
   return e && e->kind == k ? e : nullptr;
 }
 
-Event* deref(Event* p, uint32_t gen, Kind k) { return p && p->kind == k && p->gen == gen ? p : nullptr; }
+Event* deref(Event* p, uint32_t gen, Kind k) {
+  return p && p->kind == k && p->gen == gen ? p : nullptr;
+}
 
 void set_parent(Event* child, Event* parent) {
   if (!parent) return;
@@ -210,10 +214,17 @@ struct DtypeInfo {
   int64_t size;
 };
 constexpr DtypeInfo kDtypes[] = {
-    {"ncclInt8", "Char", 1},        {"ncclUint8", "Byte", 1},     {"ncclInt32", "Int", 4},
-    {"ncclUint32", "UInt32", 4},    {"ncclInt64", "Long", 8},     {"ncclUint64", "UInt64", 8},
-    {"ncclFloat16", "Half", 2},     {"ncclFloat32", "Float", 4},  {"ncclFloat64", "Double", 8},
-    {"ncclBfloat16", "BFloat16", 2}, {"ncclFloat8e4m3", "Float8_e4m3fn", 1},
+    {"ncclInt8", "Char", 1},
+    {"ncclUint8", "Byte", 1},
+    {"ncclInt32", "Int", 4},
+    {"ncclUint32", "UInt32", 4},
+    {"ncclInt64", "Long", 8},
+    {"ncclUint64", "UInt64", 8},
+    {"ncclFloat16", "Half", 2},
+    {"ncclFloat32", "Float", 4},
+    {"ncclFloat64", "Double", 8},
+    {"ncclBfloat16", "BFloat16", 2},
+    {"ncclFloat8e4m3", "Float8_e4m3fn", 1},
     {"ncclFloat8e5m2", "Float8_e5m2", 1},
 };
 
@@ -236,8 +247,12 @@ void fill_dtype(kernalyse_emu_nccl& r, const char* nccl_name, size_t count) {
 // "" / "Unknown" to NULL (unknown).
 const char* normalise_algo_proto(const char* s) {
   static constexpr std::pair<const char*, const char*> kNames[] = {
-      {"Ring", "RING"},          {"Tree", "TREE"},           {"CollNetDirect", "COLLNET_DIRECT"},
-      {"CollNetChain", "COLLNET_CHAIN"}, {"NVLSTree", "NVLS_TREE"}, {"Simple", "SIMPLE"}};
+      {"Ring", "RING"},
+      {"Tree", "TREE"},
+      {"CollNetDirect", "COLLNET_DIRECT"},
+      {"CollNetChain", "COLLNET_CHAIN"},
+      {"NVLSTree", "NVLS_TREE"},
+      {"Simple", "SIMPLE"}};
   if (!s || !*s || std::strcmp(s, "Unknown") == 0) return nullptr;
   for (const auto& [from, to] : kNames)
     if (std::strcmp(s, from) == 0) return to;
@@ -309,7 +324,8 @@ Event* start_task(State& s, CommCtx* ctx, const ncclProfilerEventDescr_v5_t* d, 
   Event* g = deref(api->parent, api->parent_gen, Kind::GroupApi);
   if (!g) return e;
   uint64_t plan = 0;
-  if (Event* p = lookup(s, is_coll ? d->coll.parentGroup : d->p2p.parentGroup, Kind::Plan)) plan = p->serial;
+  if (Event* p = lookup(s, is_coll ? d->coll.parentGroup : d->p2p.parentGroup, Kind::Plan))
+    plan = p->serial;
   r.correlation = resolve_correlation(g, ctx, plan);
   return e;
 }
@@ -324,8 +340,9 @@ void emit(const kernalyse_emu_nccl& r) {
 }
 
 // ---------------------------------------------------------------- the v5 function table
-ncclResult_t plugin_init(void** context, uint64_t commId, int* eActivationMask, const char* commName,
-                         int /*nNodes*/, int nranks, int rank, ncclDebugLogger_t logfn) {
+ncclResult_t plugin_init(void** context, uint64_t commId, int* eActivationMask,
+                         const char* commName, int /*nNodes*/, int nranks, int rank,
+                         ncclDebugLogger_t logfn) {
   if (context) *context = nullptr;
   State& s = state();
   if (!process_sink() || !context) {
@@ -336,10 +353,13 @@ ncclResult_t plugin_init(void** context, uint64_t commId, int* eActivationMask, 
       first = !s.warned_refusal;
       s.warned_refusal = true;
     }
-    const char* msg = "kernalyse: NCCL profiler plugin loaded but the collector is not recording in this "
-                      "process; no NCCL records for communicator";
+    const char* msg =
+        "kernalyse: NCCL profiler plugin loaded but the collector is not recording in this "
+        "process; no NCCL records for communicator";
     if (first) std::fprintf(stderr, "%s %s\n", msg, commName ? commName : "");
-    if (logfn) logfn(NCCL_LOG_WARN, NCCL_INIT | NCCL_PROFILE, __FILE__, __LINE__, "%s %s", msg, commName ? commName : "");
+    if (logfn)
+      logfn(NCCL_LOG_WARN, NCCL_INIT | NCCL_PROFILE, __FILE__, __LINE__, "%s %s", msg,
+            commName ? commName : "");
     // The mask is process-wide in NCCL: leave it to communicators we accepted.
     return ncclInvalidUsage;
   }
@@ -449,7 +469,8 @@ ncclResult_t plugin_stop(void* eHandle) {
       case Kind::P2p: {
         rec = e->rec;
         count_record(s, rec);
-        Event* api = deref(e->parent, e->parent_gen, e->kind == Kind::Coll ? Kind::CollApi : Kind::P2pApi);
+        Event* api =
+            deref(e->parent, e->parent_gen, e->kind == Kind::Coll ? Kind::CollApi : Kind::P2pApi);
         if (api) api->consumed = true;
         release_parent(s, e, e->kind == Kind::Coll ? Kind::CollApi : Kind::P2pApi);
         free_event(s, e);
@@ -474,7 +495,8 @@ ncclResult_t plugin_stop(void* eHandle) {
   return ncclSuccess;
 }
 
-ncclResult_t plugin_record_state(void* eHandle, ncclProfilerEventState_v5_t, ncclProfilerEventStateArgs_v5_t*) {
+ncclResult_t plugin_record_state(void* eHandle, ncclProfilerEventState_v5_t,
+                                 ncclProfilerEventStateArgs_v5_t*) {
   // GroupApi states (GroupStartApiStop, GroupEndApiStart) carry nothing we record.
   (void)eHandle;
   return ncclSuccess;
@@ -516,7 +538,8 @@ ncclResult_t plugin_finalize(void* context) {
   for (const auto& r : pending) emit(r);
   if (ctx->log)
     ctx->log(NCCL_LOG_INFO, NCCL_INIT | NCCL_PROFILE, __FILE__, __LINE__,
-             "kernalyse: communicator %s done; process totals: %lld records, %lld without kernel correlation, "
+             "kernalyse: communicator %s done; process totals: %lld records, %lld without kernel "
+             "correlation, "
              "%lld events ignored, %lld unknown, %lld bad handles, %lld untracked (pool full)",
              ctx->name.c_str(), (long long)c.records, (long long)c.unlinked, (long long)c.ignored,
              (long long)c.unknown_type, (long long)c.bad_handle, (long long)c.pool_exhausted);

@@ -42,24 +42,24 @@ enum ncclDebugLogLevel : int {
 constexpr unsigned long NCCL_INIT = 0x1;
 constexpr unsigned long NCCL_PROFILE = 0x4000;
 
-typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
-                                  const char* fmt, ...);
+typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char* file,
+                                  int line, const char* fmt, ...);
 
 // nccl_profiler.h: event type bits (descriptor `type`, activation mask).
 enum : uint64_t {
-  ncclProfileGroup = (1 << 0),         // one per kernel plan (legacy "group"); Coll/P2p parentGroup
-  ncclProfileColl = (1 << 1),          // host collective task
-  ncclProfileP2p = (1 << 2),           // host point-to-point task
+  ncclProfileGroup = (1 << 0),  // one per kernel plan (legacy "group"); Coll/P2p parentGroup
+  ncclProfileColl = (1 << 1),   // host collective task
+  ncclProfileP2p = (1 << 2),    // host point-to-point task
   ncclProfileProxyOp = (1 << 3),
   ncclProfileProxyStep = (1 << 4),
   ncclProfileProxyCtrl = (1 << 5),
   ncclProfileKernelCh = (1 << 6),
   ncclProfileNetPlugin = (1 << 7),
-  ncclProfileGroupApi = (1 << 8),      // ncclGroupStart..End (outermost), or an implicit group
-  ncclProfileCollApi = (1 << 9),       // one ncclAllReduce(...) call
-  ncclProfileP2pApi = (1 << 10),       // one ncclSend/ncclRecv call
-  ncclProfileKernelLaunch = (1 << 11), // brackets cuLaunchKernelEx of one plan
-  ncclProfileKnownV5 = (1 << 12) - 1,  // bits defined by v5 (2.29 adds CE events at 1<<12..)
+  ncclProfileGroupApi = (1 << 8),       // ncclGroupStart..End (outermost), or an implicit group
+  ncclProfileCollApi = (1 << 9),        // one ncclAllReduce(...) call
+  ncclProfileP2pApi = (1 << 10),        // one ncclSend/ncclRecv call
+  ncclProfileKernelLaunch = (1 << 11),  // brackets cuLaunchKernelEx of one plan
+  ncclProfileKnownV5 = (1 << 12) - 1,   // bits defined by v5 (2.29 adds CE events at 1<<12..)
 };
 
 // nccl_profiler.h: ncclProfilerEventState_t (v5 uses the common enum).
@@ -190,8 +190,8 @@ union ncclProfilerEventStateArgs_v5_t {
 
 struct ncclProfiler_v5_t {
   const char* name;
-  ncclResult_t (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
-                       int nranks, int rank, ncclDebugLogger_t logfn);
+  ncclResult_t (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName,
+                       int nNodes, int nranks, int rank, ncclDebugLogger_t logfn);
   ncclResult_t (*startEvent)(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* eDescr);
   ncclResult_t (*stopEvent)(void* eHandle);
   ncclResult_t (*recordEventState)(void* eHandle, ncclProfilerEventState_v5_t eState,

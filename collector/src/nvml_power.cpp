@@ -35,7 +35,8 @@ int64_t raw_ns() {
 std::vector<DeviceRef> map_visible_devices(const char* cvd, unsigned nvml_count) {
   std::vector<DeviceRef> out;
   if (!cvd || !*cvd) {
-    for (unsigned i = 0; i < nvml_count; ++i) out.push_back({static_cast<int32_t>(i), static_cast<int>(i), ""});
+    for (unsigned i = 0; i < nvml_count; ++i)
+      out.push_back({static_cast<int32_t>(i), static_cast<int>(i), ""});
     return out;
   }
   std::string all(cvd);
@@ -130,7 +131,8 @@ void PowerSampler::run(Sink* sink, int64_t period_ms) {
   }
   unsigned n = 0;
   if (count(&n) != 0) n = 0;
-  const std::vector<DeviceRef> visible = map_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"), n);
+  const std::vector<DeviceRef> visible =
+      map_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"), n);
   struct Dev {
     int32_t ordinal;
     nvmlDevice_t h;

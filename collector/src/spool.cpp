@@ -22,10 +22,13 @@ bool Writer::open(const std::string& path) {
 
 bool Writer::write_block(BlockType type, uint32_t count, const void* payload, size_t bytes) {
   if (fd_ < 0) return false;
-  BlockHeader h{kMagic, kVersion, static_cast<uint16_t>(type), count,
+  BlockHeader h{kMagic,
+                kVersion,
+                static_cast<uint16_t>(type),
+                count,
                 static_cast<uint32_t>(bytes),
-                static_cast<uint32_t>(crc32(0L, static_cast<const Bytef*>(payload),
-                                            static_cast<uInt>(bytes)))};
+                static_cast<uint32_t>(
+                    crc32(0L, static_cast<const Bytef*>(payload), static_cast<uInt>(bytes)))};
   // One buffer, one write(): a block is either wholly in the kernel's page cache or torn at
   // the tail, which the reader detects by length and CRC.
   std::vector<char> buf(sizeof h + bytes);
@@ -100,37 +103,70 @@ Contents read(const std::string& path) {
       return stop("block checksum mismatch"), c;
     size_t want = 0;
     switch (static_cast<BlockType>(h.type)) {
-      case BlockType::Activities: want = h.count * sizeof(Activity); break;
-      case BlockType::Launches: want = h.count * sizeof(Launch); break;
-      case BlockType::Nccl: want = h.count * sizeof(Nccl); break;
-      case BlockType::Ranges: want = h.count * sizeof(Range); break;
-      case BlockType::Memory: want = h.count * sizeof(Memory); break;
-      case BlockType::Counter: want = h.count * sizeof(Counter); break;
+      case BlockType::Activities:
+        want = h.count * sizeof(Activity);
+        break;
+      case BlockType::Launches:
+        want = h.count * sizeof(Launch);
+        break;
+      case BlockType::Nccl:
+        want = h.count * sizeof(Nccl);
+        break;
+      case BlockType::Ranges:
+        want = h.count * sizeof(Range);
+        break;
+      case BlockType::Memory:
+        want = h.count * sizeof(Memory);
+        break;
+      case BlockType::Counter:
+        want = h.count * sizeof(Counter);
+        break;
       case BlockType::Status:
-        want = h.count == 1 && h.payload_bytes >= sizeof(StatusFixed) + 2 ? h.payload_bytes
-                                                                          : size_t{h.payload_bytes} + 1;
+        want = h.count == 1 && h.payload_bytes >= sizeof(StatusFixed) + 2
+                   ? h.payload_bytes
+                   : size_t{h.payload_bytes} + 1;
         break;
-      case BlockType::Strings: want = h.payload_bytes; break;
+      case BlockType::Strings:
+        want = h.payload_bytes;
+        break;
       case BlockType::Meta:
-        want = h.count == 1 && h.payload_bytes >= sizeof(MetaFixed) + 2 ? h.payload_bytes : size_t{h.payload_bytes} + 1;
+        want = h.count == 1 && h.payload_bytes >= sizeof(MetaFixed) + 2
+                   ? h.payload_bytes
+                   : size_t{h.payload_bytes} + 1;
         break;
-      default: return stop("unknown block type"), c;
+      default:
+        return stop("unknown block type"), c;
     }
     if (want != h.payload_bytes) return stop("block size does not match its records"), c;
     switch (static_cast<BlockType>(h.type)) {
-      case BlockType::Activities: append(c.activities, p, h.count); break;
-      case BlockType::Launches: append(c.launches, p, h.count); break;
-      case BlockType::Nccl: append(c.nccl, p, h.count); break;
-      case BlockType::Ranges: append(c.ranges, p, h.count); break;
-      case BlockType::Memory: append(c.memory, p, h.count); break;
-      case BlockType::Counter: append(c.counters, p, h.count); break;
+      case BlockType::Activities:
+        append(c.activities, p, h.count);
+        break;
+      case BlockType::Launches:
+        append(c.launches, p, h.count);
+        break;
+      case BlockType::Nccl:
+        append(c.nccl, p, h.count);
+        break;
+      case BlockType::Ranges:
+        append(c.ranges, p, h.count);
+        break;
+      case BlockType::Memory:
+        append(c.memory, p, h.count);
+        break;
+      case BlockType::Counter:
+        append(c.counters, p, h.count);
+        break;
       case BlockType::Status: {
         StatusFixed f;
         std::memcpy(&f, p, sizeof f);
         const char* q = p + sizeof f;
         const char* end = p + h.payload_bytes;
-        const char* z1 = static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
-        const char* z2 = z1 ? static_cast<const char*>(std::memchr(z1 + 1, '\0', static_cast<size_t>(end - z1 - 1))) : nullptr;
+        const char* z1 =
+            static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
+        const char* z2 = z1 ? static_cast<const char*>(
+                                  std::memchr(z1 + 1, '\0', static_cast<size_t>(end - z1 - 1)))
+                            : nullptr;
         if (!z2) return stop("bad status block"), c;
         c.status = f;
         c.status_line.assign(q, z1);
@@ -143,8 +179,11 @@ Contents read(const std::string& path) {
         std::memcpy(&m.fixed, p, sizeof m.fixed);
         const char* q = p + sizeof m.fixed;
         const char* end = p + h.payload_bytes;
-        const char* z1 = static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
-        const char* z2 = z1 ? static_cast<const char*>(std::memchr(z1 + 1, '\0', static_cast<size_t>(end - z1 - 1))) : nullptr;
+        const char* z1 =
+            static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
+        const char* z2 = z1 ? static_cast<const char*>(
+                                  std::memchr(z1 + 1, '\0', static_cast<size_t>(end - z1 - 1)))
+                            : nullptr;
         if (!z2) return stop("bad meta block"), c;
         m.host.assign(q, z1);
         m.command.assign(z1 + 1, z2);
@@ -157,7 +196,8 @@ Contents read(const std::string& path) {
         const char* q = p;
         const char* end = p + h.payload_bytes;
         for (uint32_t i = 0; i < h.count; ++i) {
-          const char* z = static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
+          const char* z =
+              static_cast<const char*>(std::memchr(q, '\0', static_cast<size_t>(end - q)));
           if (!z) return stop("bad string block"), c;
           c.strings.emplace_back(q, z);
           q = z + 1;

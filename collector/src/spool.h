@@ -11,8 +11,17 @@ namespace kernalyse::spool {
 inline constexpr uint32_t kMagic = 0x4C50534B;  // "KSPL"
 inline constexpr uint16_t kVersion = 2;  // 2: NCCL algo/proto/channels, Memory, Status, Counter
 
-enum class BlockType : uint16_t { Strings = 1, Activities = 2, Launches = 3, Nccl = 4, Ranges = 5,
-                                  Meta = 6, Memory = 7, Status = 8, Counter = 9 };
+enum class BlockType : uint16_t {
+  Strings = 1,
+  Activities = 2,
+  Launches = 3,
+  Nccl = 4,
+  Ranges = 5,
+  Meta = 6,
+  Memory = 7,
+  Status = 8,
+  Counter = 9
+};
 
 #pragma pack(push, 1)
 struct BlockHeader {
@@ -92,14 +101,14 @@ struct Contents {
   std::vector<Memory> memory;
   std::vector<Counter> counters;
   bool has_status = false;
-  StatusFixed status{};           // the last Status block, if has_status
+  StatusFixed status{};  // the last Status block, if has_status
   std::string status_line, device_name;
   bool has_meta = false;
-  Meta meta;                   // the last Meta block, if has_meta
+  Meta meta;  // the last Meta block, if has_meta
   int64_t blocks = 0;
-  int64_t bytes_valid = 0;     // up to the end of the last complete, checked block
-  bool truncated = false;      // a torn or corrupt tail was dropped
-  std::string problem;         // what was wrong with the tail, if anything
+  int64_t bytes_valid = 0;  // up to the end of the last complete, checked block
+  bool truncated = false;   // a torn or corrupt tail was dropped
+  std::string problem;      // what was wrong with the tail, if anything
 };
 
 class Writer {

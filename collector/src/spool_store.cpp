@@ -124,7 +124,8 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
     int32_t step = kNoStep;
     if (name.rfind("ProfilerStep#", 0) == 0) step = std::atoi(name.c_str() + 13);
     an.rank.push_back(rank);
-    an.kind.push_back(static_cast<uint8_t>(step != kNoStep ? AnnotationKind::Step : AnnotationKind::Nvtx));
+    an.kind.push_back(
+        static_cast<uint8_t>(step != kNoStep ? AnnotationKind::Step : AnnotationKind::Nvtx));
     an.pid.push_back(meta.pid);
     an.tid.push_back(thread);
     an.start_ns.push_back(start);
@@ -260,7 +261,8 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   info.clock_uncertainty_ns = clock.uncertainty_ns;
   info.clock_method = clock.method;
   info.emulated = meta.emulated;
-  info.events_total = static_cast<int64_t>(c.activities.size() + c.launches.size() + c.nccl.size() + c.ranges.size());
+  info.events_total = static_cast<int64_t>(c.activities.size() + c.launches.size() + c.nccl.size() +
+                                           c.ranges.size());
   info.records_dropped = dropped + (c.truncated ? 1 : 0) + c.status.dropped_ours;
   info.records_dropped_cupti = c.status.dropped_cupti;
   info.events_malformed = c.status.skipped;
@@ -299,14 +301,16 @@ std::vector<std::string> RecoveryReport::lines() const {
       l += "truncated at byte " + std::to_string(r.cut_byte) + " of " +
            std::to_string(r.file_bytes) + " (" + r.problem + ")";
     else
-      l += r.has_end_sample ? "complete" : "complete blocks only, stopped before its end clock sync";
+      l +=
+          r.has_end_sample ? "complete" : "complete blocks only, stopped before its end clock sync";
     l += "; " + std::to_string(r.blocks) + " blocks, " + std::to_string(r.records) + " records";
     if (r.records > 0) {
       l += "; data ends at " + utc_ms(r.data_end_ns);
       const int64_t before = last_end_ns - r.data_end_ns;
       if (before > 0) {
         char ms[48];
-        std::snprintf(ms, sizeof ms, " (%.1f ms before the last rank)", static_cast<double>(before) / 1e6);
+        std::snprintf(ms, sizeof ms, " (%.1f ms before the last rank)",
+                      static_cast<double>(before) / 1e6);
         l += ms;
       } else {
         l += " (the last rank)";

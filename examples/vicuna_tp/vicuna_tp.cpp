@@ -199,7 +199,8 @@ const char* kUsage =
     "  --print-model         print the per-op modelled durations on rank 0\n"
     "  --exit-code N         exit with N after MPI_Finalize\n"
     "  --power-ms P          emulated NVML: sample board power every P ms (default 100; 0: off)\n"
-    "  --power-watts SPEC    planted power model, W: idle=90,gemm=650,attention=550,memory=300,comm=200\n"
+    "  --power-watts SPEC    planted power model, W: "
+    "idle=90,gemm=650,attention=550,memory=300,comm=200\n"
     "                        (a running kernel adds its class's watts above idle)\n"
     "  --power-noise W       Gaussian noise (sd, W) on each power sample (default 0)\n"
     "  --power-truth FILE    rank 0 writes the planted energy per class, idle and total (JSON)\n";
@@ -236,32 +237,51 @@ std::string parse(int argc, char** argv, Options& o) {
       return true;
     };
     bool ok = true;
-    if (a == "--help" || a == "-h") return "help";
-    else if (a == "--layers") ok = as_int(o.layers) && o.layers >= 1;
-    else if (a == "--hidden") ok = as_int(o.hidden) && o.hidden >= 128;
-    else if (a == "--steps") ok = as_int(o.steps) && o.steps >= 1;
-    else if (a == "--seq-len") ok = as_int(o.seq_len) && o.seq_len >= 1;
-    else if (a == "--batch") ok = as_int(o.batch) && o.batch >= 1;
-    else if (a == "--pp") ok = as_int(o.pp) && (o.pp == 1 || o.pp == 2);
-    else if (a == "--sequence-parallel") o.sequence_parallel = true;
-    else if (a == "--slow-rank") ok = as_int(o.slow_rank);
-    else if (a == "--slow-factor") ok = as_dbl(o.slow_factor) && o.slow_factor > 0;
-    else if (a == "--jitter") ok = as_dbl(o.jitter) && o.jitter >= 0;
-    else if (a == "--launch-delay-us") ok = as_dbl(o.launch_delay_us) && o.launch_delay_us >= 0;
-    else if (a == "--launch-delay-rank") ok = as_int(o.launch_delay_rank);
+    if (a == "--help" || a == "-h")
+      return "help";
+    else if (a == "--layers")
+      ok = as_int(o.layers) && o.layers >= 1;
+    else if (a == "--hidden")
+      ok = as_int(o.hidden) && o.hidden >= 128;
+    else if (a == "--steps")
+      ok = as_int(o.steps) && o.steps >= 1;
+    else if (a == "--seq-len")
+      ok = as_int(o.seq_len) && o.seq_len >= 1;
+    else if (a == "--batch")
+      ok = as_int(o.batch) && o.batch >= 1;
+    else if (a == "--pp")
+      ok = as_int(o.pp) && (o.pp == 1 || o.pp == 2);
+    else if (a == "--sequence-parallel")
+      o.sequence_parallel = true;
+    else if (a == "--slow-rank")
+      ok = as_int(o.slow_rank);
+    else if (a == "--slow-factor")
+      ok = as_dbl(o.slow_factor) && o.slow_factor > 0;
+    else if (a == "--jitter")
+      ok = as_dbl(o.jitter) && o.jitter >= 0;
+    else if (a == "--launch-delay-us")
+      ok = as_dbl(o.launch_delay_us) && o.launch_delay_us >= 0;
+    else if (a == "--launch-delay-rank")
+      ok = as_int(o.launch_delay_rank);
     else if (a == "--seed") {
       int s = 0;
       ok = as_int(s);
       o.seed = uint64_t(uint32_t(s));
-    } else if (a == "--time-scale") ok = as_dbl(o.time_scale) && o.time_scale > 0;
-    else if (a == "--exit-code") ok = as_int(o.exit_code);
+    } else if (a == "--time-scale")
+      ok = as_dbl(o.time_scale) && o.time_scale > 0;
+    else if (a == "--exit-code")
+      ok = as_int(o.exit_code);
     else if (a == "--mpi-wait") {
       ok = take() && (val == "poll" || val == "block");
       o.blocking_mpi = ok && val == "block";
-    } else if (a == "--print-model") o.print_model = true;
-    else if (a == "--power-ms") ok = as_dbl(o.power_ms) && o.power_ms >= 0;
-    else if (a == "--power-noise") ok = as_dbl(o.power_noise_w) && o.power_noise_w >= 0;
-    else if (a == "--power-truth") ok = take() && !(o.power_truth = val).empty();
+    } else if (a == "--print-model")
+      o.print_model = true;
+    else if (a == "--power-ms")
+      ok = as_dbl(o.power_ms) && o.power_ms >= 0;
+    else if (a == "--power-noise")
+      ok = as_dbl(o.power_noise_w) && o.power_noise_w >= 0;
+    else if (a == "--power-truth")
+      ok = take() && !(o.power_truth = val).empty();
     else if (a == "--power-watts") {
       ok = take();
       for (size_t b = 0; ok && b < val.size();) {  // class=watts[,class=watts...]
@@ -278,8 +298,8 @@ std::string parse(int argc, char** argv, Options& o) {
         if (ok) o.watts[cls] = w;
         b = e + 1;
       }
-    }
-    else return "unknown option '" + a + "'";
+    } else
+      return "unknown option '" + a + "'";
     if (!ok) return "bad or missing value for " + a;
   }
   return "";
@@ -334,17 +354,20 @@ const char* const kFlash =
     "cutlass::bfloat16_t> >(Flash_fwd_params)";
 const char* const kLayerNorm =
     "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>"
-    "(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, "
+    "(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, "
+    "float*, "
     "c10::BFloat16*)";
 const char* const kSilu =
     "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
     "silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#2}::"
     "operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, at::native::"
-    "(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::"
+    "(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() "
+    "const::"
     "{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>)";
 const char* const kNcclAllReduce =
     "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
-const char* const kNcclAllGather = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+const char* const kNcclAllGather =
+    "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 const char* const kNcclReduceScatter =
     "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 const char* const kNcclSendRecv = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
@@ -391,12 +414,18 @@ enum class Coll { None, AllReduce, AllGather, ReduceScatter, Send, Recv };
 
 const char* coll_name(Coll c) {
   switch (c) {
-    case Coll::AllReduce: return "AllReduce";
-    case Coll::AllGather: return "AllGather";
-    case Coll::ReduceScatter: return "ReduceScatter";
-    case Coll::Send: return "Send";
-    case Coll::Recv: return "Recv";
-    default: return "";
+    case Coll::AllReduce:
+      return "AllReduce";
+    case Coll::AllGather:
+      return "AllGather";
+    case Coll::ReduceScatter:
+      return "ReduceScatter";
+    case Coll::Send:
+      return "Send";
+    case Coll::Recv:
+      return "Recv";
+    default:
+      return "";
   }
 }
 
@@ -412,7 +441,7 @@ struct Op {
   Comm* comm = nullptr;
   int peer = -1;  // rank in comm for Send/Recv
   int tag = 0;
-  int64_t count = 0;  // NCCL element count (the API's count argument)
+  int64_t count = 0;       // NCCL element count (the API's count argument)
   int64_t launch_end = 0;  // raw ns: the op cannot start before its launch call returned
   int power_class = kIdle;
 };
@@ -503,8 +532,10 @@ int64_t run_mpi(const Device& dev, const Op& op, int64_t arrival) {
   const bool block = dev.blocking_mpi;
   switch (op.coll) {
     case Coll::AllReduce:
-      if (block) MPI_Allreduce(send.data(), recv.data(), part, MPI_INT64_T, MPI_MAX, c.comm);
-      else MPI_Iallreduce(send.data(), recv.data(), part, MPI_INT64_T, MPI_MAX, c.comm, &req[0]);
+      if (block)
+        MPI_Allreduce(send.data(), recv.data(), part, MPI_INT64_T, MPI_MAX, c.comm);
+      else
+        MPI_Iallreduce(send.data(), recv.data(), part, MPI_INT64_T, MPI_MAX, c.comm, &req[0]);
       recv.resize(size_t(part));
       break;
     case Coll::ReduceScatter:
@@ -535,7 +566,8 @@ int64_t run_mpi(const Device& dev, const Op& op, int64_t arrival) {
       }
       recv.resize(1);
       break;
-    default: return arrival;
+    default:
+      return arrival;
   }
   if (!block) wait_request(req, nreq);
   int64_t latest = phys;
@@ -656,7 +688,8 @@ struct Host {
     l.end_ns = g_col.to_collector(op.launch_end);
     {
       std::lock_guard<std::mutex> lk(dev.m);
-      op.dep_count = dev.s[1 - idx].enqueued;  // event wait on everything enqueued on the other stream
+      op.dep_count =
+          dev.s[1 - idx].enqueued;  // event wait on everything enqueued on the other stream
       dev.s[idx].q.push_back(op);
       ++dev.s[idx].enqueued;
     }
@@ -668,7 +701,9 @@ struct Host {
     Op op;
     op.name = name;
     op.duration_ns = jittered(seconds, compute_factor);
-    op.power_class = name == kFlash ? kAttention : (name == kLayerNorm || name == kSilu) ? kMemory : kGemm;
+    op.power_class = name == kFlash                          ? kAttention
+                     : (name == kLayerNorm || name == kSilu) ? kMemory
+                                                             : kGemm;
     push(kCompute, op, "cudaLaunchKernel");
   }
 
@@ -683,12 +718,28 @@ struct Host {
     op.power_class = kComm;
     const char* api = "";
     switch (c) {
-      case Coll::AllReduce: op.name = kNcclAllReduce; api = "ncclAllReduce"; break;
-      case Coll::AllGather: op.name = kNcclAllGather; api = "ncclAllGather"; break;
-      case Coll::ReduceScatter: op.name = kNcclReduceScatter; api = "ncclReduceScatter"; break;
-      case Coll::Send: op.name = kNcclSendRecv; api = "ncclSend"; break;
-      case Coll::Recv: op.name = kNcclSendRecv; api = "ncclRecv"; break;
-      default: break;
+      case Coll::AllReduce:
+        op.name = kNcclAllReduce;
+        api = "ncclAllReduce";
+        break;
+      case Coll::AllGather:
+        op.name = kNcclAllGather;
+        api = "ncclAllGather";
+        break;
+      case Coll::ReduceScatter:
+        op.name = kNcclReduceScatter;
+        api = "ncclReduceScatter";
+        break;
+      case Coll::Send:
+        op.name = kNcclSendRecv;
+        api = "ncclSend";
+        break;
+      case Coll::Recv:
+        op.name = kNcclSendRecv;
+        api = "ncclRecv";
+        break;
+      default:
+        break;
     }
     push(kNccl, op, api);
   }
@@ -710,9 +761,9 @@ struct Host {
 
 // Shapes of one rank's share of the model.
 struct Shapes {
-  double m;       // tokens per step
-  double h;       // hidden
-  double ffn;     // SwiGLU intermediate (full)
+  double m;    // tokens per step
+  double h;    // hidden
+  double ffn;  // SwiGLU intermediate (full)
   double vocab;
   int tp;
   int batch;
@@ -885,7 +936,8 @@ int main(int argc, char** argv) {
   if (world_rank == o.slow_rank) host.compute_factor = o.slow_factor;
   const int delay_rank = o.launch_delay_rank != -2 ? o.launch_delay_rank : o.slow_rank;
   const bool delayed = o.launch_delay_us > 0 && (delay_rank < 0 || delay_rank == world_rank);
-  const int64_t launch_delay_ns = delayed ? int64_t(std::llround(o.launch_delay_us * 1e3 * o.time_scale)) : 0;
+  const int64_t launch_delay_ns =
+      delayed ? int64_t(std::llround(o.launch_delay_us * 1e3 * o.time_scale)) : 0;
 
   // Layers of this pipeline stage.
   const int first_layer = o.pp == 2 ? stage * (o.layers / 2) : 0;
@@ -919,7 +971,8 @@ int main(int argc, char** argv) {
   const int64_t weight_bytes = int64_t(double(last_layer - first_layer) *
                                        (4.0 * sh.h * sh.h + 3.0 * sh.h * sh.ffn) / tp.size * kBf16);
   const int64_t workspace_bytes = int64_t(double(act_elems) * 8.0 * kBf16);
-  g_col.record(kernalyse_emu_memory{g_col.to_collector(raw_now()), 0, -1, weight_bytes, 0x7f0000000000ull});
+  g_col.record(
+      kernalyse_emu_memory{g_col.to_collector(raw_now()), 0, -1, weight_bytes, 0x7f0000000000ull});
   const int64_t t0 = raw_now();
   Host::Mark prev_step;
   for (int step = 0; step < o.steps; ++step) {
@@ -929,7 +982,8 @@ int main(int argc, char** argv) {
     g_col.record(kernalyse_emu_memory{g_col.to_collector(step_start), 0, 0, workspace_bytes,
                                       0x7f1000000000ull});
     if (o.pp == 2 && stage == 1)
-      host.collective(Coll::Recv, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 0, step);
+      host.collective(Coll::Recv, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 0,
+                      step);
     // Each block: norm in (sequence-parallel: on the shard, then all-gather), column- then
     // row-parallel work, reduce out (all-reduce, or reduce-scatter back to the shard).
     auto norm_in = [&] {
@@ -941,8 +995,10 @@ int main(int argc, char** argv) {
       }
     };
     auto reduce_out = [&] {
-      if (o.sequence_parallel) host.collective(Coll::ReduceScatter, tp, shard_elems, t.rs);
-      else host.collective(Coll::AllReduce, tp, act_elems, t.ar);
+      if (o.sequence_parallel)
+        host.collective(Coll::ReduceScatter, tp, shard_elems, t.rs);
+      else
+        host.collective(Coll::AllReduce, tp, act_elems, t.ar);
     };
     // NVTX-like ranges per layer and block, as a model annotates them (Megatron, vLLM): the
     // store's --ranges analysis attributes each launched kernel to its layer.
@@ -976,7 +1032,8 @@ int main(int argc, char** argv) {
       const int64_t logit_elems = int64_t(o.batch) * (o.vocab / std::max(tp.size, 1));
       host.collective(Coll::AllGather, tp, logit_elems, t.logits_ag);
     } else {
-      host.collective(Coll::Send, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 1, step);
+      host.collective(Coll::Send, pp, o.sequence_parallel ? shard_elems : act_elems, t.p2p, 1,
+                      step);
     }
     // The host consumes each step's logits one step late (async output processing): it runs at
     // most one step ahead of the device, and its wake-up from the sync never gates the device.
@@ -1029,12 +1086,13 @@ int main(int argc, char** argv) {
   int64_t max_elapsed = 0;
   MPI_Reduce(&elapsed, &max_elapsed, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
   if (world_rank == 0) {
-    std::fprintf(stderr,
-                 "vicuna_tp: %d ranks (tp %d, pp %d%s), %d layers, hidden %d, %d steps, %.2f ms/step, "
-                 "emulated device%s\n",
-                 world_size, tp.size, o.pp, o.sequence_parallel ? ", sequence-parallel" : "",
-                 o.layers, o.hidden, o.steps, double(max_elapsed) / 1e6 / o.steps,
-                 g_col.profiled() ? ", profiled" : "");
+    std::fprintf(
+        stderr,
+        "vicuna_tp: %d ranks (tp %d, pp %d%s), %d layers, hidden %d, %d steps, %.2f ms/step, "
+        "emulated device%s\n",
+        world_size, tp.size, o.pp, o.sequence_parallel ? ", sequence-parallel" : "", o.layers,
+        o.hidden, o.steps, double(max_elapsed) / 1e6 / o.steps,
+        g_col.profiled() ? ", profiled" : "");
   }
   MPI_Comm_free(&tp.comm);
   if (pp.comm != MPI_COMM_NULL) MPI_Comm_free(&pp.comm);

@@ -109,9 +109,9 @@ extern "C" __global__ void vtp_rope(bf16* qkv, int m, int hl, int head_dim, int 
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < pairs;
        p += int64_t(gridDim.x) * blockDim.x) {
     const int64_t tok = p / hl;
-    const int j = int(p % hl);            // pair index within q||k
-    const int part = j / (hl / 2);        // 0 = q, 1 = k
-    const int e = (j % (hl / 2)) * 2;     // element in that third
+    const int j = int(p % hl);         // pair index within q||k
+    const int part = j / (hl / 2);     // 0 = q, 1 = k
+    const int e = (j % (hl / 2)) * 2;  // element in that third
     const int d = e % head_dim;
     const float theta = float(pos) * __powf(10000.f, -float(d) / float(head_dim));
     float c, s;
@@ -175,8 +175,10 @@ extern "C" __global__ void vtp_gemm(const bf16* a, const bf16* b, bf16* c, int m
   float acc = 0.f;
   for (int t = 0; t < k; t += kTile) {
     const int ac = t + threadIdx.x, br = t + threadIdx.y;
-    as[threadIdx.y][threadIdx.x] = row < m && ac < k ? __bfloat162float(a[int64_t(row) * k + ac]) : 0.f;
-    bs[threadIdx.y][threadIdx.x] = br < k && col < n ? __bfloat162float(b[int64_t(br) * n + col]) : 0.f;
+    as[threadIdx.y][threadIdx.x] =
+        row < m && ac < k ? __bfloat162float(a[int64_t(row) * k + ac]) : 0.f;
+    bs[threadIdx.y][threadIdx.x] =
+        br < k && col < n ? __bfloat162float(b[int64_t(br) * n + col]) : 0.f;
     __syncthreads();
 #pragma unroll 8
     for (int i = 0; i < kTile; ++i) acc += as[threadIdx.y][i] * bs[i][threadIdx.x];
@@ -268,13 +270,20 @@ std::string parse(int argc, char** argv, Options& o) {
       return true;
     };
     bool ok = true;
-    if (a == "--help" || a == "-h") return "help";
-    else if (a == "--layers") ok = as_int(o.layers) && o.layers >= 1;
-    else if (a == "--hidden") ok = as_int(o.hidden) && o.hidden >= 128 && o.hidden % 128 == 0;
-    else if (a == "--steps") ok = as_int(o.steps) && o.steps >= 1;
-    else if (a == "--warmup") ok = as_int(o.warmup) && o.warmup >= 0;
-    else if (a == "--batch") ok = as_int(o.batch) && o.batch >= 1;
-    else if (a == "--slow-rank") ok = as_int(o.slow_rank);
+    if (a == "--help" || a == "-h")
+      return "help";
+    else if (a == "--layers")
+      ok = as_int(o.layers) && o.layers >= 1;
+    else if (a == "--hidden")
+      ok = as_int(o.hidden) && o.hidden >= 128 && o.hidden % 128 == 0;
+    else if (a == "--steps")
+      ok = as_int(o.steps) && o.steps >= 1;
+    else if (a == "--warmup")
+      ok = as_int(o.warmup) && o.warmup >= 0;
+    else if (a == "--batch")
+      ok = as_int(o.batch) && o.batch >= 1;
+    else if (a == "--slow-rank")
+      ok = as_int(o.slow_rank);
     else if (a == "--slow-us") {
       ok = take();
       char* end = nullptr;
@@ -283,15 +292,20 @@ std::string parse(int argc, char** argv, Options& o) {
     } else if (a == "--gemm") {
       ok = take() && (val == "cublas" || val == "custom");
       o.custom_gemm = ok && val == "custom";
-    } else if (a == "--event-timing") o.event_timing = true;
-    else if (a == "--no-share-gpu") o.share_gpu = false;
-    else if (a == "--report-json") ok = take() && !(o.report = val).empty();
+    } else if (a == "--event-timing")
+      o.event_timing = true;
+    else if (a == "--no-share-gpu")
+      o.share_gpu = false;
+    else if (a == "--report-json")
+      ok = take() && !(o.report = val).empty();
     else if (a == "--seed") {
       int s = 0;
       ok = as_int(s);
       o.seed = uint32_t(s);
-    } else if (a == "--exit-code") ok = as_int(o.exit_code);
-    else return "unknown option '" + a + "'";
+    } else if (a == "--exit-code")
+      ok = as_int(o.exit_code);
+    else
+      return "unknown option '" + a + "'";
     if (!ok) return "bad or missing value for " + a;
   }
   return "";
@@ -301,15 +315,15 @@ std::string parse(int argc, char** argv, Options& o) {
 // Ground truth
 
 struct Truth {
-  std::map<std::string, int64_t> launched;      // own kernels, by name
-  std::map<std::string, int64_t> gemm_calls;    // by role (qkv, out, fc1, fc2)
-  std::map<std::string, int64_t> collectives;   // NCCL calls, by collective
+  std::map<std::string, int64_t> launched;     // own kernels, by name
+  std::map<std::string, int64_t> gemm_calls;   // by role (qkv, out, fc1, fc2)
+  std::map<std::string, int64_t> collectives;  // NCCL calls, by collective
   int64_t nccl_bytes = 0;
   int64_t memcpy_d2h = 0;
-  std::map<std::string, int64_t> event_ns, event_n;          // by kernel name (cublas: "cublas_gemm")
-  std::map<std::string, int64_t> event_role_ns;              // by role (qkv, out, fc1, fc2, gelu)
-  std::map<std::string, int64_t> nvtx_ranges;                // ranges pushed, by name
-  std::vector<int64_t> step_ns;                              // every step, warm-up included
+  std::map<std::string, int64_t> event_ns, event_n;  // by kernel name (cublas: "cublas_gemm")
+  std::map<std::string, int64_t> event_role_ns;      // by role (qkv, out, fc1, fc2, gelu)
+  std::map<std::string, int64_t> nvtx_ranges;        // ranges pushed, by name
+  std::vector<int64_t> step_ns;                      // every step, warm-up included
   // What the app put inside each "layer L" range over all steps: own kernels + GEMM calls +
   // collectives (the NVTX attribution check compares the profiler's per-layer counts to it).
   std::vector<int64_t> layer_own_kernels, layer_gemm_calls, layer_collectives;
@@ -319,20 +333,21 @@ Truth g_truth;
 int g_layer = -1;  // the layer whose NVTX range is open, -1 outside
 
 // Every own kernel launch goes through here: count it (also per layer), check the launch.
-#define VTP_LAUNCH(kernel, grid, block, smem, stream, ...)                          \
-  do {                                                                              \
-    kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__);                     \
-    check(cudaGetLastError(), "launch " #kernel);                                   \
-    ++g_truth.launched[#kernel];                                                    \
-    if (g_layer >= 0) ++g_truth.layer_own_kernels[size_t(g_layer)];                 \
+#define VTP_LAUNCH(kernel, grid, block, smem, stream, ...)          \
+  do {                                                              \
+    kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__);     \
+    check(cudaGetLastError(), "launch " #kernel);                   \
+    ++g_truth.launched[#kernel];                                    \
+    if (g_layer >= 0) ++g_truth.layer_own_kernels[size_t(g_layer)]; \
   } while (0)
 
 struct NvtxRange {
   explicit NvtxRange(const std::string& name) {
     nvtxRangePushA(name.c_str());
     // Count by family: "layer 3" -> "layer", "ProfilerStep#7" -> "ProfilerStep#".
-    std::string fam = name.rfind("layer ", 0) == 0 ? "layer"
-                      : name.rfind("ProfilerStep#", 0) == 0 ? "ProfilerStep#" : name;
+    std::string fam = name.rfind("layer ", 0) == 0          ? "layer"
+                      : name.rfind("ProfilerStep#", 0) == 0 ? "ProfilerStep#"
+                                                            : name;
     ++g_truth.nvtx_ranges[fam];
   }
   ~NvtxRange() { nvtxRangePop(); }
@@ -400,8 +415,13 @@ struct Model {
   bool slow = false;
 
   Model(const Options& opt, int tp_size, int tp_rank)
-      : o(opt), tp(tp_size), rank(tp_rank), h(opt.hidden), hl(opt.hidden / tp_size),
-        fl(4 * opt.hidden / tp_size), m(opt.batch) {}
+      : o(opt),
+        tp(tp_size),
+        rank(tp_rank),
+        h(opt.hidden),
+        hl(opt.hidden / tp_size),
+        fl(4 * opt.hidden / tp_size),
+        m(opt.batch) {}
 
   bf16* alloc(int64_t elems) {
     void* p = nullptr;
@@ -471,7 +491,9 @@ struct Model {
     if (g_layer >= 0) ++g_truth.layer_collectives[size_t(g_layer)];
   }
 
-  static unsigned blocks_for(int64_t n) { return unsigned(std::min<int64_t>((n + 255) / 256, 4096)); }
+  static unsigned blocks_for(int64_t n) {
+    return unsigned(std::min<int64_t>((n + 255) / 256, 4096));
+  }
 
   void step(int s) {
     const bool timed = o.event_timing;
@@ -548,8 +570,9 @@ std::string jvec(const std::vector<int64_t>& v) {
 
 std::string rank_report(const Options& o, int rank, int device, const std::string& dev_name,
                         double checksum) {
-  std::vector<int64_t> timed(g_truth.step_ns.begin() + std::min<size_t>(size_t(o.warmup), g_truth.step_ns.size()),
-                             g_truth.step_ns.end());
+  std::vector<int64_t> timed(
+      g_truth.step_ns.begin() + std::min<size_t>(size_t(o.warmup), g_truth.step_ns.size()),
+      g_truth.step_ns.end());
   int64_t loop = 0;
   for (int64_t t : timed) loop += t;
   std::vector<int64_t> sorted = timed;
@@ -712,12 +735,12 @@ int main(int argc, char** argv) {
     }
   }
   if (world_rank == 0)
-    std::fprintf(stderr,
-                 "vicuna_tp_cuda: %d ranks, %d layers, hidden %d, batch %d, %d steps (+%d warm-up), "
-                 "%.3f ms/step, %s GEMMs, %s, checksum %.6g\n",
-                 world_size, o.layers, o.hidden, o.batch, o.steps, o.warmup,
-                 double(max_loop) / 1e6 / o.steps, o.custom_gemm ? "custom" : "cuBLAS", prop.name,
-                 checksum);
+    std::fprintf(
+        stderr,
+        "vicuna_tp_cuda: %d ranks, %d layers, hidden %d, batch %d, %d steps (+%d warm-up), "
+        "%.3f ms/step, %s GEMMs, %s, checksum %.6g\n",
+        world_size, o.layers, o.hidden, o.batch, o.steps, o.warmup,
+        double(max_loop) / 1e6 / o.steps, o.custom_gemm ? "custom" : "cuBLAS", prop.name, checksum);
 
   ncclCommDestroy(model.comm);
   if (model.blas) cublasDestroy(model.blas);

@@ -5,20 +5,20 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "cuda_presence.h"
 #include "cupti_source.h"
-#include "nccl_link.h"
-#include "recorder.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
+#include "nccl_link.h"
+#include "recorder.h"
 
 using namespace kernalyse::collector;
 using namespace kernalyse::collector::cupti;
@@ -68,7 +68,9 @@ class CaptureSink : public Sink {
     ++loss_reports;
   }
   std::vector<std::pair<int32_t, std::string>> devices_used;
-  void gpu_device_used(int32_t ordinal, const char* uuid) override { devices_used.emplace_back(ordinal, uuid); }
+  void gpu_device_used(int32_t ordinal, const char* uuid) override {
+    devices_used.emplace_back(ordinal, uuid);
+  }
   void status(const char* line, const char* device_name) override {
     statuses.push_back(line);
     device_names.push_back(device_name ? device_name : "");
@@ -420,7 +422,8 @@ TEST(CuptiRecords, DevicesUsedReportedOnceWithTheirUuid) {
                    CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));  // device 0, no DEVICE record for it
   p.process_buffer(b.data(), b.size());
   ASSERT_EQ(sink.devices_used.size(), 2u);
-  EXPECT_EQ(sink.devices_used[0], std::make_pair(1, std::string("GPU-00010203-0405-0607-0809-0a0b0c0d0e0f")));
+  EXPECT_EQ(sink.devices_used[0],
+            std::make_pair(1, std::string("GPU-00010203-0405-0607-0809-0a0b0c0d0e0f")));
   EXPECT_EQ(sink.devices_used[1], std::make_pair(0, std::string("")));
 }
 

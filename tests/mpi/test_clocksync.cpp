@@ -5,9 +5,9 @@
 //    "uncertainty_ns":…,"rtt_ns":worse best RTT,"t0_local_ns":…,"t1_local_ns":…,
 //    "truth":[[lib_ns,sys_ns],[lib_ns,sys_ns]],"method":"…"}
 // "truth" pairs, taken next to each sample, read CLOCK_MONOTONIC_RAW twice: through libc (what
-// kernalyse stamps, faked under libfaketime) and through the raw syscall (which libfaketime does not
-// intercept; time namespaces still apply). tests/cli/test_clock_truth.sh uses them to know the true
-// offset of a rank whose clock libfaketime rescales.
+// kernalyse stamps, faked under libfaketime) and through the raw syscall (which libfaketime does
+// not intercept; time namespaces still apply). tests/cli/test_clock_truth.sh uses them to know the
+// true offset of a rank whose clock libfaketime rescales.
 #include <mpi.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -57,8 +57,10 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int work_ms = 500, exchanges = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--work-ms") == 0) work_ms = std::atoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--exchanges") == 0) exchanges = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--work-ms") == 0)
+      work_ms = std::atoi(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--exchanges") == 0)
+      exchanges = std::atoi(argv[i + 1]);
   }
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -36,8 +36,9 @@ class CaptureSink : public kc::Sink {
   void launch(const kernalyse_emu_launch&) override {}
   void nccl(const kernalyse_emu_nccl& n) override {
     std::lock_guard lk(mu);
-    recs.push_back({n, n.collective ? n.collective : "", n.dtype ? n.dtype : "", n.algo ? n.algo : "",
-                    n.proto ? n.proto : "", n.algo != nullptr, n.proto != nullptr});
+    recs.push_back({n, n.collective ? n.collective : "", n.dtype ? n.dtype : "",
+                    n.algo ? n.algo : "", n.proto ? n.proto : "", n.algo != nullptr,
+                    n.proto != nullptr});
   }
   void range(const kernalyse_emu_range&) override {}
   void memory(const kernalyse_emu_memory&) override {}
@@ -83,8 +84,9 @@ int64_t now_ns() {
 
 namespace {
 
-constexpr int kExpectedMask = ncclProfileGroup | ncclProfileColl | ncclProfileP2p | ncclProfileGroupApi |
-                              ncclProfileCollApi | ncclProfileP2pApi | ncclProfileKernelLaunch;
+constexpr int kExpectedMask = ncclProfileGroup | ncclProfileColl | ncclProfileP2p |
+                              ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi |
+                              ncclProfileKernelLaunch;
 
 ncclProfilerEventDescr_v5_t descr(uint64_t type, void* parent, int rank = 0) {
   ncclProfilerEventDescr_v5_t d{};
@@ -98,7 +100,8 @@ ncclProfilerEventDescr_v5_t descr(uint64_t type, void* parent, int rank = 0) {
 class Comm {
  public:
   Comm(uint64_t hash, int rank, int nranks, const char* name = "test") : rank_(rank) {
-    EXPECT_EQ(ncclProfiler_v5.init(&ctx_, hash, &mask_, name, 1, nranks, rank, test_logger), ncclSuccess);
+    EXPECT_EQ(ncclProfiler_v5.init(&ctx_, hash, &mask_, name, 1, nranks, rank, test_logger),
+              ncclSuccess);
     EXPECT_NE(ctx_, nullptr);
   }
   ~Comm() { finalize(); }
@@ -122,7 +125,8 @@ class Comm {
     d.groupApi.groupDepth = 1;
     return start(d);
   }
-  void* coll_api(void* group, const char* func, size_t count, const char* dtype, bool captured = false) {
+  void* coll_api(void* group, const char* func, size_t count, const char* dtype,
+                 bool captured = false) {
     auto d = descr(ncclProfileCollApi, group, rank_);
     d.collApi.func = func;
     d.collApi.count = count;
@@ -154,7 +158,8 @@ class Comm {
     d.coll.parentGroup = plan;
     return start(d);
   }
-  void* p2p(void* api, void* plan, const char* func, size_t count, const char* dtype, int peer, uint8_t nch) {
+  void* p2p(void* api, void* plan, const char* func, size_t count, const char* dtype, int peer,
+            uint8_t nch) {
     auto d = descr(ncclProfileP2p, api, rank_);
     d.p2p.func = func;
     d.p2p.count = count;
@@ -191,17 +196,17 @@ class NcclPlugin : public ::testing::Test {
   void TearDown() override { kc::nccl_plugin_set_pool_limit(0); }
   kc::NcclPluginCounts delta() const {
     auto c = kc::nccl_plugin_counts();
-    return {c.comms - before_.comms,          c.refused - before_.refused,
-            c.records - before_.records,      c.unlinked - before_.unlinked,
-            c.ignored - before_.ignored,      c.unknown_type - before_.unknown_type,
+    return {c.comms - before_.comms,           c.refused - before_.refused,
+            c.records - before_.records,       c.unlinked - before_.unlinked,
+            c.ignored - before_.ignored,       c.unknown_type - before_.unknown_type,
             c.bad_handle - before_.bad_handle, c.pool_exhausted - before_.pool_exhausted};
   }
   kc::NcclPluginCounts before_;
 };
 
-void expect_coll(const Rec& x, int64_t corr, uint64_t hash, const char* func, int64_t seq, int64_t count,
-                 const char* dtype, int64_t bytes, const char* algo, const char* proto, int nch, int rank,
-                 int nranks) {
+void expect_coll(const Rec& x, int64_t corr, uint64_t hash, const char* func, int64_t seq,
+                 int64_t count, const char* dtype, int64_t bytes, const char* algo,
+                 const char* proto, int nch, int rank, int nranks) {
   EXPECT_EQ(x.r.correlation, corr);
   EXPECT_EQ(x.r.comm_hash, hash);
   EXPECT_EQ(x.collective, func);
@@ -257,8 +262,8 @@ TEST_F(NcclPlugin, AllReduceLinkedToItsLaunch) {
   }
   auto recs = g_sink.take();
   ASSERT_EQ(recs.size(), 1u);
-  expect_coll(recs[0], 4242, 0x1234567890abcdefULL, "AllReduce", 7, 1024, "BFloat16", 2048, "RING", "LL128", 4, 1,
-              4);
+  expect_coll(recs[0], 4242, 0x1234567890abcdefULL, "AllReduce", 7, 1024, "BFloat16", 2048, "RING",
+              "LL128", 4, 1, 4);
   auto d = delta();
   EXPECT_EQ(d.records, 1);
   EXPECT_EQ(d.unlinked, 0);
@@ -474,7 +479,8 @@ TEST_F(NcclPlugin, GarbageIsCountedNotFatal) {
   Comm c(14, 0, 2);
   int not_ours = 0;
   // Unknown type bits: a future event, several bits at once, none.
-  for (uint64_t t : {uint64_t(1) << 12, uint64_t(1) << 40, uint64_t(ncclProfileColl | ncclProfileP2p), uint64_t(0)})
+  for (uint64_t t : {uint64_t(1) << 12, uint64_t(1) << 40,
+                     uint64_t(ncclProfileColl | ncclProfileP2p), uint64_t(0)})
     EXPECT_EQ(c.start(descr(t, nullptr)), nullptr);
   // Known but not requested: a PXN proxy op whose parent lives in another process.
   auto px = descr(ncclProfileProxyOp, &not_ours);
@@ -491,18 +497,22 @@ TEST_F(NcclPlugin, GarbageIsCountedNotFatal) {
   void* bad_api = c.coll_api(&not_ours, "AllReduce", 1, "ncclInt8");  // parent not ours
   EXPECT_NE(bad_api, nullptr);
   Comm::stop(bad_api);
-  void* t = c.coll(reinterpret_cast<char*>(g) + 1, nullptr, 0, "AllReduce", 1, "ncclInt8", "RING", "LL", 1);
+  void* t = c.coll(reinterpret_cast<char*>(g) + 1, nullptr, 0, "AllReduce", 1, "ncclInt8", "RING",
+                   "LL", 1);
   ASSERT_NE(t, nullptr);
   Comm::stop(t);
-  void* t2 = c.coll(nullptr, nullptr, 1, "AllReduce", 1, "ncclInt8", "RING", "LL", 1);  // null parentObj
+  void* t2 =
+      c.coll(nullptr, nullptr, 1, "AllReduce", 1, "ncclInt8", "RING", "LL", 1);  // null parentObj
   Comm::stop(t2);
   // Stops on nothing, on garbage, twice; state records on garbage.
   Comm::stop(nullptr);
   Comm::stop(&not_ours);
   Comm::stop(g);
   Comm::stop(g);
-  EXPECT_EQ(ncclProfiler_v5.recordEventState(&not_ours, ncclProfilerKernelChStop, nullptr), ncclSuccess);
-  EXPECT_EQ(ncclProfiler_v5.recordEventState(nullptr, ncclProfilerGroupEndApiStart, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclProfiler_v5.recordEventState(&not_ours, ncclProfilerKernelChStop, nullptr),
+            ncclSuccess);
+  EXPECT_EQ(ncclProfiler_v5.recordEventState(nullptr, ncclProfilerGroupEndApiStart, nullptr),
+            ncclSuccess);
   EXPECT_EQ(ncclProfiler_v5.finalize(nullptr), ncclSuccess);
 
   auto recs = g_sink.take();

@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   Store s;
   Classifier cls;
   const int64_t t0 = 1'700'000'000'000'000'000;
-  auto add = [&](int32_t rank, int32_t stream, Kind k, int64_t st, int64_t en, const std::string& name) {
+  auto add = [&](int32_t rank, int32_t stream, Kind k, int64_t st, int64_t en,
+                 const std::string& name) {
     auto& a = s.activities;
     a.rank.push_back(rank);
     a.device.push_back(rank);
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
       int64_t gemm = r == 1 ? 130'000 : 100'000;  // rank 1: 1.3x slower GEMMs, the straggler
       add(r, 7, Kind::Kernel, t, t + gemm, "void gemm_kernel<128>(float const*, float*)");
       add(r, 7, Kind::Kernel, t + gemm + 5'000, t + gemm + 25'000, "elementwise_add");
-      add(r, 7, Kind::Memcpy, t + gemm + 30'000, t + gemm + 34'000, "Memcpy DtoD (Device -> Device)");
+      add(r, 7, Kind::Memcpy, t + gemm + 30'000, t + gemm + 34'000,
+          "Memcpy DtoD (Device -> Device)");
       // Each rank enters the allreduce after its own work; all leave together, 60 µs after the
       // last (rank 1) arrives: rank 0 waits 30 µs every step.
       add(r, 13, Kind::Kernel, t + gemm + 40'000, t + 130'000 + 40'000 + 60'000,

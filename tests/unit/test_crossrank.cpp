@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -16,8 +17,6 @@
 #include <tuple>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/collectives.h"
@@ -45,8 +44,15 @@ struct Row {
   Row(int32_t rank_, int32_t stream_, int64_t start_us_, int64_t end_us_, std::string name_,
       Category cat_ = Category::Computation, Kind kind_ = Kind::Kernel,
       int64_t corr_ = kNoCorrelation, int32_t step_ = kNoStep)
-      : rank(rank_), stream(stream_), start_us(start_us_), end_us(end_us_), name(std::move(name_)),
-        cat(cat_), kind(kind_), corr(corr_), step(step_) {}
+      : rank(rank_),
+        stream(stream_),
+        start_us(start_us_),
+        end_us(end_us_),
+        name(std::move(name_)),
+        cat(cat_),
+        kind(kind_),
+        corr(corr_),
+        step(step_) {}
   int32_t rank;
   int32_t stream;
   int64_t start_us;
@@ -71,8 +77,7 @@ struct Launch {
 
 // Activities sorted by (rank, device, stream, start, end) as a merged store is; nccl rows point
 // at the sorted indices.
-Store make_store(std::vector<Row> rows, const std::vector<Launch>& launches = {},
-                 int nranks = -1) {
+Store make_store(std::vector<Row> rows, const std::vector<Launch>& launches = {}, int nranks = -1) {
   std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
     auto kx = std::make_tuple(x.rank, x.device, x.stream, x.start_us * kUs + x.start_ns_extra,
                               x.end_us * kUs + x.end_ns_extra);
@@ -132,8 +137,8 @@ Store make_store(std::vector<Row> rows, const std::vector<Launch>& launches = {}
   return s;
 }
 
-void add_step(Store& s, int32_t rank, AnnotationKind kind, const std::string& name, int64_t start_ns,
-              int64_t end_ns, int32_t step) {
+void add_step(Store& s, int32_t rank, AnnotationKind kind, const std::string& name,
+              int64_t start_ns, int64_t end_ns, int32_t step) {
   Annotations& an = s.annotations;
   an.rank.push_back(rank);
   an.kind.push_back(static_cast<uint8_t>(kind));
@@ -276,9 +281,8 @@ TEST(UnionStats, CommHiddenUnderComputeAndMemoryHiddenUnderBoth) {
 TEST(UnionStats, CategoryWithNoIntervals) {
   // No communication at all: comm, overlap and exposed are 0; memory and other still split.
   // comp [0,50); mem [40,80) → excl [50,80) = 30; other [70,100) → excl [80,100) = 20.
-  const UnionStats u = union_stats({{0, 50, Category::Computation},
-                                    {40, 80, Category::Memory},
-                                    {70, 100, Category::Other}});
+  const UnionStats u = union_stats(
+      {{0, 50, Category::Computation}, {40, 80, Category::Memory}, {70, 100, Category::Other}});
   EXPECT_EQ(u.comm_ns, 0);
   EXPECT_EQ(u.overlap_ns, 0);
   EXPECT_EQ(u.comm_excl_ns, 0);
@@ -288,8 +292,8 @@ TEST(UnionStats, CategoryWithNoIntervals) {
   EXPECT_EQ(u.busy_ns, 100);
 
   // Only "other" intervals: everything busy is other; compute 0.
-  const UnionStats o = union_stats({{5, 15, Category::Other}, {10, 30, Category::Other},
-                                    {40, 45, Category::Other}});
+  const UnionStats o =
+      union_stats({{5, 15, Category::Other}, {10, 30, Category::Other}, {40, 45, Category::Other}});
   EXPECT_EQ(o.compute_ns, 0);
   EXPECT_EQ(o.busy_ns, 30);  // [5,30) + [40,45)
   EXPECT_EQ(o.other_excl_ns, 30);
@@ -986,8 +990,8 @@ TEST(Stragglers, ClockUncertaintyBelowSkewStillBlames) {
 }
 
 TEST(Stragglers, SingleRank) {
-  const Store s = make_store({{0, 7, 0, 100, "gemm"},
-                              {0, 20, 100, 200, kAllReduce, Category::Communication}});
+  const Store s =
+      make_store({{0, 7, 0, 100, "gemm"}, {0, 20, 100, 200, kAllReduce, Category::Communication}});
   Report rep;
   const nlohmann::json js = stragglers(s, {}, &rep);
   const std::string h = js["headline"];
@@ -1050,8 +1054,8 @@ TEST(Stragglers, ExportCollectiveIdsAreTheLedgers) {
     for (const auto& x : c.arrivals) ledger[{x.rank, a.start_ns[x.row]}] = c.id;
   }
 
-  auto dir = std::filesystem::temp_directory_path() /
-             ("kernalyse-coll-ids-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("kernalyse-coll-ids-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "t.json").string();
   ExportOptions eo;
@@ -1077,7 +1081,7 @@ TEST(Stragglers, ExportCollectiveIdsAreTheLedgers) {
     exported[{e["pid"].get<int>(), ts}] = id;
   }
   EXPECT_EQ(exported, ledger);
-  EXPECT_EQ(waits, 4);  // k=1, k=2: ranks 0 and 1 wait for rank 2 (k=3 is unmatched now)
+  EXPECT_EQ(waits, 4);     // k=1, k=2: ranks 0 and 1 wait for rank 2 (k=3 is unmatched now)
   EXPECT_EQ(st.flows, 6);  // 3 instances × 2 other ranks
 }
 

@@ -6,11 +6,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kernalyse/classify.h"
 #include "kernalyse/export.h"
@@ -26,8 +25,8 @@ namespace {
 struct TmpDir {
   fs::path p;
   TmpDir() {
-    p = fs::temp_directory_path() / ("kernalyse-export-" + std::to_string(::getpid()) + "-" +
-                                     std::to_string(counter()++));
+    p = fs::temp_directory_path() /
+        ("kernalyse-export-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
     fs::remove_all(p);
     fs::create_directories(p);
   }
@@ -120,7 +119,8 @@ Store make_store(int32_t rank, int64_t t0) {
   sort_activities(s);
   assign_steps(s);
   // GPU memory in use on the rank's device (schema 2 counters): up, up, down.
-  for (auto [ts, v] : {std::pair<int64_t, int64_t>{500, 1 << 20}, {1'500, 3 << 20}, {2'500, 1 << 19}}) {
+  for (auto [ts, v] :
+       {std::pair<int64_t, int64_t>{500, 1 << 20}, {1'500, 3 << 20}, {2'500, 1 << 19}}) {
     s.counters.rank.push_back(rank);
     s.counters.device.push_back(rank % 2);
     s.counters.name_id.push_back(s.strings.intern(kCounterGpuMemory));
@@ -239,7 +239,8 @@ TEST(Export, BaseIsEarliestTimeRoundedDownToMicroseconds) {
 
 TEST(Export, KinetoRoundTripGivesTheSameStore) {
   TmpDir d;
-  Store s = merge_stores({make_store(0, 1'700'000'000'000'000'123), make_store(1, 1'700'000'000'000'050'007)});
+  Store s = merge_stores(
+      {make_store(0, 1'700'000'000'000'000'123), make_store(1, 1'700'000'000'000'050'007)});
   ExportStats st = export_kineto(s, d.p.string(), {});
   EXPECT_EQ(st.files, 2);
   std::vector<Store> parts;
@@ -265,7 +266,8 @@ TEST(Export, KinetoRoundTripGivesTheSameStore) {
 
 TEST(Export, PerfettoOfOneRankLoadsBack) {
   TmpDir d;
-  Store s = merge_stores({make_store(0, 1'700'000'000'000'000'123), make_store(1, 1'700'000'000'000'050'007)});
+  Store s = merge_stores(
+      {make_store(0, 1'700'000'000'000'000'123), make_store(1, 1'700'000'000'000'050'007)});
   ExportOptions o;
   o.rank = 1;
   fs::path f = d.p / "r1.json";
@@ -298,7 +300,8 @@ TEST(Export, PerfettoOfOneRankLoadsBack) {
 TEST(Export, PerfettoFlowsWaitsAndCuts) {
   TmpDir d;
   // Rank 1 starts the allreduce 49.884 µs after rank 0 (their t0 differ by that much).
-  Store s = merge_stores({make_store(0, 1'700'000'000'000'000'123), make_store(1, 1'700'000'000'000'050'007)});
+  Store s = merge_stores(
+      {make_store(0, 1'700'000'000'000'000'123), make_store(1, 1'700'000'000'000'050'007)});
   fs::path f = d.p / "all.json.gz";
   ExportStats st = export_perfetto(s, f.string(), {});
   EXPECT_EQ(st.flows, 1);

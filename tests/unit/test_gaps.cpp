@@ -31,8 +31,8 @@ Store make_store(const std::vector<R>& rows) {
     a.device.push_back(r.device);
     a.stream.push_back(r.stream);
     a.kind.push_back(static_cast<uint8_t>(r.kind));
-    a.category.push_back(static_cast<uint8_t>(
-        r.kind == Kind::Kernel ? Category::Computation : Category::Memory));
+    a.category.push_back(
+        static_cast<uint8_t>(r.kind == Kind::Kernel ? Category::Computation : Category::Memory));
     a.start_ns.push_back(r.start);
     a.end_ns.push_back(r.end);
     a.name_id.push_back(s.strings.intern(r.name));
@@ -205,8 +205,8 @@ TEST(GapAnalysis, DeviceIdleIsTheUnionOfStreams) {
 
 TEST(GapAnalysis, StreamCoveredByAnotherLeavesNoDeviceIdle) {
   // Stream 2 covers the gap of stream 1 entirely.
-  const Store s = make_store(
-      {{0, 0, 1, 0, 10, "a"}, {0, 0, 1, 90, 100, "a"}, {0, 0, 2, 5, 95, "nccl"}});
+  const Store s =
+      make_store({{0, 0, 1, 0, 10, "a"}, {0, 0, 1, 90, 100, "a"}, {0, 0, 2, 5, 95, "nccl"}});
   const Report r = gaps(s);
   EXPECT_EQ(ival(table(r, "gaps_per_stream"), 0, "idle_ns"), 80);
   const Table& dv = table(r, "gaps_per_device");
@@ -228,8 +228,10 @@ TEST(GapAnalysis, MemcpyFillsTheStream) {
 
 TEST(GapAnalysis, RankIdleIsTheUnionOfDevices) {
   // Device 0: [0,10] [40,50]; device 1: [20,30]. Rank union gaps: 10 + 10.
-  const Store s = make_store(
-      {{0, 0, 1, 0, 10, "a"}, {0, 0, 1, 40, 50, "a"}, {0, 1, 1, 20, 30, "b"}, {1, 0, 1, 0, 5, "a"}});
+  const Store s = make_store({{0, 0, 1, 0, 10, "a"},
+                              {0, 0, 1, 40, 50, "a"},
+                              {0, 1, 1, 20, 30, "b"},
+                              {1, 0, 1, 0, 5, "a"}});
   const Report r = gaps(s);
   const Table& dv = table(r, "gaps_per_device");
   ASSERT_EQ(dv.rows.size(), 3u);
@@ -405,7 +407,7 @@ TEST(GapAnalysis, RankAndStepFilters) {
   opt.filter.step = 2;
   const Report rep_st = gaps(s, opt);
   const Table& st = table(rep_st, "gaps_per_stream");
-  ASSERT_EQ(st.rows.size(), 1u);  // rank 1 has no step 2 activity
+  ASSERT_EQ(st.rows.size(), 1u);          // rank 1 has no step 2 activity
   EXPECT_EQ(ival(st, 0, "idle_ns"), 90);  // the step-1 → step-2 gap is outside the window
   opt.filter.step = 1;
   opt.filter.rank = 1;

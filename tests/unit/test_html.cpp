@@ -124,7 +124,8 @@ TEST(Html, WriterRefusesExistingAndLeavesNothingOnError) {
     write_html_report(s, bad.string(), {});
     ADD_FAILURE() << "no error for an unwritable path";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot create " + bad.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot create " + bad.string()), std::string::npos)
+        << e.what();
   }
   size_t n = 0;
   for (auto& e : fs::directory_iterator(dir)) ++n, (void)e;

@@ -2,8 +2,8 @@
 // event categories, malformed events vs malformed files.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -210,7 +210,8 @@ TEST(Kineto, RankFromFileName) {
   EXPECT_EQ(rank_from_filename("RANK-4.json"), 4);
   EXPECT_FALSE(rank_from_filename("mi250_minitoy.json.gz").has_value());
   ImportStats st;
-  Store s = import(R"J({"traceEvents": [)J" + std::string(kKernel) + "]}", &st, {}, "w/worker6.json");
+  Store s =
+      import(R"J({"traceEvents": [)J" + std::string(kKernel) + "]}", &st, {}, "w/worker6.json");
   EXPECT_EQ(s.ranks[0].rank, 6);
   ASSERT_EQ(st.warnings.size(), 1u);
   EXPECT_NE(st.warnings[0].find("taken from the file name"), std::string::npos);
@@ -293,7 +294,8 @@ TEST(Kineto, StreamingAcrossBufferRefillsMatchesInMemory) {
     if (i) events += ",";
     events += R"J({"ph": "X", "cat": "kernel", "name": "k)J" + std::to_string(i % 13) +
               R"J(", "pid": 0, "tid": 7, "ts": )J" + std::to_string(i * 10) + "." +
-              std::to_string(i % 1000) + R"J(, "dur": 3.5, "args": {"device": 0, "stream": 7, "pad": ")J" +
+              std::to_string(i % 1000) +
+              R"J(, "dur": 3.5, "args": {"device": 0, "stream": 7, "pad": ")J" +
               std::string(static_cast<size_t>(60 + i % 97), 'x') + R"J("}})J";
   }
   std::string json = wrap(events);
@@ -336,8 +338,8 @@ TEST(Kineto, MemoryEventsBecomeGpuMemoryCounters) {
     {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 100, "tid": 101,
      "args": {"Device Type": 1, "Device Id": 0, "Bytes": 64, "Total Allocated": 64}})J";
   ImportStats st;
-  Store s = import(wrap(std::string(kKernel) + "," + mem, R"J( "baseTimeNanoseconds": 1000000000,)J"),
-                   &st);
+  Store s = import(
+      wrap(std::string(kKernel) + "," + mem, R"J( "baseTimeNanoseconds": 1000000000,)J"), &st);
   const Counters& c = s.counters;
   ASSERT_EQ(c.size(), 3u);
   EXPECT_EQ(c.rank, (std::vector<int32_t>{3, 3, 3}));
@@ -361,7 +363,8 @@ TEST(Kineto, ImportProgressCountsFileBytes) {
   // Plain and gzip: the shared Progress ends at the files' on-disk sizes (what its total is).
   std::string json = wrap(kKernel);
   auto dir = std::filesystem::temp_directory_path();
-  auto plain = dir / "kernalyse_progress_rank-0.json", gz = dir / "kernalyse_progress_rank-1.json.gz";
+  auto plain = dir / "kernalyse_progress_rank-0.json",
+       gz = dir / "kernalyse_progress_rank-1.json.gz";
   {
     std::ofstream f(plain, std::ios::binary);
     f << json;

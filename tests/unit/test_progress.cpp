@@ -20,7 +20,9 @@ struct FakeClock {
   void sec(double s) { t += static_cast<int64_t>(s * 1e9); }
 };
 
-int count(const std::string& s, char c) { return static_cast<int>(std::count(s.begin(), s.end(), c)); }
+int count(const std::string& s, char c) {
+  return static_cast<int>(std::count(s.begin(), s.end(), c));
+}
 
 }  // namespace
 
@@ -48,8 +50,8 @@ TEST(Progress, EtaNeedsEnoughData) {
   FakeClock c;
   std::ostringstream out;
   Progress p("importing a.json", 1000, "bytes", ProgressMode::Tty, &out, c.fn());
-  EXPECT_FALSE(p.eta_s(500, 0.2));   // too early
-  EXPECT_FALSE(p.eta_s(5, 10));      // under 1 %
+  EXPECT_FALSE(p.eta_s(500, 0.2));  // too early
+  EXPECT_FALSE(p.eta_s(5, 10));     // under 1 %
   ASSERT_TRUE(p.eta_s(500, 2.0));
   EXPECT_DOUBLE_EQ(*p.eta_s(500, 2.0), 2.0);  // 250/s, 500 left
   Progress unknown("x", 0, "bytes", ProgressMode::Tty, &out, c.fn());
@@ -74,8 +76,9 @@ TEST(Progress, TtyLineFitsTheTerminal) {
   Progress p("importing /very/long/directory/name/of/traces/rank-000123.json", 1000, "bytes",
              ProgressMode::Tty, &out, c.fn());
   // Unlimited: the label keeps its last 37 characters.
-  EXPECT_EQ(p.tty_line(500, 1.0),
-            "...ctory/name/of/traces/rank-000123.json [============>           ]  50% 500 B/s ETA 1s");
+  EXPECT_EQ(
+      p.tty_line(500, 1.0),
+      "...ctory/name/of/traces/rank-000123.json [============>           ]  50% 500 B/s ETA 1s");
   p.set_columns(80);  // the label gives way, the file name stays
   std::string l = p.tty_line(500, 1.0);
   EXPECT_EQ(l.size(), 79u);
@@ -135,7 +138,8 @@ TEST(Progress, LinesEveryTenPercentAndDone) {
   std::string s = out.str();
   EXPECT_EQ(s.find('\r'), std::string::npos);
   EXPECT_EQ(count(s, '\n'), 10) << s;  // 10 % ... 90 %, then the done line
-  EXPECT_NE(s.find("importing a.json: 50% (500 B of 1.00 kB, 100 B/s, ETA 5s)\n"), std::string::npos)
+  EXPECT_NE(s.find("importing a.json: 50% (500 B of 1.00 kB, 100 B/s, ETA 5s)\n"),
+            std::string::npos)
       << s;
   EXPECT_NE(s.find("importing a.json: 1.00 kB done in 10.00s (100 B/s)\n"), std::string::npos) << s;
 }

@@ -75,10 +75,10 @@ TEST(Ranges, KernelsJoinTheRangesThatLaunchedThem) {
   b.range(1, 11, 0, 100, "layer 0");  // rank 1's own
   b.range(0, 11, 400, 500, "user scope", AnnotationKind::User);
   b.range(0, 11, 0, 1000, "ProfilerStep#0", AnnotationKind::Step);  // steps are not ranges
-  b.kernel(0, 11, 20, 1, 30);   // attn and layer 0
-  b.kernel(0, 11, 60, 2, 40);   // layer 0
-  b.kernel(0, 22, 70, 3, 500);  // another thread: in no range
-  b.kernel(0, 11, 150, 4, 7);   // between ranges
+  b.kernel(0, 11, 20, 1, 30);                                       // attn and layer 0
+  b.kernel(0, 11, 60, 2, 40);                                       // layer 0
+  b.kernel(0, 22, 70, 3, 500);                                      // another thread: in no range
+  b.kernel(0, 11, 150, 4, 7);                                       // between ranges
   b.kernel(0, 11, 300, 5, 9);   // at layer 1's end: inside (inclusive end)
   b.kernel(1, 11, 20, 1, 100);  // rank 1, same correlation number as rank 0's
   b.kernel(0, 11, 450, 6, 14);  // the user annotation

@@ -65,8 +65,9 @@ TEST_F(RecorderTest, EveryRecordTypeReachesTheStore) {
   collector::Recorder r;
   spool::Writer w;
   ASSERT_TRUE(w.open((dir / "rank-0.kspool").string()));
-  r.activity({KERNALYSE_EMU_KERNEL, 0, 7, 1000, 2000, 11, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"},
-             false);
+  r.activity(
+      {KERNALYSE_EMU_KERNEL, 0, 7, 1000, 2000, 11, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"},
+      false);
   r.activity({KERNALYSE_EMU_KERNEL, 0, 13, 1500, 1800, 12, "gemm"}, false);
   r.activity({KERNALYSE_EMU_MEMCPY, 0, 13, 2100, 2200, 13, "Memcpy HtoD (Pageable -> Device)"},
              false);
@@ -126,7 +127,8 @@ TEST_F(RecorderTest, EveryRecordTypeReachesTheStore) {
   for (size_t i = 0; i < k.size(); ++i) {
     EXPECT_EQ(k.rank[i], 3);
     const std::string& name = s.strings.at(k.name_id[i]);
-    (name == kCounterPower ? power : got).emplace_back(k.device[i], k.ts_ns[i] - 1'000'000'000, k.value[i]);
+    (name == kCounterPower ? power : got)
+        .emplace_back(k.device[i], k.ts_ns[i] - 1'000'000'000, k.value[i]);
     if (i) {  // sorted by (rank, device, name text, ts)
       EXPECT_LE(std::make_tuple(k.device[i - 1], s.strings.at(k.name_id[i - 1]), k.ts_ns[i - 1]),
                 std::make_tuple(k.device[i], s.strings.at(k.name_id[i]), k.ts_ns[i]));

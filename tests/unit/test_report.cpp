@@ -1,5 +1,6 @@
 // Renderers: aligned text, JSON without NaN, RFC 4180 CSV.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -8,8 +9,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "kernalyse/report.h"
 #include "kernalyse/store_io.h"
@@ -130,9 +129,8 @@ TEST(RenderText, EmptyTableAndTextBlocksAndHiddenTables) {
 
 TEST(RenderJson, OneObjectNotesTablesExtrasNoNaN) {
   Report r = sample();
-  r.json["extra"] = {{"inf", std::numeric_limits<double>::infinity()},
-                     {"nan", std::nan("")},
-                     {"ok", 1.25}};
+  r.json["extra"] = {
+      {"inf", std::numeric_limits<double>::infinity()}, {"nan", std::nan("")}, {"ok", 1.25}};
   Table hidden;
   hidden.key = "not_in_json";
   hidden.in_json = false;

@@ -69,28 +69,29 @@ TEST_P(SharedTrace, ImportsWithReadmeCounts) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Readme, SharedTrace, ::testing::ValuesIn(kFiles),
-                         [](const auto& info) {
-                           std::string n = info.param.path;
-                           n = n.substr(0, n.find('.'));
-                           for (auto& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Readme, SharedTrace, ::testing::ValuesIn(kFiles), [](const auto& info) {
+  std::string n = info.param.path;
+  n = n.substr(0, n.find('.'));
+  for (auto& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
 
 TEST(SharedTraces, AmdTraceWithoutRankNeedsRank) {
   if (!std::filesystem::is_directory(traces_dir()))
     GTEST_SKIP() << traces_dir() << " absent: shared traces not available";
-  EXPECT_THROW(import_kineto_file(traces_dir() + "/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-                                  {}, nullptr),
-               Error);
+  EXPECT_THROW(
+      import_kineto_file(traces_dir() + "/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                         {}, nullptr),
+      Error);
 }
 
 TEST(SharedTraces, TraceFilterPairMergesIntoRanks0And1) {
   if (!std::filesystem::is_directory(traces_dir()))
     GTEST_SKIP() << traces_dir() << " absent: shared traces not available";
   std::vector<Store> parts;
-  for (const char* f : {"hta/trace_filter/sampled_rank-1.json.gz", "hta/trace_filter/sampled_rank-0.json.gz"})
+  for (const char* f :
+       {"hta/trace_filter/sampled_rank-1.json.gz", "hta/trace_filter/sampled_rank-0.json.gz"})
     parts.push_back(import_kineto_file(traces_dir() + "/" + f, {}, nullptr));
   Store m = merge_stores(std::move(parts));
   ASSERT_EQ(m.ranks.size(), 2u);
@@ -111,7 +112,8 @@ TEST(SharedTraces, TraceFilterRangesJoinKernelsToTheirScopes) {
   if (!std::filesystem::is_directory(traces_dir()))
     GTEST_SKIP() << traces_dir() << " absent: shared traces not available";
   std::vector<Store> parts;
-  for (const char* f : {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"})
+  for (const char* f :
+       {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz"})
     parts.push_back(import_kineto_file(traces_dir() + "/" + f, {}, nullptr));
   Store m = merge_stores(std::move(parts));
   Report r;

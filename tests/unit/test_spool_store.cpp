@@ -47,7 +47,8 @@ void write_rank(const std::string& path, int rank, int size, int blocks, bool wi
       int64_t t = 1'000 + (b * 10 + i) * 1'000;
       acts.push_back({t, t + 500, b * 10 + i, 0, 7, 1, 0});
     }
-    ASSERT_TRUE(w.write_block(spool::BlockType::Activities, 10, acts.data(), acts.size() * sizeof(acts[0])));
+    ASSERT_TRUE(w.write_block(spool::BlockType::Activities, 10, acts.data(),
+                              acts.size() * sizeof(acts[0])));
   }
   spool::Range step{0, 1'000'000'000, 1, 2};
   ASSERT_TRUE(w.write_block(spool::BlockType::Ranges, 1, &step, sizeof step));
@@ -119,7 +120,8 @@ TEST(SpoolStore, RecoverDirectory) {
   const auto lines = rep.lines();
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(lines[1].find("rank 1: truncated at byte " + std::to_string(rep.ranks[1].cut_byte)),
-            std::string::npos) << lines[1];
+            std::string::npos)
+      << lines[1];
   EXPECT_NE(lines[1].find("before the last rank"), std::string::npos) << lines[1];
   EXPECT_EQ(lines[2], "rank 2: missing (no spool file)");
   EXPECT_EQ(s.activities.size(), 50u);

@@ -86,7 +86,10 @@ std::vector<std::string> order(const Store& s, const SummaryOptions& opt) {
 }
 
 const std::vector<K> kBasic = {
-    {0, "A", 1000}, {0, "A", 2000}, {0, "A", 3000}, {0, "B", 4000},
+    {0, "A", 1000},
+    {0, "A", 2000},
+    {0, "A", 3000},
+    {0, "B", 4000},
     {0, "Memcpy HtoD", 9000, kNoStep, Kind::Memcpy, Category::Memory},  // not a kernel
 };
 
@@ -154,8 +157,11 @@ TEST(KernelSummary, PerRankTablesAndRankFilter) {
 }
 
 TEST(KernelSummary, StepFilter) {
-  const Store s = make_store({{0, "A", 1000, 1}, {0, "B", 1000, 2}, {0, "A", 3000, 2},
-                              {1, "A", 500, 2}, {1, "C", 100, kNoStep}});
+  const Store s = make_store({{0, "A", 1000, 1},
+                              {0, "B", 1000, 2},
+                              {0, "A", 3000, 2},
+                              {1, "A", 500, 2},
+                              {1, "C", 100, kNoStep}});
   SummaryOptions opt;
   opt.filter.step = 2;
   const Report rep_t = summarize(s, opt);
@@ -226,17 +232,13 @@ TEST(KernelSummary, SortOrdersAndTop) {
   const Store s = make_store(rows);
   SummaryOptions opt;
   opt.sort = SummarySort::Count;
-  EXPECT_EQ(order(s, opt),
-            (std::vector<std::string>{"A", "C", "B"}));
+  EXPECT_EQ(order(s, opt), (std::vector<std::string>{"A", "C", "B"}));
   opt.sort = SummarySort::Total;
-  EXPECT_EQ(order(s, opt),
-            (std::vector<std::string>{"B", "C", "A"}));
+  EXPECT_EQ(order(s, opt), (std::vector<std::string>{"B", "C", "A"}));
   opt.sort = SummarySort::Mean;
-  EXPECT_EQ(order(s, opt),
-            (std::vector<std::string>{"B", "C", "A"}));
+  EXPECT_EQ(order(s, opt), (std::vector<std::string>{"B", "C", "A"}));
   opt.sort = SummarySort::Pct;
-  EXPECT_EQ(order(s, opt),
-            (std::vector<std::string>{"B", "C", "A"}));
+  EXPECT_EQ(order(s, opt), (std::vector<std::string>{"B", "C", "A"}));
 
   opt.sort = SummarySort::Count;
   opt.top = 2;
@@ -252,14 +254,13 @@ TEST(KernelSummary, SortOrdersAndTop) {
 
 TEST(KernelSummary, TiesBreakByName) {
   const Store s = make_store({{0, "b", 100}, {0, "a", 100}, {0, "c", 100}});
-  EXPECT_EQ(order(s, {}),
-            (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(order(s, {}), (std::vector<std::string>{"a", "b", "c"}));
 }
 
 TEST(KernelSummary, CategoryColumn) {
-  const Store s = make_store({{0, "ncclDevKernel_AllReduce", 100, kNoStep, Kind::Kernel,
-                               Category::Communication},
-                              {0, "memsetish", 10, kNoStep, Kind::Kernel, Category::Memory}});
+  const Store s = make_store(
+      {{0, "ncclDevKernel_AllReduce", 100, kNoStep, Kind::Kernel, Category::Communication},
+       {0, "memsetish", 10, kNoStep, Kind::Kernel, Category::Memory}});
   const Report rep_t = summarize(s);
   const Table& t = table(rep_t, "kernel_summary");
   EXPECT_EQ(std::get<std::string>(t.rows[0][col(t, "category")]), "communication");

@@ -51,8 +51,8 @@ class NoRankError : public Error {
 Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats);
 
 // Same, from an in-memory JSON text (tests); `name` stands in for the file name.
-Store import_kineto_string(std::string_view json, const std::string& name,
-                           const ImportOptions& opt, ImportStats* stats);
+Store import_kineto_string(std::string_view json, const std::string& name, const ImportOptions& opt,
+                           ImportStats* stats);
 
 // On-disk size of a trace file (the unit import progress counts in); 0 if it cannot be read.
 int64_t input_bytes(const std::string& path);

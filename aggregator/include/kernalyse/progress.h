@@ -65,7 +65,7 @@ class Progress {
   int64_t done() const { return done_.load(std::memory_order_relaxed); }
 
   // Formatting pieces (public for tests).
-  static std::string format_amount(double v, std::string_view unit);  // "412 MB", "1.2M events"
+  static std::string format_amount(double v, std::string_view unit);    // "412 MB", "1.2M events"
   static std::string format_rate(double per_s, std::string_view unit);  // "412 MB/s"
   static std::string format_duration(double s);                         // "3s", "2m05s", "1h02m"
   // The TTY line for `done` units after `elapsed_s`.
@@ -76,15 +76,15 @@ class Progress {
   // ETA in s, or nullopt before enough data (< 0.5 s elapsed or < 1 % done) or with no total.
   std::optional<double> eta_s(int64_t done, double elapsed_s) const;
 
-  static constexpr int64_t kRedrawNs = 100'000'000;   // Tty: at most 10 redraws a second
-  static constexpr int64_t kLineEveryNs = 5'000'000'000;  // Lines: at least every 5 s
+  static constexpr int64_t kRedrawNs = 100'000'000;        // Tty: at most 10 redraws a second
+  static constexpr int64_t kLineEveryNs = 5'000'000'000;   // Lines: at least every 5 s
   static constexpr int64_t kLinesGraceNs = 1'000'000'000;  // Lines: no 10 % lines before 1 s
   static constexpr int kBarWidth = 24;
 
  private:
   void check(int64_t done, bool final);
   void emit(const std::string& s);
-  std::string bar(int64_t done) const;            // " [====>   ]  58%", or " 412 MB"
+  std::string bar(int64_t done) const;             // " [====>   ]  58%", or " 412 MB"
   std::string fit(const std::string& tail) const;  // label (cut to fit) + tail
   int64_t now() const;
 

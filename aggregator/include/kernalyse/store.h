@@ -16,7 +16,14 @@ inline constexpr int64_t kNoCorrelation = -1;
 
 // What a device activity is (the `kind` column). HostOnStream: a CPU event that names a stream
 // (e.g. a Triton launch record); not GPU work, kept only because HTA counts it (--compat hta).
-enum class Kind : uint8_t { Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3, Other = 4, HostOnStream = 5 };
+enum class Kind : uint8_t {
+  Kernel = 0,
+  Memcpy = 1,
+  Memset = 2,
+  Sync = 3,
+  Other = 4,
+  HostOnStream = 5
+};
 // What it does (the `category` column), HTA-compatible buckets.
 enum class Category : uint8_t { Computation = 0, Communication = 1, Memory = 2, Other = 3 };
 // Annotation sources (the `annotations/kind` column).
@@ -24,7 +31,9 @@ enum class AnnotationKind : uint8_t { Step = 0, User = 1, GpuUser = 2, Nvtx = 3 
 
 const char* to_string(Kind k);
 // Kernels, copies and memsets: what the native analyses count as GPU activity.
-inline bool is_gpu_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
+inline bool is_gpu_work(Kind k) {
+  return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset;
+}
 const char* to_string(Category c);
 const char* to_string(AnnotationKind k);
 
@@ -137,18 +146,18 @@ struct RankInfo {
   int32_t rank = 0;
   int32_t world_size = -1;
   std::string host;
-  std::string devices;      // "0" or "0,1"
-  std::string device_name;  // from deviceProperties, "" if unknown
-  std::string source;       // input file or spool
-  int64_t base_time_ns = 0;          // absolute anchor of this rank's clock (epoch ns), 0 if unknown
-  int64_t clock_offset_ns = 0;       // add to local time to get run time
-  double clock_drift = 0.0;          // dimensionless (ns per ns), applied relative to sync point
+  std::string devices;          // "0" or "0,1"
+  std::string device_name;      // from deviceProperties, "" if unknown
+  std::string source;           // input file or spool
+  int64_t base_time_ns = 0;     // absolute anchor of this rank's clock (epoch ns), 0 if unknown
+  int64_t clock_offset_ns = 0;  // add to local time to get run time
+  double clock_drift = 0.0;     // dimensionless (ns per ns), applied relative to sync point
   int64_t clock_uncertainty_ns = 0;  // ± bound on the alignment error, 0 if unknown
   std::string clock_method;          // "none (per-rank wall clock)", "mpi-pingpong", ...
   bool emulated = false;             // synthetic / emulated device data
   int64_t events_total = 0;
   int64_t events_malformed = 0;
-  int64_t events_ignored = 0;  // well-formed but not kept (cpu_op, python_function, ...)
+  int64_t events_ignored = 0;         // well-formed but not kept (cpu_op, python_function, ...)
   int64_t records_dropped = 0;        // lost by kernalyse (buffer pool full, spool cut, ...)
   int64_t records_dropped_cupti = 0;  // CUPTI's own count (cuptiActivityGetNumDroppedRecords)
   // What the collector could record on this rank, one line: "cupti: 1 CUDA device",

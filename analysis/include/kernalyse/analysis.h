@@ -72,7 +72,7 @@ void range_analysis(const Store& s, const RangeOptions& opt, Report* out);
 class RangeLaunches {
  public:
   RangeLaunches(const Store& s, const Filter& f);
-  std::vector<uint32_t> ranges;  // annotation rows
+  std::vector<uint32_t> ranges;                                                   // annotation rows
   std::pair<const uint32_t*, const uint32_t*> launches_in(uint32_t range) const;  // launch rows
 
  private:
@@ -99,12 +99,12 @@ struct Interval {
   int64_t end;
 };
 struct GapStats {
-  int64_t count = 0;        // gaps > 0
-  int64_t total_ns = 0;     // sum of gaps > 0
-  int64_t overlaps = 0;     // next start < latest end so far
-  int64_t touching = 0;     // gap == 0
-  int64_t busy_ns = 0;      // |union|
-  int64_t span_ns = 0;      // last end - first start
+  int64_t count = 0;          // gaps > 0
+  int64_t total_ns = 0;       // sum of gaps > 0
+  int64_t overlaps = 0;       // next start < latest end so far
+  int64_t touching = 0;       // gap == 0
+  int64_t busy_ns = 0;        // |union|
+  int64_t span_ns = 0;        // last end - first start
   std::vector<int64_t> gaps;  // the positive gaps, in order
 };
 // Intervals sorted by start; gap = next start - latest end so far. Unsorted input is sorted

@@ -19,13 +19,13 @@ struct ExportOptions {
   std::optional<int32_t> rank;
   std::optional<int32_t> step;
   std::optional<int64_t> from_ns, to_ns;
-  bool force = false;  // replace an existing output
+  bool force = false;                         // replace an existing output
   ProgressMode progress = ProgressMode::Off;  // "writing <path>", in store rows visited
 };
 
 struct ExportStats {
-  int64_t events = 0;  // trace events written (all files)
-  int64_t flows = 0;   // flow pairs (Perfetto)
+  int64_t events = 0;    // trace events written (all files)
+  int64_t flows = 0;     // flow pairs (Perfetto)
   int64_t counters = 0;  // counter samples ("ph":"C", Perfetto)
   int64_t files = 0;
 };

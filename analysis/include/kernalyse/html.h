@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/progress.h"
@@ -18,16 +17,16 @@
 namespace kernalyse {
 
 struct HtmlOptions {
-  Filter filter;                           // --rank / --step: every analysis in the report
-  std::optional<int64_t> from_ns, to_ns;   // timeline and memory window, ns from export_base_ns
-  int timeline_bins = 1000;                // time bins per rank and lane
-  int max_collectives = 400;               // heatmap columns; more instances are binned
-  int top = 20;                            // rows of the top-N tables and bars
+  Filter filter;                          // --rank / --step: every analysis in the report
+  std::optional<int64_t> from_ns, to_ns;  // timeline and memory window, ns from export_base_ns
+  int timeline_bins = 1000;               // time bins per rank and lane
+  int max_collectives = 400;              // heatmap columns; more instances are binned
+  int top = 20;                           // rows of the top-N tables and bars
   double hist_min_us = 0, hist_max_us = 1000;
   int hist_bins = 20;
   int64_t kernel_wait_ns = 30'000;
-  bool force = false;      // replace an existing file
-  std::string title;       // shown in the page header, e.g. the input file
+  bool force = false;                         // replace an existing file
+  std::string title;                          // shown in the page header, e.g. the input file
   ProgressMode progress = ProgressMode::Off;  // "writing <path>", in report sections built
 };
 

@@ -22,11 +22,11 @@ struct ClockSample {
 
 // Local raw time → run time (rank 0's raw clock), linear between two samples.
 struct ClockModel {
-  int64_t t0_local = 0;       // local time of the first sample
-  int64_t offset0_ns = 0;     // offset at t0_local
-  double drift = 0.0;         // d(offset)/d(local time), dimensionless (1e-6 = 1 ppm)
-  int64_t uncertainty_ns = 0; // half the worse best round trip, plus fit residual
-  std::string method;         // e.g. "mpi-pingpong min-RTT, start+end, linear drift"
+  int64_t t0_local = 0;        // local time of the first sample
+  int64_t offset0_ns = 0;      // offset at t0_local
+  double drift = 0.0;          // d(offset)/d(local time), dimensionless (1e-6 = 1 ppm)
+  int64_t uncertainty_ns = 0;  // half the worse best round trip, plus fit residual
+  std::string method;          // e.g. "mpi-pingpong min-RTT, start+end, linear drift"
   // Checked (values come from spool files, docs/limits.md): false when a step would overflow
   // or the result leaves the supported time range; *out is then untouched.
   bool try_to_root(int64_t local_ns, int64_t* out) const {
@@ -62,10 +62,10 @@ inline ClockModel fit_clock_samples(const ClockSample& start, const ClockSample*
     m.method = "reference (rank 0)";
     return m;
   }
-  const std::string pingpong =
-      exchanges > 0 ? "mpi-pingpong min-RTT (>= " + std::to_string(exchanges) +
-                          " exchanges, more while RTT > 2 us)"
-                    : "mpi-pingpong min-RTT";
+  const std::string pingpong = exchanges > 0
+                                   ? "mpi-pingpong min-RTT (>= " + std::to_string(exchanges) +
+                                         " exchanges, more while RTT > 2 us)"
+                                   : "mpi-pingpong min-RTT";
   int64_t worst_rtt = start.rtt_ns;
   int64_t d_offset = 0, d_local = 0;  // a pair whose differences overflow gives no drift
   if (end != nullptr && end->local_ns != start.local_ns &&

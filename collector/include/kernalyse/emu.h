@@ -15,7 +15,11 @@
 extern "C" {
 #endif
 
-enum kernalyse_emu_kind { KERNALYSE_EMU_KERNEL = 0, KERNALYSE_EMU_MEMCPY = 1, KERNALYSE_EMU_MEMSET = 2 };
+enum kernalyse_emu_kind {
+  KERNALYSE_EMU_KERNEL = 0,
+  KERNALYSE_EMU_MEMCPY = 1,
+  KERNALYSE_EMU_MEMSET = 2
+};
 
 typedef struct kernalyse_emu_activity {
   int32_t kind; /* kernalyse_emu_kind */
@@ -41,13 +45,13 @@ typedef struct kernalyse_emu_nccl {
   uint64_t comm_hash;
   const char* collective; /* "AllReduce", "AllGather", "ReduceScatter", "Send", "Recv" */
   int64_t seq;
-  int64_t count;    /* elements */
+  int64_t count;     /* elements */
   const char* dtype; /* "BFloat16", "Float", ... */
   int64_t bytes;
   int32_t nranks;
-  int32_t peer;     /* -1 for collectives */
-  const char* algo;  /* "RING", "TREE", ...; NULL if unknown */
-  const char* proto; /* "LL", "LL128", "SIMPLE"; NULL if unknown */
+  int32_t peer;       /* -1 for collectives */
+  const char* algo;   /* "RING", "TREE", ...; NULL if unknown */
+  const char* proto;  /* "LL", "LL128", "SIMPLE"; NULL if unknown */
   int32_t n_channels; /* -1 if unknown */
   int32_t comm_rank;  /* this rank in the communicator, -1 if unknown */
 } kernalyse_emu_nccl;

@@ -23,10 +23,10 @@ struct SpoolMeta {
   int32_t world_size = -1;
   int64_t pid = 0;
   std::string host;
-  std::string command;      // the profiled application's command line
-  int64_t anchor_ns = 0;    // rank 0's CLOCK_REALTIME − CLOCK_MONOTONIC_RAW at the start sync
+  std::string command;    // the profiled application's command line
+  int64_t anchor_ns = 0;  // rank 0's CLOCK_REALTIME − CLOCK_MONOTONIC_RAW at the start sync
   bool emulated = false;
-  std::string source;       // RankInfo::source ("kernalyse-run: CMD", "spool: PATH ...")
+  std::string source;  // RankInfo::source ("kernalyse-run: CMD", "spool: PATH ...")
   std::string produced_by = "kernalyse-run (collector)";
   std::string tool_version;
 };
@@ -39,18 +39,18 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
 // Per-rank outcome of a recovery.
 struct RankRecovery {
   int32_t rank = 0;
-  std::string path;            // "" if missing
-  bool missing = false;        // world size says it existed, but no spool file
-  bool recovered = false;      // at least one complete block was read
-  bool truncated = false;      // a torn or corrupt tail was dropped
-  std::string problem;         // what was wrong with the tail ("torn block", ...)
-  int64_t cut_byte = 0;        // where the kept prefix ends (= bytes kept)
+  std::string path;        // "" if missing
+  bool missing = false;    // world size says it existed, but no spool file
+  bool recovered = false;  // at least one complete block was read
+  bool truncated = false;  // a torn or corrupt tail was dropped
+  std::string problem;     // what was wrong with the tail ("torn block", ...)
+  int64_t cut_byte = 0;    // where the kept prefix ends (= bytes kept)
   int64_t file_bytes = 0;
   int64_t blocks = 0;
   int64_t records = 0;
-  bool has_clock = false;      // a Meta block with the start sample was found
-  bool has_end_sample = false; // the rank reached its end clock sync (finished normally)
-  int64_t data_end_ns = 0;     // last record end, run time (epoch ns if anchored); 0 if none
+  bool has_clock = false;       // a Meta block with the start sample was found
+  bool has_end_sample = false;  // the rank reached its end clock sync (finished normally)
+  int64_t data_end_ns = 0;      // last record end, run time (epoch ns if anchored); 0 if none
 };
 
 struct RecoveryReport {
