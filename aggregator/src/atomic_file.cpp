@@ -92,10 +92,18 @@ void check_output_path(const std::string& path, bool force) {
 AtomicFile::AtomicFile(std::string path, bool force) : path_(std::move(path)), force_(force) {
   check_output_path(path_, force_);
   tmp_ = path_ + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw Error("cannot create " + path_ + ": " + std::strerror(errno));
-  ::close(fd);
+  // Registered before it exists: a signal between creating the file and registering it would
+  // otherwise leave it behind (seen: SIGTERM right as the temporary appears). Unlinking a name
+  // not created yet is harmless.
   slot_ = register_tmp(tmp_);
+  int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int err = errno;
+    unregister_tmp(slot_);
+    slot_ = -1;
+    throw Error("cannot create " + path_ + ": " + std::strerror(err));
+  }
+  ::close(fd);
 }
 
 AtomicFile::~AtomicFile() {
