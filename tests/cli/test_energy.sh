@@ -31,7 +31,11 @@ for c, v in t["classes"].items():
     print("%s %.3f J vs truth %.3f J: %+.3f %%" % (c, got.get(c, 0), v, 100 * (got.get(c, 0) / v - 1)))
 ' > errors.txt
 cat errors.txt
-expect_eq "energy: sampling period 10 ms" "$(grep period_ms errors.txt)" "period_ms 10.000"
+# The period is the median interval between samples on the merged (aligned) timeline: rank 1's
+# samples carry its fitted drift, a few hundred ppm on a loaded 2-core CI box (seen: 10.004 ms).
+period=$(awk '$1 == "period_ms" {print $2}' errors.txt)
+expect_eq "energy: sampling period 10 ms within 0.5 % ($period)" \
+  "$(awk -v p="$period" 'BEGIN {print (p != "" && p >= 9.95 && p <= 10.05)}')" "1"
 for c in total gemm attention memory comm; do
   err=$(awk -v c="$c" '$1 == c {gsub("%", "", $(NF-1)); e = $(NF-1); print (e < 0 ? -e : e)}' errors.txt)
   lim=2; [ "$c" = total ] && lim=1
@@ -41,7 +45,9 @@ expect_eq "energy: kernels long against the period, not statistical" "$(py 'impo
 expect_eq "energy per range: attn + mlp = layer 0 (inclusive), all of it inside the layer" \
   "$(py 'import json; d = json.load(open("e.json"))["energy"]; g = {r["range"]: r["joules"] for r in d["ranges"]}; print(abs(g["attn"] + g["mlp"] - g["layer 0"]) < 1e-6 * g["layer 0"], 0 < g["layer 0"] < d["active_j"])')" "True True"
 "$BIN/kernalyse-merge" e.h5 --energy --tokens 1000 > e.txt
-expect_contains "energy text: headline with the sampling period" "$(cat e.txt)" "sampling period 10.000 ms"
+tperiod=$(sed -n 's/.*sampling period \([0-9.]*\) ms.*/\1/p' e.txt | head -1)
+expect_eq "energy text: headline with the sampling period ($tperiod ms, JSON $period ms)" \
+  "$(awk -v a="$tperiod" -v b="$period" 'BEGIN {d = a - b; print (a != "" && d < 0.0015 && d > -0.0015)}')" "1"
 expect_contains "energy text: per token" "$(cat e.txt)" "per token (1000 tokens)"
 expect_contains "energy text: labelled emulated" "$(cat e.txt)" "EMULATED"
 
