@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -323,9 +324,14 @@ int run_diff(const Options& o) {
   opt.base_label = o.diff[0], opt.test_label = o.diff[1];
   opt.filter = Filter{o.rank, o.step};
   opt.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
+  // BASE is analysed on a second thread while TEST loads (the reads stay on this thread).
   Store base = load_diff_input(o.diff[0], o, cls);
+  auto bf =
+      std::async(std::launch::async, [&] { return analyse_diff_side(base, opt, opt.base_label); });
   Store test = load_diff_input(o.diff[1], o, cls);
-  TraceDiff d = diff_stores(base, test, opt);
+  DiffSidePtr t = analyse_diff_side(test, opt, opt.test_label);
+  DiffSidePtr b = bf.get();
+  TraceDiff d = diff_sides(base, *b, test, *t, opt);
   Report report = diff_report(d, o.top);
   if (!o.html.empty()) {
     int64_t bytes = write_diff_html(d, o.html, o.force);

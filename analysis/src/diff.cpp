@@ -14,10 +14,9 @@
 #include "kernalyse/store_io.h"
 
 namespace kernalyse {
-namespace {
 
 // Everything one side contributes, computed from that store alone.
-struct Side {
+struct DiffSide {
   std::vector<KernelStat> kernels;
   std::map<int32_t, StepSide> steps;
   std::vector<RankUnion> unions;
@@ -25,11 +24,10 @@ struct Side {
   StragglerResult ledger;
 };
 
-struct PairHash {
-  size_t operator()(const std::pair<int32_t, int64_t>& k) const noexcept {
-    return std::hash<int64_t>()(k.second * 1000003 + k.first);
-  }
-};
+void DiffSideDeleter::operator()(DiffSide* p) const { delete p; }
+
+namespace {
+using Side = DiffSide;
 
 // Per ProfilerStep#N: the longest rank's CPU step, the longest rank's GPU span, the kernels.
 std::map<int32_t, StepSide> step_sides(const Store& s, const Filter& f,
@@ -105,41 +103,77 @@ std::map<std::pair<std::string, std::string>, KernelSide> by_range(
   const auto kernel = static_cast<uint8_t>(Kind::Kernel);
   for (uint32_t i : select_activities(s, f))
     if (a.kind[i] == kernel && wanted[a.name_id[i]]) rows.push_back(i);
-  // The launch (rank, correlation) → (tid, start) of those rows only. A per-rank bitmap over
-  // the wanted correlations keeps the hash off the path of the millions of other launches.
+  // The launch (rank, correlation) → (tid, start) of those rows only, in one dense table per rank
+  // over the wanted correlations' span (ids are dense per process in CUPTI and Kineto), so the
+  // millions of other launches cost a bounds check each and no hashing. A rank whose span is
+  // much wider than its rows (sparse ids) gets a sorted table instead.
   const LaunchCalls& l = s.launches;
-  std::unordered_map<std::pair<int32_t, int64_t>, std::pair<int64_t, int64_t>, PairHash> launch;
-  if (l.tid.size() == l.size() && a.correlation.size() == a.size()) {
-    std::map<int32_t, std::pair<int64_t, int64_t>> lim;  // rank → min, max wanted correlation
+  struct RankLaunches {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    size_t rows = 0;
+    std::vector<std::pair<int64_t, int64_t>> dense;  // [c - lo] → (tid, start); tid -1: none
+    std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> sparse;  // sorted by c
+  };
+  std::map<int32_t, RankLaunches> launch;
+  const bool joinable = l.tid.size() == l.size() && a.correlation.size() == a.size();
+  if (joinable) {
     for (uint32_t i : rows) {
       if (a.correlation[i] == kNoCorrelation) continue;
-      launch.try_emplace({a.rank[i], a.correlation[i]}, -1, 0);
-      auto it = lim.try_emplace(a.rank[i], a.correlation[i], a.correlation[i]).first;
-      it->second = {std::min(it->second.first, a.correlation[i]),
-                    std::max(it->second.second, a.correlation[i])};
+      RankLaunches& r = launch[a.rank[i]];
+      r.lo = std::min(r.lo, a.correlation[i]), r.hi = std::max(r.hi, a.correlation[i]);
+      ++r.rows;
     }
-    std::map<int32_t, std::vector<uint8_t>> bits;
-    for (const auto& [r, mm] : lim)
-      bits[r].assign(static_cast<size_t>(mm.second - mm.first) + 1, 0);
-    for (const auto& [key, v] : launch)
-      bits[key.first][static_cast<size_t>(key.second - lim[key.first].first)] = 1;
+    bool any_sparse = false;
+    for (auto& [rank, r] : launch) {
+      const uint64_t span = static_cast<uint64_t>(r.hi) - static_cast<uint64_t>(r.lo) + 1;
+      if (span <= 4 * r.rows + 4096)
+        r.dense.assign(span, {-1, 0});
+      else
+        any_sparse = true;
+    }
+    for (size_t q = 0; any_sparse && q < rows.size(); ++q) {
+      const uint32_t i = rows[q];
+      if (a.correlation[i] == kNoCorrelation) continue;
+      RankLaunches& r = launch[a.rank[i]];
+      if (r.dense.empty()) r.sparse.push_back({a.correlation[i], {-1, 0}});
+    }
+    for (auto& [rank, r] : launch) {
+      std::sort(r.sparse.begin(), r.sparse.end());
+      r.sparse.erase(std::unique(r.sparse.begin(), r.sparse.end(),
+                                 [](const auto& x, const auto& y) { return x.first == y.first; }),
+                     r.sparse.end());
+    }
     int32_t cur_rank = INT32_MIN;
-    const std::vector<uint8_t>* cur = nullptr;
-    int64_t lo = 0;
+    RankLaunches* cur = nullptr;
     for (size_t i = 0; i < l.size(); ++i) {
       if (l.rank[i] != cur_rank) {  // launches come in rank runs
         cur_rank = l.rank[i];
-        auto b = bits.find(cur_rank);
-        cur = b == bits.end() ? nullptr : &b->second;
-        lo = cur ? lim[cur_rank].first : 0;
+        auto b = launch.find(cur_rank);
+        cur = b == launch.end() ? nullptr : &b->second;
       }
       const int64_t c = l.correlation[i];
-      if (!cur || c < lo || c - lo >= static_cast<int64_t>(cur->size()) ||
-          !(*cur)[static_cast<size_t>(c - lo)])
-        continue;
-      launch[{l.rank[i], c}] = {l.tid[i], l.start_ns[i]};
+      if (!cur || c < cur->lo || c > cur->hi) continue;
+      if (!cur->dense.empty()) {
+        cur->dense[static_cast<size_t>(c - cur->lo)] = {l.tid[i], l.start_ns[i]};
+      } else {
+        auto it = std::lower_bound(cur->sparse.begin(), cur->sparse.end(), c,
+                                   [](const auto& e, int64_t v) { return e.first < v; });
+        if (it != cur->sparse.end() && it->first == c) it->second = {l.tid[i], l.start_ns[i]};
+      }
     }
   }
+  // The launch of kernel row i: (tid, start), tid -1 when unknown.
+  auto launch_of = [&](uint32_t i) -> std::pair<int64_t, int64_t> {
+    auto b = launch.find(a.rank[i]);
+    const int64_t c = a.correlation[i];
+    if (b == launch.end() || c == kNoCorrelation || c < b->second.lo || c > b->second.hi)
+      return {-1, 0};
+    const RankLaunches& r = b->second;
+    if (!r.dense.empty()) return r.dense[static_cast<size_t>(c - r.lo)];
+    auto it = std::lower_bound(r.sparse.begin(), r.sparse.end(), c,
+                               [](const auto& e, int64_t v) { return e.first < v; });
+    return it != r.sparse.end() && it->first == c ? it->second : std::pair<int64_t, int64_t>{-1, 0};
+  };
   // Ranges per (rank, thread), by start, each with its enclosing range (ranges on one thread
   // nest), so the innermost range containing a time is found in O(depth), not by a scan back.
   struct Ranges {
@@ -167,12 +201,11 @@ std::map<std::pair<std::string, std::string>, KernelSide> by_range(
   }
   // The innermost range's name id (0, the empty string: none).
   auto range_of = [&](uint32_t i) -> uint32_t {
-    if (a.correlation.size() != a.size()) return 0;
-    auto it = launch.find({a.rank[i], a.correlation[i]});
-    if (it == launch.end() || it->second.first < 0) return 0;
-    auto rv = ranges.find({a.rank[i], it->second.first});
+    if (!joinable) return 0;
+    const auto [tid, t] = launch_of(i);
+    if (tid < 0) return 0;
+    auto rv = ranges.find({a.rank[i], tid});
     if (rv == ranges.end()) return 0;
-    const int64_t t = it->second.second;
     const Ranges& r = rv->second;
     auto p = std::upper_bound(r.idx.begin(), r.idx.end(), t,
                               [&](int64_t ts, uint32_t x) { return ts < an.start_ns[x]; });
@@ -260,12 +293,21 @@ bool TraceDiff::identical() const {
   return base_straggler == test_straggler && base_collectives == test_collectives;
 }
 
+DiffSidePtr analyse_diff_side(const Store& s, const DiffOptions& opt, const std::string& label) {
+  return DiffSidePtr(new DiffSide(analyse(s, opt, label)));
+}
+
 TraceDiff diff_stores(const Store& base, const Store& test, const DiffOptions& opt) {
   // The sides are independent: one thread each (the stores are only read).
-  auto tf = std::async(std::launch::async, [&] { return analyse(test, opt, opt.test_label); });
-  Side b = analyse(base, opt, opt.base_label);
-  Side t = tf.get();
+  auto tf =
+      std::async(std::launch::async, [&] { return analyse_diff_side(test, opt, opt.test_label); });
+  DiffSidePtr b = analyse_diff_side(base, opt, opt.base_label);
+  DiffSidePtr t = tf.get();
+  return diff_sides(base, *b, test, *t, opt);
+}
 
+TraceDiff diff_sides(const Store& base, const DiffSide& b, const Store& test, const DiffSide& t,
+                     const DiffOptions& opt) {
   TraceDiff d;
   d.base_label = opt.base_label, d.test_label = opt.test_label;
   d.cross_rank = opt.cross_rank;

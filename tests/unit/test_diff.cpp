@@ -13,6 +13,7 @@ namespace {
 struct Builder {
   Store s;
   int64_t corr = 0;
+  int64_t corr_step = 1;  // > 1: sparse correlation ids (the join's sorted-table path)
   void range(int64_t start, int64_t end, const char* name) {
     auto& a = s.annotations;
     a.rank.push_back(0);
@@ -26,7 +27,7 @@ struct Builder {
   }
   // A launch at `at` on thread 1 of rank 0 and its kernel, starting 1000 ns later.
   void kernel(int64_t at, const char* name, int64_t dur) {
-    ++corr;
+    corr += corr_step;
     auto& l = s.launches;
     l.rank.push_back(0);
     l.pid.push_back(1);
@@ -102,6 +103,33 @@ TEST(Diff, FusionUnderInnermostRangeAndLeftovers) {
   EXPECT_EQ(d.kernels[0].name, "gemm");
   EXPECT_EQ(d.kernels[0].test.total_ns - d.kernels[0].base.total_ns, 50);
   EXPECT_FALSE(d.identical());
+}
+
+// Correlation ids a billion apart (sparse: the join sorts instead of indexing), and the two-phase
+// API run_diff uses: the same group as with dense ids.
+TEST(Diff, SparseCorrelationIdsAndTwoPhaseApiGiveTheSameGroup) {
+  Builder b, t;
+  b.corr_step = t.corr_step = 1'000'000'000;
+  b.range(0, 10'000, "block");
+  b.range(100, 900, "act");
+  b.kernel(200, "mul", 50);
+  b.kernel(300, "add", 40);
+  b.kernel(20'000, "add", 30);
+  t.range(0, 10'000, "block");
+  t.range(100, 900, "act");
+  t.kernel(200, "fused", 60);
+  DiffOptions o;
+  o.cross_rank = false;
+  const Store base = b.done(), test = t.done();
+  DiffSidePtr bs = analyse_diff_side(base, o, "b"), ts = analyse_diff_side(test, o, "t");
+  TraceDiff d = diff_sides(base, *bs, test, *ts, o);
+  ASSERT_EQ(d.replaced.size(), 1u);
+  EXPECT_EQ(d.replaced[0].range, "act");
+  EXPECT_EQ(d.replaced[0].base.count, 2);
+  EXPECT_EQ(d.replaced[0].base.total_ns, 90);
+  EXPECT_EQ(d.replaced[0].test.total_ns, 60);
+  ASSERT_EQ(d.only_base.size(), 1u);
+  EXPECT_EQ(d.only_base[0].side.total_ns, 30);
 }
 
 TEST(Diff, NoSharedRangeMeansNoGroup) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -97,6 +98,19 @@ struct TraceDiff {
 };
 
 TraceDiff diff_stores(const Store& base, const Store& test, const DiffOptions& opt);
+
+// The same in two phases, so that one run is analysed while the other is still loading (the
+// HDF5 read is single-threaded; the analysis of a side needs only its own store).
+// analyse_diff_side(store, opt, label): that side's figures; label names it in errors.
+// diff_sides(...): the comparison; the stores must be the ones the sides were analysed from.
+struct DiffSide;
+struct DiffSideDeleter {
+  void operator()(DiffSide* p) const;
+};
+using DiffSidePtr = std::unique_ptr<DiffSide, DiffSideDeleter>;
+DiffSidePtr analyse_diff_side(const Store& s, const DiffOptions& opt, const std::string& label);
+TraceDiff diff_sides(const Store& base, const DiffSide& b, const Store& test, const DiffSide& t,
+                     const DiffOptions& opt);
 
 // Tables for text and CSV (diff_steps, diff_kernels, diff_only_base, diff_only_test,
 // diff_replaced, diff_ranks) and the "diff" JSON object; render with render_text/json/csv.
