@@ -28,6 +28,7 @@
 #include "kernalyse/progress.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
+#include "kernalyse/utc.h"
 
 namespace fs = std::filesystem;
 using namespace kernalyse;
@@ -120,13 +121,6 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& in) {
     }
   }
   return out;
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 // Imports trace files on all cores, one file per task.

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "kernalyse/store_io.h"
+#include "kernalyse/utc.h"
 
 namespace kernalyse {
 
@@ -93,16 +94,6 @@ bool parse_watts(std::string_view s, bool units, int64_t* mw) {
     return false;
   *mw = std::llround(w * 1000.0);
   return true;
-}
-
-std::string utc_ms(int64_t ns) {
-  const time_t sec = static_cast<time_t>(ns / 1'000'000'000);
-  tm t{};
-  gmtime_r(&sec, &t);
-  char buf[32], out[48];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &t);
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>((ns / 1'000'000) % 1000));
-  return out;
 }
 
 // Local-time offset east of UTC (s) of this process's time zone at about that local instant.

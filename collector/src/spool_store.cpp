@@ -16,6 +16,7 @@
 #include "kernalyse/classify.h"
 #include "kernalyse/emu.h"
 #include "kernalyse/store_io.h"
+#include "kernalyse/utc.h"
 #include "spool.h"
 
 namespace fs = std::filesystem;
@@ -26,24 +27,6 @@ namespace {
 
 // Ranks one spool directory may hold (docs/limits.md): bounds the per-rank rows of a recovery.
 constexpr int64_t kMaxSpoolRanks = 65536;
-
-std::string utc_now() {
-  timespec rt{};
-  clock_gettime(CLOCK_REALTIME, &rt);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&rt.tv_sec));
-  return buf;
-}
-
-// Epoch ns → "2026-11-21T06:55:01.123Z" (UTC, ms).
-std::string utc_ms(int64_t ns) {
-  time_t s = static_cast<time_t>(ns / 1'000'000'000);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::gmtime(&s));
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>((ns / 1'000'000) % 1000));
-  return out;
-}
 
 }  // namespace
 

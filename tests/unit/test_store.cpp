@@ -13,6 +13,7 @@
 
 #include "kernalyse/store.h"
 #include "kernalyse/store_io.h"
+#include "kernalyse/utc.h"
 
 namespace fs = std::filesystem;
 using namespace kernalyse;
@@ -706,4 +707,13 @@ TEST_F(StoreIo, ColumnSelection) {
   parts.push_back(std::move(r));
   Store m = merge_stores(std::move(parts));
   EXPECT_EQ(m.activities.correlation.size(), s.activities.size());
+}
+
+// One UTC formatter (kernalyse/utc.h): milliseconds floor, also before 1970.
+TEST(Utc, MillisecondsFloorOnBothSidesOfTheEpoch) {
+  EXPECT_EQ(kernalyse::utc_ms(1'795'478'101'123'999'999), "2026-11-23T23:55:01.123Z");
+  EXPECT_EQ(kernalyse::utc_ms(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(kernalyse::utc_ms(-1), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(kernalyse::utc_ms(-1'000'000'000), "1969-12-31T23:59:59.000Z");
+  EXPECT_EQ(kernalyse::utc_now().size(), 20u);
 }
