@@ -628,7 +628,7 @@ int run(const Options& o, const std::string& command_line) {
     eo.verbose = o.verbose;
     eo.tokens = o.tokens;
     eo.units_per_step = o.units_per_step;
-    energy_report(energy_analysis(store, eo), &report);
+    energy_report(energy_analysis(store, eo), &report, o.top);
   }
   if (o.stragglers) straggler_analysis(store, xo, &report);
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);

@@ -242,7 +242,7 @@ nlohmann::json row_json(const EnergyRow& r) {
 
 }  // namespace
 
-void energy_report(const EnergyResult& e, Report* out) {
+void energy_report(const EnergyResult& e, Report* out, int top) {
   const double pct_idle = e.total_j > 0 ? 100.0 * e.idle_j / e.total_j : 0.0;
   if (e.devices.empty()) {
     out->headline.push_back(
@@ -275,12 +275,20 @@ void energy_report(const EnergyResult& e, Report* out) {
   kt.text_hidden = {false, false, false, false, false, false, true, true};
   kt.max_text_width = 60;
   kt.in_json = false;  // the `energy` object carries it
-  for (const EnergyRow& r : e.kernels)
+  auto shown = [&](const std::vector<EnergyRow>& v, Table* t) {
+    if (top <= 0 || v.size() <= static_cast<size_t>(top)) return v.size();
+    t->title += " (top " + std::to_string(top) + " of " + std::to_string(v.size()) + ")";
+    return static_cast<size_t>(top);
+  };
+  const size_t nk = shown(e.kernels, &kt);
+  for (size_t q = 0; q < nk; ++q) {
+    const EnergyRow& r = e.kernels[q];
     kt.rows.push_back(
         {r.name, r.count, ms(r.busy_ns), format_energy(r.joules),
          e.active_j > 0 ? Cell(100.0 * r.joules / e.active_j) : Cell{},
          r.busy_ns > 0 ? Cell(r.joules / (static_cast<double>(r.busy_ns) * 1e-9)) : Cell{},
          r.joules, r.busy_ns});
+  }
   Table rt;
   rt.key = "energy_ranks";
   rt.title = "Energy per rank";
@@ -295,8 +303,11 @@ void energy_report(const EnergyResult& e, Report* out) {
   gt.columns = {"range", "calls", "gpu_items", "energy", "active_j", "busy_ms"};
   gt.max_text_width = 48;
   gt.in_json = false;
-  for (const EnergyRow& r : e.ranges)
+  const size_t ng = shown(e.ranges, &gt);
+  for (size_t q = 0; q < ng; ++q) {
+    const EnergyRow& r = e.ranges[q];
     gt.rows.push_back({r.name, r.calls, r.count, format_energy(r.joules), r.joules, ms(r.busy_ns)});
+  }
   Table st;
   st.key = "energy_steps";
   st.title = "Energy per step (GPU work of the step; idle energy not included)";

@@ -51,6 +51,30 @@ expect_eq "energy text: headline with the sampling period ($tperiod ms, JSON $pe
 expect_contains "energy text: per token" "$(cat e.txt)" "per token (1000 tokens)"
 expect_contains "energy text: labelled emulated" "$(cat e.txt)" "EMULATED"
 
+# 1b. --power-noise: Gaussian noise on every sample (nearly all readings distinct, where the
+#     noiseless model gives a handful of levels), still within 2 % of the planted total; --top
+#     keeps the largest rows of the kernel table.
+mpirun -n 2 "$BIN/kernalyse-run" -q -o n.h5 "$BIN/vicuna_tp" --layers 1 --steps 1 --hidden 512 \
+  --seq-len 512 --batch 128 --time-scale 100 --power-ms 10 --power-noise 30 \
+  --power-watts idle=80,gemm=700,attention=600,memory=320,comm=210 --power-truth ntruth.json 2>/dev/null
+expect_eq "noisy power run: exit code" "$?" "0"
+distinct() { py '
+import h5py, sys
+f = h5py.File(sys.argv[1], "r"); c = f["counters"]
+names = [x.decode() if isinstance(x, bytes) else x for x in f["strings"][:]]
+v = [x for r, n, x in zip(c["rank"][:], c["name_id"][:], c["value"][:])
+     if r == 0 and names[n] == "gpu_power_mw"]
+print(len(v) > 50, round(len(set(v)) / len(v), 2) >= 0.9)' "$1"; }
+expect_eq "noisy power: most samples distinct (noise applied)" "$(distinct n.h5)" "True True"
+expect_eq "noiseless power: few distinct levels (the check above can fail)" "$(distinct e.h5)" "True False"
+"$BIN/kernalyse-merge" n.h5 --energy --json -q > n.json
+expect_eq "noisy power: total within 2 % of the planted truth" "$(py '
+import json
+d = json.load(open("n.json"))["energy"]; t = json.load(open("ntruth.json"))
+print(abs(d["total_j"] / t["total_j"] - 1) < 0.02)')" "True"
+"$BIN/kernalyse-merge" n.h5 --energy --top 2 > n.txt
+expect_contains "energy --top 2: the kernel table says so" "$(cat n.txt)" "(top 2 of "
+
 # 2. The default emulated run samples power too (every 100 ms); short kernels: statistical.
 mpirun -n 2 "$BIN/kernalyse-run" -q -o d.h5 "$BIN/vicuna_tp" --layers 2 --steps 3 2>/dev/null
 "$BIN/kernalyse-merge" d.h5 --energy --json -q > d.json

@@ -192,3 +192,31 @@ TEST(Energy, PerRangeRowsJoinLaunchesInsideTheRange) {
   energy_report(e, &rep);
   EXPECT_EQ(rep.json["energy"]["ranges"][1]["range"], "attn");
 }
+
+// --top keeps the largest kernel and range rows in the tables and says so; JSON keeps them all.
+TEST(Energy, TopLimitsTheKernelAndRangeTablesOnly) {
+  EnergyResult e;
+  for (const char* n : {"a", "b", "c"}) {
+    EnergyRow r;
+    r.name = n, r.count = 1, r.busy_ns = 1000, r.joules = 1.0;
+    e.kernels.push_back(r);
+    e.ranges.push_back(r);
+  }
+  Report rep;
+  energy_report(e, &rep, 2);
+  int seen = 0;
+  for (const Table& t : rep.tables)
+    if (t.key == "energy_kernels" || t.key == "energy_ranges") {
+      ++seen;
+      EXPECT_EQ(t.rows.size(), 2u) << t.key;
+      EXPECT_NE(t.title.find("(top 2 of 3)"), std::string::npos) << t.title;
+    }
+  EXPECT_EQ(seen, 2);
+  EXPECT_EQ(rep.json["energy"]["kernels"].size(), 3u);
+  Report all;
+  energy_report(e, &all);
+  for (const Table& t : all.tables)
+    if (t.key == "energy_kernels") {
+      EXPECT_EQ(t.rows.size(), 3u);
+    }
+}

@@ -61,7 +61,8 @@ struct EnergyResult {
 
 EnergyResult energy_analysis(const Store& s, const EnergyOptions& opt);
 // Tables `energy_kernels`, `energy_ranks`, `energy_steps` (text/CSV), the JSON `energy` object and
-// headline lines with the totals.
-void energy_report(const EnergyResult& e, Report* out);
+// headline lines with the totals. top > 0: the kernel and range tables keep their first `top` rows
+// (the largest), as --top does for the other analyses; the JSON object keeps every row.
+void energy_report(const EnergyResult& e, Report* out, int top = 0);
 
 }  // namespace kernalyse
