@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <iomanip>
 #include <iostream>
@@ -373,6 +374,34 @@ void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
               << "\n";
 }
 
+// Runs the analyses' tasks on as many threads as there are cores, the last task first (the ledger,
+// the longest, starts at once), and appends their Reports to `report` in task order. The first
+// failing task's exception (in task order) is rethrown after all have stopped.
+void run_in_parallel(const std::vector<std::function<void(Report*)>>& tasks, Report* report) {
+  std::vector<Report> parts(tasks.size());
+  std::vector<std::exception_ptr> failed(tasks.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k; (k = next++) < tasks.size();) {
+      const size_t t = tasks.size() - 1 - k;
+      try {
+        tasks[t](&parts[t]);
+      } catch (...) {
+        failed[t] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t t = 1; t < std::min(cores, tasks.size()); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    if (failed[t]) std::rethrow_exception(failed[t]);
+    append_report(report, std::move(parts[t]));
+  }
+}
+
 int run(const Options& o, const std::string& command_line) {
   if (!o.diff.empty()) return run_diff(o);
   if (!o.spool.empty()) return run_spool(o, command_line);
@@ -586,13 +615,18 @@ int run(const Options& o, const std::string& command_line) {
         "there are >= 2, HTA's name-based classification");
   }
   Filter filter{o.rank, o.step};
+  // The analyses only read the store: they run on as many threads as there are cores (not more:
+  // each holds its own working set), each into its own Report, and the parts are appended in this
+  // fixed order, so the output does not depend on timing.
+  std::vector<std::function<void(Report*)>> tasks;
+  auto task = [&tasks](std::function<void(Report*)> f) { tasks.push_back(std::move(f)); };
   if (o.summary || (!o.gaps && !cross)) {
     SummaryOptions so;
     so.filter = filter;
     so.sort = parse_summary_sort(o.sort);
     so.top = o.top;
     so.verbose = o.verbose;
-    kernel_summary(store, so, &report);
+    task([&store, so](Report* r) { kernel_summary(store, so, r); });
   }
   if (o.gaps) {
     GapOptions go;
@@ -603,7 +637,7 @@ int run(const Options& o, const std::string& command_line) {
     go.sort = parse_gap_sort(o.gap_sort);
     if (o.top > 0) go.top = o.top;
     go.verbose = o.verbose;
-    gap_analysis(store, go, &report);
+    task([&store, go](Report* r) { gap_analysis(store, go, r); });
   }
   CrossRankOptions xo;
   xo.filter = filter;
@@ -613,14 +647,18 @@ int run(const Options& o, const std::string& command_line) {
   xo.verbose = o.verbose;
   // The inference's matching, on the same rows: not with --compat hta (another view of the store).
   if (o.compat != "hta") xo.match = match;
-  if (o.overlap) overlap_analysis(store, xo, &report);
-  if (o.breakdown) breakdown_analysis(store, xo, &report);
-  if (o.idle) idle_analysis(store, xo, &report);
+  if (o.overlap || o.breakdown)  // one union pass feeds both tables
+    task([&store, xo, overlap = o.overlap, breakdown = o.breakdown](Report* r) {
+      const RankUnionTables u = rank_union_tables(store, xo);
+      if (overlap) overlap_report(u, r);
+      if (breakdown) breakdown_report(u, r);
+    });
+  if (o.idle) task([&store, xo](Report* r) { idle_analysis(store, xo, r); });
   if (o.ranges) {
     RangeOptions ro;
     ro.filter = filter;
     ro.top = o.top > 0 ? o.top : 20;
-    range_analysis(store, ro, &report);
+    task([&store, ro](Report* r) { range_analysis(store, ro, r); });
   }
   if (o.energy) {
     EnergyOptions eo;
@@ -628,9 +666,12 @@ int run(const Options& o, const std::string& command_line) {
     eo.verbose = o.verbose;
     eo.tokens = o.tokens;
     eo.units_per_step = o.units_per_step;
-    energy_report(energy_analysis(store, eo), &report, o.top);
+    task([&store, eo, top = o.top](Report* r) {
+      energy_report(energy_analysis(store, eo), r, top);
+    });
   }
-  if (o.stragglers) straggler_analysis(store, xo, &report);
+  if (o.stragglers) task([&store, xo](Report* r) { straggler_analysis(store, xo, r); });
+  run_in_parallel(tasks, &report);
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
   if (o.json)
     render_json(report, std::cout);

@@ -2,10 +2,13 @@
 #include "kernalyse/crossrank.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <map>
 #include <regex>
+#include <thread>
 
 #include "kernalyse/error.h"
 #include "timeline.h"
@@ -78,28 +81,52 @@ std::map<int32_t, std::vector<uint32_t>> by_rank(const Store& s,
 
 UnionStats union_sorted(const std::vector<CatInterval>& v);
 
-// Whole-selection stats per rank, and per (rank, step) when per_step; one ordered pass per rank.
+// Per rank: whole-selection stats (into whole) and, when per_step, per (rank, step) stats (into
+// steps), both from one ordered pass over the rank's rows. Ranks run on parallel threads (each
+// rank's rows are independent); results come back in rank order.
 void add_rank_rows(const Store& s, const std::vector<uint32_t>& rows, const CrossRankOptions& opt,
-                   bool per_step,
-                   const std::function<void(int32_t rank, int32_t step, const UnionStats&)>& emit) {
+                   bool whole_too, bool per_step, std::vector<RankUnion>* whole,
+                   std::vector<RankUnion>* steps_out) {
   const auto& a = s.activities;
-  for (auto& [rank, idx] : by_rank(s, rows)) {
-    std::vector<uint32_t> order = detail::merge_streams_by_start(s, idx);
-    if (!per_step) {
-      std::vector<CatInterval> v;
-      v.reserve(order.size());
+  std::map<int32_t, std::vector<uint32_t>> ranks = by_rank(s, rows);
+  std::vector<std::pair<const int32_t, std::vector<uint32_t>>*> work;
+  for (auto& kv : ranks) work.push_back(&kv);
+  struct Out {
+    std::vector<RankUnion> whole, steps;
+  };
+  std::vector<Out> out(work.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t w; (w = next++) < work.size();) {
+      const int32_t rank = work[w]->first;
+      std::vector<uint32_t> order = detail::merge_streams_by_start(s, work[w]->second);
+      std::vector<uint32_t>().swap(work[w]->second);  // the rank's row list is no longer needed
+      if (whole_too) {
+        std::vector<CatInterval> v;
+        v.reserve(order.size());
+        for (uint32_t i : order)
+          if (counts_as_gpu(s, i, opt.compat))
+            v.push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
+        out[w].whole.push_back({rank, kNoStep, union_sorted(v)});
+      }
+      if (!per_step) continue;
+      std::map<int32_t, std::vector<CatInterval>> steps;  // each stays in start order
       for (uint32_t i : order)
-        if (counts_as_gpu(s, i, opt.compat))
-          v.push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
-      emit(rank, kNoStep, union_sorted(v));
-      continue;
+        if (a.step[i] != kNoStep && counts_as_gpu(s, i, opt.compat))
+          steps[a.step[i]].push_back(
+              {a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
+      for (auto& [step, v] : steps) out[w].steps.push_back({rank, step, union_sorted(v)});
     }
-    std::map<int32_t, std::vector<CatInterval>> steps;  // each stays in start order
-    for (uint32_t i : order)
-      if (a.step[i] != kNoStep && counts_as_gpu(s, i, opt.compat))
-        steps[a.step[i]].push_back(
-            {a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
-    for (auto& [step, v] : steps) emit(rank, step, union_sorted(v));
+  };
+  const size_t n_threads =
+      std::min<size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::future<void>> helpers;
+  for (size_t t = 1; t < n_threads; ++t) helpers.push_back(std::async(std::launch::async, worker));
+  worker();
+  for (auto& h : helpers) h.get();
+  for (Out& o : out) {
+    if (whole) whole->insert(whole->end(), o.whole.begin(), o.whole.end());
+    if (steps_out) steps_out->insert(steps_out->end(), o.steps.begin(), o.steps.end());
   }
 }
 
@@ -251,11 +278,9 @@ Store hta_view(const Store& in) {
 namespace {
 // One per-rank table over the union statistics, and its per-step twin (native mode, when steps
 // exist): overlap and breakdown differ only in their columns.
-void union_tables(const Store& s, const CrossRankOptions& opt, const std::string& key,
-                  const std::string& title, const std::string& step_title,
-                  const std::vector<std::string>& columns,
+void union_tables(const RankUnionTables& u, const std::string& key, const std::string& title,
+                  const std::string& step_title, const std::vector<std::string>& columns,
                   const std::function<std::vector<Cell>(const UnionStats&)>& values, Report* out) {
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);
   auto table = [&](bool per_step) {
     Table t;
     t.key = per_step ? key + "_steps" : key;
@@ -263,22 +288,38 @@ void union_tables(const Store& s, const CrossRankOptions& opt, const std::string
     t.columns = {"rank"};
     if (per_step) t.columns.push_back("step");
     t.columns.insert(t.columns.end(), columns.begin(), columns.end());
-    add_rank_rows(s, rows, opt, per_step, [&](int32_t rank, int32_t step, const UnionStats& u) {
-      std::vector<Cell> row{int64_t{rank}};
-      if (per_step) row.push_back(int64_t{step});
-      for (Cell& c : values(u)) row.push_back(std::move(c));
+    for (const RankUnion& r : per_step ? u.per_step : u.whole) {
+      std::vector<Cell> row{int64_t{r.rank}};
+      if (per_step) row.push_back(int64_t{r.step});
+      for (Cell& c : values(r.u)) row.push_back(std::move(c));
       t.rows.push_back(std::move(row));
-    });
+    }
     out->tables.push_back(std::move(t));
   };
   table(false);
-  if (opt.compat == Compat::Native && has_steps(s, rows)) table(true);
+  if (u.steps) table(true);
 }
 }  // namespace
 
+RankUnionTables rank_union_tables(const Store& s, const CrossRankOptions& opt) {
+  RankUnionTables u;
+  const std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  u.steps = opt.compat == Compat::Native && has_steps(s, rows);
+  add_rank_rows(s, rows, opt, true, u.steps, &u.whole, &u.per_step);
+  return u;
+}
+
 void overlap_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  overlap_report(rank_union_tables(s, opt), out);
+}
+
+void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  breakdown_report(rank_union_tables(s, opt), out);
+}
+
+void overlap_report(const RankUnionTables& u, Report* out) {
   union_tables(
-      s, opt, "overlap", "Communication/computation overlap per rank", "Overlap per rank and step",
+      u, "overlap", "Communication/computation overlap per rank", "Overlap per rank and step",
       {"comm_us", "overlap_us", "overlap_pct", "exposed_comm_us", "exposed_comm_pct", "span_us",
        "note"},
       [](const UnionStats& u) {
@@ -294,9 +335,9 @@ void overlap_analysis(const Store& s, const CrossRankOptions& opt, Report* out) 
       out);
 }
 
-void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+void breakdown_report(const RankUnionTables& u, Report* out) {
   union_tables(
-      s, opt, "breakdown", "Temporal breakdown per rank (non-compute = comm + memory + other)",
+      u, "breakdown", "Temporal breakdown per rank (non-compute = comm + memory + other)",
       "Temporal breakdown per rank and step",
       {"span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "memory_us", "other_us",
        "idle_pct", "compute_pct", "non_compute_pct"},
@@ -315,10 +356,7 @@ void breakdown_analysis(const Store& s, const CrossRankOptions& opt, Report* out
 
 std::vector<RankUnion> rank_unions(const Store& s, const CrossRankOptions& opt, bool per_step) {
   std::vector<RankUnion> out;
-  add_rank_rows(s, select_activities(s, opt.filter), opt, per_step,
-                [&](int32_t rank, int32_t step, const UnionStats& u) {
-                  out.push_back({rank, step, u});
-                });
+  add_rank_rows(s, select_activities(s, opt.filter), opt, !per_step, per_step, &out, &out);
   return out;
 }
 

@@ -145,9 +145,18 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
+void append_report(Report* r, Report part) {
+  for (auto& h : part.lead) r->lead.push_back(std::move(h));
+  for (auto& h : part.headline) r->headline.push_back(std::move(h));
+  for (auto& t : part.tables) r->tables.push_back(std::move(t));
+  for (auto& b : part.text_blocks) r->text_blocks.push_back(std::move(b));
+  for (auto& [k, v] : part.json.items()) r->json[k] = std::move(v);
+}
+
 void render_text(const Report& r, std::ostream& out) {
+  for (const std::string& h : r.lead) out << h << '\n';
   for (const std::string& h : r.headline) out << h << '\n';
-  bool first = r.headline.empty();
+  bool first = r.lead.empty() && r.headline.empty();
   for (const Table& t : r.tables) {
     if (!t.in_text) continue;
     if (!first) out << '\n';
@@ -164,7 +173,9 @@ void render_text(const Report& r, std::ostream& out) {
 
 void render_json(const Report& r, std::ostream& out) {
   ojson doc = ojson::object();
-  doc["notes"] = r.headline;
+  std::vector<std::string> notes = r.lead;
+  notes.insert(notes.end(), r.headline.begin(), r.headline.end());
+  doc["notes"] = notes;
   for (const Table& t : r.tables) {
     if (!t.in_json) continue;
     ojson rows = ojson::array();

@@ -525,7 +525,7 @@ std::vector<Table> straggler_tables(const StragglerResult& r, const CrossRankOpt
 void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
   StragglerResult r = straggler_ledger(s, opt);
   std::string headline = straggler_headline(r);
-  out->headline.insert(out->headline.begin(), headline);
+  out->lead.push_back(headline);  // the verdict goes first, before every other headline line
 
   nlohmann::json jcoll = nlohmann::json::array();
   for (const auto& c : r.collectives) {

@@ -838,8 +838,8 @@ TEST(Stragglers, PlantedLateRankLedger) {
   EXPECT_NE(h.find("0.5 ms late on average"), std::string::npos) << h;
   EXPECT_NE(h.find("2.0 ms of waiting in total"), std::string::npos) << h;
   EXPECT_NE(h.find("100 % of its lateness is longer `gemm` kernels"), std::string::npos) << h;
-  ASSERT_FALSE(rep.headline.empty());
-  EXPECT_EQ(rep.headline.front(), h);
+  ASSERT_FALSE(rep.lead.empty());  // the verdict goes before every other headline line
+  EXPECT_EQ(rep.lead.front(), h);
 
   // Tables: collectives ordered by inflicted (1000, 1000, 300, 0; stable for ties).
   const Table& ct = table(rep, "stragglers_collectives");

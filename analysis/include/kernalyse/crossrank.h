@@ -133,6 +133,15 @@ struct RankUnion {
   UnionStats u;
 };
 std::vector<RankUnion> rank_unions(const Store& s, const CrossRankOptions& opt, bool per_step);
+// Both at once, from one ordered pass per rank, the ranks on parallel threads: what the overlap
+// and breakdown tables are rendered from (per_step is empty in --compat hta or without steps).
+struct RankUnionTables {
+  std::vector<RankUnion> whole, per_step;  // by rank; by (rank, step)
+  bool steps = false;                      // per_step computed (its table is shown, even empty)
+};
+RankUnionTables rank_union_tables(const Store& s, const CrossRankOptions& opt);
+void overlap_report(const RankUnionTables& u, Report* out);
+void breakdown_report(const RankUnionTables& u, Report* out);
 // The idle split of one stream (the --idle table's row, in ns).
 struct StreamIdle {
   int32_t rank = 0, device = 0, stream = 0;

@@ -26,11 +26,16 @@ struct Table {
 };
 
 struct Report {
+  std::vector<std::string> lead;      // verdict lines printed before every headline line
   std::vector<std::string> headline;  // lines printed before the tables (text) / "notes" (JSON)
   std::vector<Table> tables;
   std::vector<std::string> text_blocks;  // pre-rendered text (e.g. histograms), text output only
   nlohmann::json json = nlohmann::json::object();  // extra keys merged into --json output
 };
+
+// Appends `part` to `r`: its lead, headline lines, tables and text blocks after r's, its JSON keys merged
+// (a key already in r is replaced). Analyses run apart fill one Report each; this joins them.
+void append_report(Report* r, Report part);
 
 void render_text(const Report& r, std::ostream& out);
 void render_json(const Report& r, std::ostream& out);
