@@ -20,6 +20,7 @@
 #include "kernalyse/diff.h"
 #include "kernalyse/energy.h"
 #include "kernalyse/export.h"
+#include "kernalyse/hang.h"
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/nsys.h"
@@ -39,7 +40,9 @@ struct Options {
   std::vector<std::string> inputs;
   std::string output;
   bool force = false;
-  std::string spool;  // --spool DIR: crash recovery from the ranks' spool files
+  std::string spool;      // --spool DIR: crash recovery from the ranks' spool files
+  bool hang = false;      // --hang (with --spool): per-communicator collective progress
+  bool from_run = false;  // --from-run (with --spool): kernalyse-run's end-of-run merge
   std::optional<int32_t> rank, step;
   bool summary = false, gaps = false, overlap = false, breakdown = false, idle = false,
        stragglers = false, all = false, ranges = false, energy = false;
@@ -222,16 +225,90 @@ GapSort parse_gap_sort(const std::string& s) {
 
 // --spool DIR: builds a store from whatever the ranks' spool files hold, offline, without MPI
 // (docs/collector.md, "Crash recovery"); one line per rank names the missing and truncated ones.
+// --hang: which rank the others wait for, per communicator, and desynced collectives
+// (kernalyse/hang.h). Text on stdout, or one JSON object.
+void print_hang(const HangReport& h, bool json) {
+  if (!json) {
+    for (const auto& line : h.lines()) std::cout << line << "\n";
+    return;
+  }
+  nlohmann::json comms = nlohmann::json::array();
+  for (const auto& c : h.comms) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& p : c.ranks)
+      ranks.push_back({{"rank", p.rank},
+                       {"comm_rank", p.comm_rank},
+                       {"last_entered", p.last_entered},
+                       {"last_entered_op", p.last_entered_op},
+                       {"last_entered_bytes", p.last_entered_bytes},
+                       {"last_completed", p.last_completed},
+                       {"waiting", p.waiting}});
+    comms.push_back({{"comm", comm_name(c.comm_hash)},
+                     {"nranks", c.nranks},
+                     {"stuck_seq", c.stuck_seq},
+                     {"stuck_op", c.stuck_op},
+                     {"stuck_bytes", c.stuck_bytes},
+                     {"waiting", c.waiting},
+                     {"never_entered", c.never_entered},
+                     {"unseen", c.unseen},
+                     {"ranks", ranks}});
+  }
+  nlohmann::json mism = nlohmann::json::array();
+  for (const auto& m : h.mismatches) {
+    nlohmann::json sides = nlohmann::json::array();
+    for (const auto& sd : m.sides)
+      sides.push_back({{"op", sd.op}, {"bytes", sd.bytes}, {"ranks", sd.ranks}});
+    mism.push_back({{"comm", comm_name(m.comm_hash)}, {"seq", m.seq}, {"sides", sides}});
+  }
+  std::cout << nlohmann::json{{"spool", h.dir},    {"ranks", h.ranks}, {"marks", h.marks},
+                              {"hung", h.hung()},  {"comms", comms},   {"mismatches", mism},
+                              {"lines", h.lines()}}
+                   .dump(1)
+            << "\n";
+}
+
 int run_spool(const Options& o, const std::string& command_line) {
   if (!o.inputs.empty()) throw Error("--spool takes the spool directory; give no other input");
-  if (!o.output.empty()) check_output_path(o.output, o.force);
+  if (o.hang) {
+    print_hang(hang_report_dir(o.spool), o.json);
+    if (o.output.empty()) return 0;
+  }
+  // kernalyse-run's merge of a process tree: like its MPI merge, never over an existing store.
+  std::string output = o.output;
+  if (o.from_run && !o.force && !output.empty() && fs::exists(output)) {
+    output = free_name(o.output);
+    std::cerr << "kernalyse-run: " << o.output << " exists; writing " << output << " instead\n";
+  }
+  if (!output.empty()) check_output_path(output, o.force);
   RecoveryReport rep;
   Store store = recover_spool_dir(o.spool, &rep, o.mode);
   store.attrs.tool_version = KERNALYSE_VERSION;
   store.attrs.command_line = command_line;
   store.attrs.created_utc = utc_now();
   int recovered = 0;
-  for (const auto& r : rep.ranks) recovered += r.recovered;
+  bool complete = true;
+  for (const auto& r : rep.ranks) {
+    recovered += r.recovered;
+    complete = complete && r.recovered && !r.truncated && r.has_end_sample;
+  }
+  if (o.from_run) {
+    if (complete) store.attrs.produced_by = "kernalyse-run (process tree, one host)";
+    write_store(store, output, WriteOptions{o.force, o.mode});
+    if (!complete || !o.quiet) {
+      int64_t records = 0;
+      for (const auto& r : rep.ranks) records += r.records;
+      std::cerr << "kernalyse-run: wrote " << output << ": " << recovered << " ranks, " << records
+                << " records" << (store.attrs.emulated ? " (EMULATED device)" : "")
+                << "; clocks: one host's CLOCK_MONOTONIC_RAW, shared by every rank (exact)\n";
+      const std::vector<std::string> lines = rep.lines();  // one per rank, in rep.ranks' order
+      for (size_t i = 0; i < lines.size() && i < rep.ranks.size(); ++i)
+        std::cerr << "kernalyse-run: " << lines[i]
+                  << (rep.ranks[i].rank_origin.empty() ? ""
+                                                       : "; rank from " + rep.ranks[i].rank_origin)
+                  << "\n";
+    }
+    return 0;
+  }
   if (o.json) {  // the same, for scripts: per rank its status, record counts and data end
     nlohmann::json jr = nlohmann::json::array();
     for (const auto& r : rep.ranks)
@@ -655,6 +732,12 @@ int main(int argc, char** argv) {
   app.add_flag("--force", o.force, "replace an existing output file");
   app.add_option("--spool", o.spool,
                  "crash recovery: build the store (-o) from a run's spool directory, offline");
+  app.add_flag("--hang", o.hang,
+               "with --spool: per communicator, the last collective each rank entered and "
+               "completed, the ranks the others wait for, and mismatched collectives");
+  app.add_flag("--from-run", o.from_run,
+               "with --spool: kernalyse-run's own merge of a process tree's spool (a free name "
+               "instead of an existing -o, its summary line)");
   app.add_option("--rank", o.rank,
                  "analyse only rank R (also names the rank of a single trace that has none)");
   app.add_option("--step", o.step, "analyse only ProfilerStep#N");
