@@ -734,6 +734,18 @@ int MPI_Finalize(void) {
   return PMPI_Finalize();
 }
 
+// A process-tree rank that ends with _exit() skips the atexit handlers: Python's multiprocessing
+// workers (os._exit after the target returns), forked servers. Interposed (LD_PRELOAD) so such a
+// rank still flushes and closes its spool; any other process goes straight to the system call.
+// exit() reaches the real _exit inside libc, not through here.
+[[noreturn]] void _exit(int status) {
+  if (g_collector && g_collector->tree() && g_collector->active()) g_collector->finish_tree();
+  syscall(SYS_exit_group, status);
+  for (;;) {
+  }
+}
+[[noreturn]] void _Exit(int status) { _exit(status); }
+
 int64_t kernalyse_emu_now_ns(void) { return kernalyse::now_raw_ns(); }
 
 void kernalyse_emu_record_activity(const kernalyse_emu_activity* a) {

@@ -169,9 +169,11 @@ std::vector<std::string> HangReport::lines() const {
   for (const CollMismatch& m : mismatches) {
     std::string l = "MISMATCH: communicator " + comm_name(m.comm_hash) + " collective #" +
                     std::to_string(m.seq) + ":";
-    for (size_t i = 0; i < m.sides.size(); ++i)
-      l += (i ? ";" : "") + std::string(" ") + rank_list(m.sides[i].ranks) + " " +
-           op_text(m.sides[i].op, m.sides[i].bytes);
+    for (size_t i = 0; i < m.sides.size(); ++i) {
+      if (i) l += ";";
+      l.append(" ").append(rank_list(m.sides[i].ranks)).append(" ");
+      l.append(op_text(m.sides[i].op, m.sides[i].bytes));
+    }
     out.push_back(l);
   }
   return out;
