@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -450,6 +451,56 @@ void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
               << "\n";
 }
 
+// Several stores (one kernalyse-run per node): one store, the later ones' ranks moved past the
+// earlier ones' when they overlap (start-order ranks of two nodes), the hosts' clocks aligned by
+// the inferred-clock method (--align; within a host the recorded alignment stays).
+int run_node_stores(const Options& o, const std::vector<std::string>& files,
+                    const std::string& command_line) {
+  if (o.output.empty()) throw Error("several stores are merged into one: give -o FILE");
+  check_output_path(o.output, o.force);
+  std::vector<Store> parts;
+  std::set<int32_t> taken;
+  std::set<std::string> hosts;
+  for (const auto& f : files) {
+    Store s = read_store(f);
+    int32_t shift = 0;
+    bool overlap = false;
+    for (const auto& r : s.ranks) overlap = overlap || taken.count(r.rank);
+    if (overlap) {
+      shift = taken.empty() ? 0 : *taken.rbegin() + 1;
+      for (auto* col : {&s.activities.rank, &s.launches.rank, &s.annotations.rank, &s.counters.rank})
+        for (int32_t& r : *col) r += shift;
+      for (auto& r : s.ranks) r.rank += shift;
+      if (!o.quiet)
+        std::cerr << f << ": ranks " << s.ranks.front().rank - shift << " to "
+                  << s.ranks.back().rank - shift << " are taken by an earlier store: numbered "
+                  << s.ranks.front().rank << " to " << s.ranks.back().rank << "\n";
+    }
+    for (const auto& r : s.ranks) taken.insert(r.rank), hosts.insert(r.host);
+    parts.push_back(std::move(s));
+  }
+  Store store = merge_stores(std::move(parts));
+  int32_t world = static_cast<int32_t>(store.ranks.size());
+  for (auto& r : store.ranks) r.world_size = std::max(r.world_size, world);
+  store.attrs.tool_version = KERNALYSE_VERSION;
+  store.attrs.produced_by = "kernalyse-merge (stores of " + std::to_string(files.size()) +
+                            " nodes)";
+  store.attrs.command_line = command_line;
+  store.attrs.created_utc = utc_now();
+  // Each store's clocks are aligned within its host only: across hosts, inferred.
+  Options oo = o;
+  if (oo.align == "auto" && hosts.size() > 1) oo.align = "inferred";
+  ClockInference inference;
+  if (!align_clocks(store, oo, &inference, nullptr) && hosts.size() > 1)
+    store.attrs.clock_domain += "; hosts not aligned to each other (--align off)";
+  write_store(store, o.output, WriteOptions{o.force, o.mode});
+  if (!o.quiet)
+    std::cerr << "wrote " << o.output << ": " << store.ranks.size() << " ranks on "
+              << hosts.size() << " host(s) from " << files.size() << " stores\n";
+  if (o.json) std::cout << inference_json(inference).dump(1) << "\n";
+  return 0;
+}
+
 int run(const Options& o, const std::string& command_line) {
   if (!o.diff.empty()) return run_diff(o);
   if (!o.spool.empty()) return run_spool(o, command_line);
@@ -461,9 +512,12 @@ int run(const Options& o, const std::string& command_line) {
 
   std::vector<std::string> files = expand_inputs(o.inputs);
   bool store_input = files.size() == 1 && is_hdf5_file(files[0]);
+  const bool node_stores =
+      files.size() > 1 && std::all_of(files.begin(), files.end(), is_hdf5_file);
   for (const auto& f : files)
-    if (files.size() > 1 && is_hdf5_file(f))
-      throw Error(f + ": is a store; give either one store or trace files, not both");
+    if (files.size() > 1 && is_hdf5_file(f) && !node_stores)
+      throw Error(f + ": is a store; give either stores or trace files, not both");
+  if (node_stores) return run_node_stores(o, files, command_line);
 
   Store store;
   ClockInference inference;

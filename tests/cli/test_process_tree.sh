@@ -103,4 +103,39 @@ expect_eq "no device: exit code" "$?" "3"
 expect_eq "no device: no store" "$(test -e none.h5 && echo yes || echo no)" "no"
 expect_contains "no device: said so" "$(cat none.err)" "nothing recorded, no store written"
 
+# 7. Several nodes: two stores of one job (the spawn run's spool split into ranks 0-1 and 2-3,
+#    the second "node" renamed and its wall clock planted 3.7 ms ahead) merged into one, the
+#    hosts aligned by the inferred-clock method: the planted offset recovered within its ±.
+timeout 60 "$BIN/kernalyse-run" -q -o whole.h5 --keep-spool --spool-dir whole "${VIC[@]}" --spawn 4 2>/dev/null
+mkdir nodeA nodeB && cp whole/rank-0.kspool whole/rank-1.kspool nodeA/ && cp whole/rank-2.kspool whole/rank-3.kspool nodeB/
+"$BIN/kernalyse-merge" -q --spool nodeA -o nodeA.h5 >/dev/null && "$BIN/kernalyse-merge" -q --spool nodeB -o nodeB.h5 >/dev/null
+expect_eq "nodes: two node stores" "$(ls nodeA.h5 nodeB.h5 | wc -l)" "2"
+/usr/bin/python3 - nodeB.h5 <<'PY'
+import sys, h5py
+f = h5py.File(sys.argv[1], "r+")
+shift = 3_700_000  # ns: node B's wall clock ahead
+for table, cols in (("activities", ("start_ns", "end_ns")), ("launches", ("start_ns", "end_ns")),
+                    ("annotations", ("start_ns", "end_ns")), ("counters", ("ts_ns",))):
+    for c in cols:
+        if table in f and f[table + "/" + c].shape[0]:
+            f[table + "/" + c][:] = f[table + "/" + c][:] + shift
+f["ranks/base_time_ns"][:] = f["ranks/base_time_ns"][:] + shift
+f["ranks/host"][:] = ["nodeB"] * f["ranks/rank"].shape[0]
+f.close()
+PY
+"$BIN/kernalyse-merge" nodeA.h5 nodeB.h5 -o nodes.h5 --json > nodes.json 2>nodes.err
+expect_eq "nodes: merge exit code" "$?" "0"
+expect_contains "nodes: 4 ranks on 2 hosts" "$(cat nodes.err)" "wrote nodes.h5: 4 ranks on 2 host(s) from 2 stores"
+off=$(json nodes.json '[h["offset_ns"] for h in d["hosts"] if h["host"] == "nodeB"][0]')
+unc=$(json nodes.json '[h["uncertainty_ns"] for h in d["hosts"] if h["host"] == "nodeB"][0]')
+echo "node B: inferred offset $off ns ± $unc ns (planted -3700000)"
+expect_eq "nodes: planted -3.7 ms recovered within the stated ± ($off ± $unc)" \
+  "$(awk -v o="$off" -v u="$unc" 'BEGIN { e = o + 3700000; if (e < 0) e = -e; print (e <= u && u < 1000000) }')" "1"
+"$BIN/kernalyse-merge" nodes.h5 --stragglers --json -q > nodes-s.json
+expect_eq "nodes: straggler still rank 2" "$(head_rank nodes-s.json)" "rank 2"
+expect_eq "nodes: happened-before violations after alignment" \
+  "$(json nodes-s.json 'd["stragglers"]["clock_check"]["violations_aligned"]')" "0"
+"$BIN/kernalyse-merge" nodeA.h5 nodeA.h5 -o dup.h5 -q
+expect_eq "nodes: overlapping ranks renumbered" "$("$BIN/kernalyse-merge" dup.h5 --json -q | /usr/bin/python3 -c 'import json,sys; print(sorted(r["rank"] for r in json.load(sys.stdin)["ranks"]))')" "[0, 1, 2, 3]"
+
 finish
