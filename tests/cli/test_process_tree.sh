@@ -7,7 +7,6 @@
 # device's C API.
 source "$(dirname "$0")/lib.sh"
 use_mpi
-export OMPI_MCA_mpi_yield_when_idle=0
 cd "$TMP"
 T="$SRC/tests/cli/tree"
 json() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
