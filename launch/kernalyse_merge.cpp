@@ -9,8 +9,8 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -252,6 +252,8 @@ void print_hang(const HangReport& h, bool json) {
                      {"waiting", c.waiting},
                      {"never_entered", c.never_entered},
                      {"unseen", c.unseen},
+                     {"front_seq", c.front_seq},
+                     {"behind", c.behind},
                      {"ranks", ranks}});
   }
   nlohmann::json mism = nlohmann::json::array();
@@ -468,7 +470,8 @@ int run_node_stores(const Options& o, const std::vector<std::string>& files,
     for (const auto& r : s.ranks) overlap = overlap || taken.count(r.rank);
     if (overlap) {
       shift = taken.empty() ? 0 : *taken.rbegin() + 1;
-      for (auto* col : {&s.activities.rank, &s.launches.rank, &s.annotations.rank, &s.counters.rank})
+      for (auto* col :
+           {&s.activities.rank, &s.launches.rank, &s.annotations.rank, &s.counters.rank})
         for (int32_t& r : *col) r += shift;
       for (auto& r : s.ranks) r.rank += shift;
       if (!o.quiet)
@@ -483,8 +486,8 @@ int run_node_stores(const Options& o, const std::vector<std::string>& files,
   int32_t world = static_cast<int32_t>(store.ranks.size());
   for (auto& r : store.ranks) r.world_size = std::max(r.world_size, world);
   store.attrs.tool_version = KERNALYSE_VERSION;
-  store.attrs.produced_by = "kernalyse-merge (stores of " + std::to_string(files.size()) +
-                            " nodes)";
+  store.attrs.produced_by =
+      "kernalyse-merge (stores of " + std::to_string(files.size()) + " nodes)";
   store.attrs.command_line = command_line;
   store.attrs.created_utc = utc_now();
   // Each store's clocks are aligned within its host only: across hosts, inferred.
@@ -495,8 +498,8 @@ int run_node_stores(const Options& o, const std::vector<std::string>& files,
     store.attrs.clock_domain += "; hosts not aligned to each other (--align off)";
   write_store(store, o.output, WriteOptions{o.force, o.mode});
   if (!o.quiet)
-    std::cerr << "wrote " << o.output << ": " << store.ranks.size() << " ranks on "
-              << hosts.size() << " host(s) from " << files.size() << " stores\n";
+    std::cerr << "wrote " << o.output << ": " << store.ranks.size() << " ranks on " << hosts.size()
+              << " host(s) from " << files.size() << " stores\n";
   if (o.json) std::cout << inference_json(inference).dump(1) << "\n";
   return 0;
 }

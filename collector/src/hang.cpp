@@ -34,7 +34,7 @@ std::string op_text(const std::string& op, int64_t bytes) {
 
 bool HangReport::hung() const {
   return std::any_of(comms.begin(), comms.end(),
-                     [](const CommHang& c) { return c.stuck_seq >= 0; });
+                     [](const CommHang& c) { return c.stuck_seq >= 0 || !c.behind.empty(); });
 }
 
 HangReport hang_report_dir(const std::string& dir) {
@@ -111,6 +111,11 @@ HangReport hang_report_dir(const std::string& dir) {
         }
       }
     }
+    if (stuck < 0) {
+      for (const auto& p : h.ranks) h.front_seq = std::max(h.front_seq, p.last_entered);
+      for (const auto& p : h.ranks)
+        if (p.last_entered < h.front_seq) h.behind.push_back(p.rank);
+    }
     rep.comms.push_back(h);
     // Desyncs: the same sequence number entered with a different op or size.
     std::map<int64_t, std::map<std::pair<std::string, int64_t>, std::vector<int32_t>>> by_seq;
@@ -149,6 +154,13 @@ std::vector<std::string> HangReport::lines() const {
       if (c.unseen > 0)
         l += "; " + std::to_string(c.unseen) + " member(s) recorded nothing on this communicator";
       out.push_back(l);
+    } else if (!c.behind.empty()) {
+      std::vector<int32_t> front;
+      for (const auto& p : c.ranks)
+        if (p.last_entered == c.front_seq) front.push_back(p.rank);
+      out.push_back("BEHIND: " + name + ": " + rank_list(front) + " entered collective #" +
+                    std::to_string(c.front_seq) + "; " + rank_list(c.behind) +
+                    (c.behind.size() == 1 ? " has" : " have") + " not entered it");
     } else {
       int64_t lo = -1, hi = -1;
       for (const auto& p : c.ranks) {

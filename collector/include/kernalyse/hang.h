@@ -32,6 +32,11 @@ struct CommHang {
   std::vector<int32_t> waiting;        // ranks inside stuck_seq
   std::vector<int32_t> never_entered;  // ranks on the communicator that did not reach it
   int32_t unseen = 0;                  // members that recorded nothing on it at all
+  // No rank waiting, but the ranks stopped at different collectives (a killed job whose
+  // "completed" marks come at launch, as NCCL's for collectives without network; or a rank that
+  // skipped one and went on): the furthest collective entered, and the ranks that did not.
+  int64_t front_seq = -1;
+  std::vector<int32_t> behind;
 };
 
 struct CollMismatch {
@@ -51,7 +56,7 @@ struct HangReport {
   int64_t marks = 0;            // CollMark records read
   std::vector<CommHang> comms;  // by communicator hash
   std::vector<CollMismatch> mismatches;
-  bool hung() const;  // some communicator has a stuck collective
+  bool hung() const;  // some communicator has a stuck collective or a rank behind
   std::vector<std::string> lines() const;
 };
 
