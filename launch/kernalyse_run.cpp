@@ -217,8 +217,11 @@ bool finish_tree(const std::string& dir, const std::string& out, bool worker, bo
         k += e.path().filename().string().rfind("done-", 0) == 0;
       return k >= n;
     };
-    if (!wait_until(all_done, 600))
-      std::fprintf(stderr, "kernalyse-run: not every worker finished within 600 s; merging\n");
+    // A killed job's workers may never report (SIGKILL): then only a short wait.
+    const int patience = killed ? 10 : 600;
+    if (!wait_until(all_done, patience))
+      std::fprintf(stderr, "kernalyse-run: not every worker finished within %d s; merging\n",
+                   patience);
   }
   if (!wait_until([&] { return busy_spools(dir) == 0; }, 10))
     std::fprintf(stderr,

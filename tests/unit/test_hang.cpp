@@ -3,7 +3,6 @@
 // at different collectives, mismatched op and size; and the spool's CollMark blocks round-trip
 // next to a version-2 file, which still reads.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +10,7 @@
 
 #include "../../collector/src/recorder.h"
 #include "../../collector/src/spool.h"
+#include "kernalyse/error.h"
 #include "kernalyse/hang.h"
 #include "kernalyse/spool_store.h"
 
