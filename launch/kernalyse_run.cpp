@@ -397,9 +397,12 @@ int main(int argc, char** argv) {
   const bool worker = !mpi && has_env("LOCAL_RANK") && has_env("LOCAL_WORLD_SIZE");
   std::string tree_dir;
   if (!mpi) {
-    tree_dir = !spool_dir.empty()
-                   ? fs::absolute(spool_dir, ec).string()
-                   : out_abs + ".spool-tree-" + std::to_string(worker ? getppid() : getpid());
+    // Named by host and pid: nodes sharing a file system (and the same -o) never meet here.
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    tree_dir = !spool_dir.empty() ? fs::absolute(spool_dir, ec).string()
+                                  : out_abs + ".spool-tree-" + host + "-" +
+                                        std::to_string(worker ? getppid() : getpid());
     if (::mkdir(tree_dir.c_str(), 0755) != 0 && !(errno == EEXIST && fs::is_directory(tree_dir))) {
       std::fprintf(stderr, "kernalyse-run: cannot create spool directory %s: %s\n",
                    tree_dir.c_str(), std::strerror(errno));
