@@ -39,7 +39,7 @@ expect_eq "spawn: happened-before violations" "$(json spawn.json 'd["stragglers"
 
 # 2. Hang: rank 2 never enters step 3's first collective (2 layers: 5 collectives per step, so
 #    #15), the others wait in it; --timeout stops the run, the report comes by itself.
-timeout 60 "$BIN/kernalyse-run" -o hang.h5 --timeout 3 --keep-spool --spool-dir hangspool \
+timeout 60 "$BIN/kernalyse-run" -o hang.h5 --timeout 2 --keep-spool --spool-dir hangspool \
   "$BIN/vicuna_tp" --spawn 4 --layers 2 --steps 6 --hang-rank 2 --hang-at-step 3 2>hang.err
 expect_eq "hang: killed at the timeout (143)" "$?" "143"
 expect_contains "hang: the report names rank 2, the communicator and #15" "$(cat hang.err)" \
@@ -57,6 +57,15 @@ f = h5py.File(sys.argv[1], "r")
 print(sorted({"0x%016x" % (int(h) & (2**64 - 1)) for h in f["nccl/comm_hash"][:]}))
 PY
 expect_contains "hang: the communicator is the store's tensor-parallel one" "$(cat hashes.txt)" "$comm"
+
+# 2b. The same hang under mpirun (the collective marks are the collector's in both modes): each
+#     rank's --timeout stops it, the spool stays, --hang reads it.
+timeout 60 mpirun -n 4 "$BIN/kernalyse-run" -q -o mpihang.h5 --timeout 2 --spool-dir mpihang \
+  "$BIN/vicuna_tp" --layers 2 --steps 6 --hang-rank 2 --hang-at-step 3 >/dev/null 2>&1
+"$BIN/kernalyse-merge" --spool mpihang --hang --json > mpihang.json
+expect_eq "hang under mpirun: the same report" \
+  "$(json mpihang.json '[(c["comm"], c["stuck_seq"], c["never_entered"], c["waiting"]) for c in d["comms"]]')" \
+  "[('$comm', 15, [2], [0, 1, 3])]"
 
 # 3. Desyncs planted the same way: rank 1 issues step 2's all-reduce (#10) as an all-gather, or
 #    with twice the size; the emulated transport completes it, the report names it.
