@@ -12,6 +12,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "kernalyse/diff.h"
 #include "kernalyse/energy.h"
 #include "kernalyse/export.h"
+#include "kernalyse/hang.h"
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/nsys.h"
@@ -42,7 +44,9 @@ struct Options {
   std::vector<std::string> inputs;
   std::string output;
   bool force = false;
-  std::string spool;  // --spool DIR: crash recovery from the ranks' spool files
+  std::string spool;      // --spool DIR: crash recovery from the ranks' spool files
+  bool hang = false;      // --hang (with --spool): per-communicator collective progress
+  bool from_run = false;  // --from-run (with --spool): kernalyse-run's end-of-run merge
   std::optional<int32_t> rank, step;
   bool summary = false, gaps = false, overlap = false, breakdown = false, idle = false,
        stragglers = false, all = false, ranges = false, energy = false;
@@ -218,16 +222,92 @@ GapSort parse_gap_sort(const std::string& s) {
 
 // --spool DIR: builds a store from whatever the ranks' spool files hold, offline, without MPI
 // (docs/collector.md, "Crash recovery"); one line per rank names the missing and truncated ones.
+// --hang: which rank the others wait for, per communicator, and desynced collectives
+// (kernalyse/hang.h). Text on stdout, or one JSON object.
+void print_hang(const HangReport& h, bool json) {
+  if (!json) {
+    for (const auto& line : h.lines()) std::cout << line << "\n";
+    return;
+  }
+  nlohmann::json comms = nlohmann::json::array();
+  for (const auto& c : h.comms) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& p : c.ranks)
+      ranks.push_back({{"rank", p.rank},
+                       {"comm_rank", p.comm_rank},
+                       {"last_entered", p.last_entered},
+                       {"last_entered_op", p.last_entered_op},
+                       {"last_entered_bytes", p.last_entered_bytes},
+                       {"last_completed", p.last_completed},
+                       {"waiting", p.waiting}});
+    comms.push_back({{"comm", comm_name(c.comm_hash)},
+                     {"nranks", c.nranks},
+                     {"stuck_seq", c.stuck_seq},
+                     {"stuck_op", c.stuck_op},
+                     {"stuck_bytes", c.stuck_bytes},
+                     {"waiting", c.waiting},
+                     {"never_entered", c.never_entered},
+                     {"unseen", c.unseen},
+                     {"front_seq", c.front_seq},
+                     {"behind", c.behind},
+                     {"ranks", ranks}});
+  }
+  nlohmann::json mism = nlohmann::json::array();
+  for (const auto& m : h.mismatches) {
+    nlohmann::json sides = nlohmann::json::array();
+    for (const auto& sd : m.sides)
+      sides.push_back({{"op", sd.op}, {"bytes", sd.bytes}, {"ranks", sd.ranks}});
+    mism.push_back({{"comm", comm_name(m.comm_hash)}, {"seq", m.seq}, {"sides", sides}});
+  }
+  std::cout << nlohmann::json{{"spool", h.dir},    {"ranks", h.ranks}, {"marks", h.marks},
+                              {"hung", h.hung()},  {"comms", comms},   {"mismatches", mism},
+                              {"lines", h.lines()}}
+                   .dump(1)
+            << "\n";
+}
+
 int run_spool(const Options& o, const std::string& command_line) {
   if (!o.inputs.empty()) throw Error("--spool takes the spool directory; give no other input");
-  if (!o.output.empty()) check_output_path(o.output, o.force);
+  if (o.hang) {
+    print_hang(hang_report_dir(o.spool), o.json);
+    if (o.output.empty()) return 0;
+  }
+  // kernalyse-run's merge of a process tree: like its MPI merge, never over an existing store.
+  std::string output = o.output;
+  if (o.from_run && !o.force && !output.empty() && fs::exists(output)) {
+    output = free_name(o.output);
+    std::cerr << "kernalyse-run: " << o.output << " exists; writing " << output << " instead\n";
+  }
+  if (!output.empty()) check_output_path(output, o.force);
   RecoveryReport rep;
   Store store = recover_spool_dir(o.spool, &rep, o.mode);
   store.attrs.tool_version = KERNALYSE_VERSION;
   store.attrs.command_line = command_line;
   store.attrs.created_utc = utc_now();
   int recovered = 0;
-  for (const auto& r : rep.ranks) recovered += r.recovered;
+  bool complete = true;
+  for (const auto& r : rep.ranks) {
+    recovered += r.recovered;
+    complete = complete && r.recovered && !r.truncated && r.has_end_sample;
+  }
+  if (o.from_run) {
+    if (complete) store.attrs.produced_by = "kernalyse-run (process tree, one host)";
+    write_store(store, output, WriteOptions{o.force, o.mode});
+    if (!complete || !o.quiet) {
+      int64_t records = 0;
+      for (const auto& r : rep.ranks) records += r.records;
+      std::cerr << "kernalyse-run: wrote " << output << ": " << recovered << " ranks, " << records
+                << " records" << (store.attrs.emulated ? " (EMULATED device)" : "")
+                << "; clocks: one host's CLOCK_MONOTONIC_RAW, shared by every rank (exact)\n";
+      const std::vector<std::string> lines = rep.lines();  // one per rank, in rep.ranks' order
+      for (size_t i = 0; i < lines.size() && i < rep.ranks.size(); ++i)
+        std::cerr << "kernalyse-run: " << lines[i]
+                  << (rep.ranks[i].rank_origin.empty() ? ""
+                                                       : "; rank from " + rep.ranks[i].rank_origin)
+                  << "\n";
+    }
+    return 0;
+  }
   if (o.json) {  // the same, for scripts: per rank its status, record counts and data end
     nlohmann::json jr = nlohmann::json::array();
     for (const auto& r : rep.ranks)
@@ -402,6 +482,57 @@ void run_in_parallel(const std::vector<std::function<void(Report*)>>& tasks, Rep
   }
 }
 
+// Several stores (one kernalyse-run per node): one store, the later ones' ranks moved past the
+// earlier ones' when they overlap (start-order ranks of two nodes), the hosts' clocks aligned by
+// the inferred-clock method (--align; within a host the recorded alignment stays).
+int run_node_stores(const Options& o, const std::vector<std::string>& files,
+                    const std::string& command_line) {
+  if (o.output.empty()) throw Error("several stores are merged into one: give -o FILE");
+  check_output_path(o.output, o.force);
+  std::vector<Store> parts;
+  std::set<int32_t> taken;
+  std::set<std::string> hosts;
+  for (const auto& f : files) {
+    Store s = read_store(f);
+    int32_t shift = 0;
+    bool overlap = false;
+    for (const auto& r : s.ranks) overlap = overlap || taken.count(r.rank);
+    if (overlap) {
+      shift = taken.empty() ? 0 : *taken.rbegin() + 1;
+      for (auto* col :
+           {&s.activities.rank, &s.launches.rank, &s.annotations.rank, &s.counters.rank})
+        for (int32_t& r : *col) r += shift;
+      for (auto& r : s.ranks) r.rank += shift;
+      if (!o.quiet)
+        std::cerr << f << ": ranks " << s.ranks.front().rank - shift << " to "
+                  << s.ranks.back().rank - shift << " are taken by an earlier store: numbered "
+                  << s.ranks.front().rank << " to " << s.ranks.back().rank << "\n";
+    }
+    for (const auto& r : s.ranks) taken.insert(r.rank), hosts.insert(r.host);
+    parts.push_back(std::move(s));
+  }
+  Store store = merge_stores(std::move(parts));
+  int32_t world = static_cast<int32_t>(store.ranks.size());
+  for (auto& r : store.ranks) r.world_size = std::max(r.world_size, world);
+  store.attrs.tool_version = KERNALYSE_VERSION;
+  store.attrs.produced_by =
+      "kernalyse-merge (stores of " + std::to_string(files.size()) + " nodes)";
+  store.attrs.command_line = command_line;
+  store.attrs.created_utc = utc_now();
+  // Each store's clocks are aligned within its host only: across hosts, inferred.
+  Options oo = o;
+  if (oo.align == "auto" && hosts.size() > 1) oo.align = "inferred";
+  ClockInference inference;
+  if (!align_clocks(store, oo, &inference, nullptr) && hosts.size() > 1)
+    store.attrs.clock_domain += "; hosts not aligned to each other (--align off)";
+  write_store(store, o.output, WriteOptions{o.force, o.mode});
+  if (!o.quiet)
+    std::cerr << "wrote " << o.output << ": " << store.ranks.size() << " ranks on " << hosts.size()
+              << " host(s) from " << files.size() << " stores\n";
+  if (o.json) std::cout << inference_json(inference).dump(1) << "\n";
+  return 0;
+}
+
 int run(const Options& o, const std::string& command_line) {
   if (!o.diff.empty()) return run_diff(o);
   if (!o.spool.empty()) return run_spool(o, command_line);
@@ -413,9 +544,12 @@ int run(const Options& o, const std::string& command_line) {
 
   std::vector<std::string> files = expand_inputs(o.inputs);
   bool store_input = files.size() == 1 && is_hdf5_file(files[0]);
+  const bool node_stores =
+      files.size() > 1 && std::all_of(files.begin(), files.end(), is_hdf5_file);
   for (const auto& f : files)
-    if (files.size() > 1 && is_hdf5_file(f))
-      throw Error(f + ": is a store; give either one store or trace files, not both");
+    if (files.size() > 1 && is_hdf5_file(f) && !node_stores)
+      throw Error(f + ": is a store; give either stores or trace files, not both");
+  if (node_stores) return run_node_stores(o, files, command_line);
 
   Store store;
   ClockInference inference;
@@ -696,6 +830,12 @@ int main(int argc, char** argv) {
   app.add_flag("--force", o.force, "replace an existing output file");
   app.add_option("--spool", o.spool,
                  "crash recovery: build the store (-o) from a run's spool directory, offline");
+  app.add_flag("--hang", o.hang,
+               "with --spool: per communicator, the last collective each rank entered and "
+               "completed, the ranks the others wait for, and mismatched collectives");
+  app.add_flag("--from-run", o.from_run,
+               "with --spool: kernalyse-run's own merge of a process tree's spool (a free name "
+               "instead of an existing -o, its summary line)");
   app.add_option("--rank", o.rank,
                  "analyse only rank R (also names the rank of a single trace that has none)");
   app.add_option("--step", o.step, "analyse only ProfilerStep#N");

@@ -1,13 +1,21 @@
-// kernalyse-run: runs one rank's application under the collector.
-//   mpirun -n 4 kernalyse-run [-o run.h5] [--force] ./app args...
+// kernalyse-run: runs an application under the collector.
+//   mpirun -n 4 kernalyse-run [-o run.h5] [--force] ./app args...     (one MPI rank each)
+//   kernalyse-run [-o run.h5] torchrun --nproc-per-node 2 train.py     (a process tree)
+//   torchrun --no-python --nproc-per-node 2 kernalyse-run python train.py
 // It injects libkernalyse_collector.so (LD_PRELOAD: PMPI interception and the emulated-device
 // API; CUDA_INJECTION64_PATH for CUPTI, NCCL_PROFILER_PLUGIN for NCCL), runs the application as a
-// child and exits with the application's exit code. The collector writes the store at MPI_Finalize.
+// child and exits with the application's exit code. Under an MPI launcher the collector writes the
+// store at MPI_Finalize; otherwise every process of the tree that brings up CUDA or the emulated
+// device becomes a rank with its own spool, and this process merges the spools at the end
+// (kernalyse-merge --spool DIR --from-run). docs/collector.md, "Process trees".
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,19 +32,111 @@ namespace fs = std::filesystem;
 namespace {
 
 pid_t g_child = -1;
+volatile sig_atomic_t g_got_signal = 0;  // a forwarded signal (the run was killed)
 
 void forward(int sig) {
+  g_got_signal = sig;
   if (g_child > 0) kill(g_child, sig);
+}
+
+// The processes below `root` (not `root` itself), from /proc: the process tree to signal on
+// --timeout. As a child subreaper we also adopt the tree's orphans, so they are found too.
+std::vector<pid_t> descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> pp;  // (pid, ppid)
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "stat");
+    std::string line;
+    if (!std::getline(f, line)) continue;
+    const size_t close = line.rfind(')');  // the command may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) continue;
+    pp.push_back({static_cast<pid_t>(std::atol(n.c_str())), static_cast<pid_t>(ppid)});
+  }
+  std::vector<pid_t> out{root};
+  for (size_t i = 0; i < out.size(); ++i)
+    for (const auto& [pid, ppid] : pp)
+      if (ppid == out[i]) out.push_back(pid);
+  out.erase(out.begin());
+  return out;
+}
+
+void signal_tree(pid_t root, int sig) {
+  for (pid_t p : descendants(root)) kill(p, sig);
+  kill(root, sig);
+}
+
+int64_t now_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+bool has_env(const char* k) {
+  const char* v = std::getenv(k);
+  return v && *v;
+}
+
+// The spool files in `dir` whose writers are still alive (each rank holds an exclusive flock on
+// its spool file until it exits).
+int busy_spools(const std::string& dir) {
+  int busy = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".kspool") continue;
+    int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0) ++busy;
+    ::close(fd);
+  }
+  return busy;
+}
+
+bool any_spool(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".kspool") return true;
+  return false;
+}
+
+// Runs a command (no shell) and returns its exit status (-1 if it could not run); its stdout
+// goes to our stderr if asked (a report beside our own messages, not into the application's
+// output).
+int run_command(const std::vector<std::string>& args, bool stdout_to_stderr) {
+  pid_t p = fork();
+  if (p < 0) return -1;
+  if (p == 0) {
+    if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
+    unsetenv("LD_PRELOAD");  // the merge is not part of the recorded tree
+    unsetenv("KERNALYSE_TREE");
+    std::vector<char*> av;
+    for (const auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    execv(av[0], av.data());
+    _exit(127);
+  }
+  int st = 0;
+  while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 [[noreturn]] void usage(int rc) {
   std::fprintf(
       rc ? stderr : stdout,
       "usage: kernalyse-run [-o FILE] [--force] [--flush-records N] [--flush-ms T]\n"
-      "                     [--spool-dir DIR] [--keep-spool] [--nvtx] [-q] [--] APP [ARGS...]\n"
-      "Runs APP (one MPI rank) under the kernalyse collector; all ranks write one store\n"
-      "(default run.h5; an existing file is never overwritten: the next free name is\n"
-      "used and reported, unless --force). Exit code: APP's.\n");
+      "                     [--spool-dir DIR] [--keep-spool] [--nvtx] [--timeout S] [-q]\n"
+      "                     [--] APP [ARGS...]\n"
+      "Runs APP under the kernalyse collector and writes one store (default run.h5; an\n"
+      "existing file is never overwritten: the next free name is used and reported, unless\n"
+      "--force). Under mpirun/srun APP is one MPI rank. Otherwise every process of APP's tree\n"
+      "that brings up CUDA or the emulated device is a rank (RANK, else LOCAL_RANK, else start\n"
+      "order); --timeout S ends the tree after S seconds (SIGTERM, then SIGKILL 5 s later)\n"
+      "and, like a killed run, prints the hang report. Exit code: APP's.\n");
   std::exit(rc);
 }
 
@@ -93,12 +194,78 @@ int resolve(const std::string& app, std::string* path, std::string* why) {
   return best;
 }
 
+// After the application of a process tree ended: wait for the ranks' spools (each rank holds a
+// lock on its file while alive), print the hang report if the run was killed or timed out, and
+// merge the spools into one store with kernalyse-merge (found next to us). A torchrun worker
+// marks itself done; the one with LOCAL_RANK 0 waits for the others and merges. False if the
+// merge failed.
+bool finish_tree(const std::string& dir, const std::string& out, bool worker, bool killed,
+                 bool force, bool quiet, bool keep_spool, const std::string& app, bool timed_out) {
+  auto wait_until = [](auto&& done, double seconds) {
+    for (int k = 0; k < seconds * 50 && !done(); ++k) usleep(20000);
+    return done();
+  };
+  if (worker) {
+    const std::string lr = std::getenv("LOCAL_RANK");
+    std::ofstream(dir + "/done-" + lr) << "done\n";
+    if (lr != "0") return true;
+    const int n = std::atoi(std::getenv("LOCAL_WORLD_SIZE"));
+    auto all_done = [&] {
+      int k = 0;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(dir, ec))
+        k += e.path().filename().string().rfind("done-", 0) == 0;
+      return k >= n;
+    };
+    // A killed job's workers may never report (SIGKILL): then only a short wait.
+    const int patience = killed ? 10 : 600;
+    if (!wait_until(all_done, patience))
+      std::fprintf(stderr, "kernalyse-run: not every worker finished within %d s; merging\n",
+                   patience);
+  }
+  if (!wait_until([&] { return busy_spools(dir) == 0; }, 10))
+    std::fprintf(stderr,
+                 "kernalyse-run: %d rank(s) still running 10 s after %s ended; merging what they "
+                 "have flushed\n",
+                 busy_spools(dir), app.c_str());
+  if (!any_spool(dir)) {
+    if (!quiet)
+      std::fprintf(stderr,
+                   "kernalyse-run: no process of %s brought up CUDA or the emulated device: "
+                   "nothing recorded, no store written\n",
+                   app.c_str());
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    return true;
+  }
+  const std::string merge = self_dir() + "/kernalyse-merge";
+  if (killed) {
+    std::fprintf(stderr, "kernalyse-run: the run was %s; collective progress per rank:\n",
+                 timed_out ? "stopped at its --timeout" : "killed");
+    std::fflush(stderr);
+    run_command({merge, "--spool", dir, "--hang"}, true);
+  }
+  std::vector<std::string> args{merge, "--spool",    dir,          "-o",
+                                out,   "--from-run", "--progress", "off"};
+  if (force) args.push_back("--force");
+  if (quiet) args.push_back("-q");
+  if (run_command(args, false) != 0) {
+    std::fprintf(stderr, "kernalyse-run: merging the spool failed (spool files kept in %s)\n",
+                 dir.c_str());
+    return false;
+  }
+  std::error_code ec;
+  if (!keep_spool) fs::remove_all(dir, ec);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string output = "run.h5", spool_dir;
   bool force = false, quiet = false, keep_spool = false, nvtx = false;
   std::string flush_records, flush_ms;
+  double timeout_s = 0;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -130,7 +297,15 @@ int main(int argc, char** argv) {
       flush_records = value("--flush-records");
     else if (a == "--flush-ms")
       flush_ms = value("--flush-ms");
-    else if (!a.empty() && a[0] == '-') {
+    else if (a == "--timeout") {
+      const std::string v = value("--timeout");
+      char* end = nullptr;
+      timeout_s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(timeout_s > 0)) {
+        std::fprintf(stderr, "kernalyse-run: --timeout needs a positive number of seconds\n");
+        return 2;
+      }
+    } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "kernalyse-run: unknown option %s\n", a.c_str());
       usage(2);
     } else {
@@ -145,6 +320,13 @@ int main(int argc, char** argv) {
   if (int rc = resolve(app, &path, &why)) {
     std::fprintf(stderr, "kernalyse-run: %s: %s\n", app.c_str(), why.c_str());
     return rc;
+  }
+  // Inside a process tree that an outer kernalyse-run records (kernalyse-run torchrun
+  // --no-python kernalyse-run ...): the outer one does everything; just become the application.
+  if (has_env("KERNALYSE_TREE")) {
+    execv(path.c_str(), argv + i);
+    std::fprintf(stderr, "kernalyse-run: %s: %s\n", app.c_str(), std::strerror(errno));
+    return errno == ENOENT ? 127 : 126;
   }
   std::string collector = find_collector();
   if (collector.empty()) {
@@ -205,6 +387,62 @@ int main(int argc, char** argv) {
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload.append(":").append(old);
   setenv("LD_PRELOAD", preload.c_str(), 1);
 
+  // Which kind of run. Under an MPI launcher: one MPI rank (the collector merges over MPI).
+  // Otherwise a process tree: the collector makes a rank of every process that brings up CUDA or
+  // the emulated device, and we merge their spools at the end. A torchrun worker (torchrun
+  // --no-python kernalyse-run ...: LOCAL_RANK and LOCAL_WORLD_SIZE set) is one of several
+  // kernalyse-runs of one tree: they share the spool directory (named after torchrun's pid) and
+  // the one with LOCAL_RANK 0 merges once all have finished.
+  const bool mpi = has_env("OMPI_COMM_WORLD_RANK") || has_env("PMIX_RANK") || has_env("PMI_RANK");
+  const bool worker = !mpi && has_env("LOCAL_RANK") && has_env("LOCAL_WORLD_SIZE");
+  std::string tree_dir;
+  if (!mpi) {
+    // Named by host and pid: nodes sharing a file system (and the same -o) never meet here.
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    tree_dir = !spool_dir.empty() ? fs::absolute(spool_dir, ec).string()
+                                  : out_abs + ".spool-tree-" + host + "-" +
+                                        std::to_string(worker ? getppid() : getpid());
+    if (::mkdir(tree_dir.c_str(), 0755) != 0 && !(errno == EEXIST && fs::is_directory(tree_dir))) {
+      std::fprintf(stderr, "kernalyse-run: cannot create spool directory %s: %s\n",
+                   tree_dir.c_str(), std::strerror(errno));
+      return 2;
+    }
+    if (!worker && any_spool(tree_dir)) {
+      std::fprintf(stderr, "kernalyse-run: %s already holds spool files of another run\n",
+                   tree_dir.c_str());
+      return 2;
+    }
+    // One anchor (CLOCK_REALTIME − CLOCK_MONOTONIC_RAW) for every rank: ours, or, for torchrun
+    // workers, the first worker's (a file in the spool directory; the others read it).
+    int64_t anchor = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC_RAW);
+    if (worker) {
+      const std::string af = tree_dir + "/anchor";
+      int fd = ::open(af.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        const std::string tmp = std::to_string(anchor) + "\n";
+        ssize_t w = ::write(fd, tmp.data(), tmp.size());
+        (void)w;
+        ::close(fd);
+      } else {
+        for (int k = 0; k < 200; ++k) {  // written by the first worker just now: at most 2 s
+          std::ifstream f(af);
+          long long v = 0;
+          if (f >> v) {
+            anchor = v;
+            break;
+          }
+          usleep(10000);
+        }
+      }
+    }
+    setenv("KERNALYSE_TREE", tree_dir.c_str(), 1);
+    setenv("KERNALYSE_ANCHOR_NS", std::to_string(anchor).c_str(), 1);
+    // Orphans of the tree (a worker whose parent died) are re-parented to us: we can signal them
+    // on --timeout and wait for their spools.
+    if (!worker) prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
+  }
+
   // A close-on-exec pipe tells the parent whether exec itself failed.
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) != 0) {
@@ -237,12 +475,57 @@ int main(int argc, char** argv) {
   }
   close(pfd[0]);
   int status = 0;
-  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  bool timed_out = false;
+  if (timeout_s <= 0 && mpi) {
+    while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+    }
+  } else {
+    // Polling (20 ms): the deadline, and the tree's orphans adopted as subreaper are reaped too.
+    const int64_t deadline =
+        timeout_s > 0 ? now_ns(CLOCK_MONOTONIC) + static_cast<int64_t>(timeout_s * 1e9) : 0;
+    int64_t kill_at = 0;
+    bool signalled_tree = false;
+    for (;;) {
+      int st = 0;
+      pid_t w = waitpid(mpi || worker ? g_child : -1, &st, WNOHANG);
+      if (w == g_child) {
+        status = st;
+        break;
+      }
+      if (w < 0 && errno == ECHILD) break;
+      if (w > 0) continue;  // an adopted orphan
+      const int64_t t = now_ns(CLOCK_MONOTONIC);
+      // A signal we forwarded to the application goes to the rest of its tree too (here, not
+      // in the handler: walking /proc is not async-signal-safe).
+      if (const int sig = g_got_signal; sig != 0 && !mpi && !worker && !signalled_tree) {
+        signalled_tree = true;
+        signal_tree(g_child, sig);
+      }
+      if (deadline > 0 && !timed_out && t >= deadline) {
+        timed_out = true;
+        std::fprintf(stderr,
+                     "kernalyse-run: %s still running after --timeout %g s: stopping it "
+                     "(SIGTERM, SIGKILL 5 s later)\n",
+                     app.c_str(), timeout_s);
+        signal_tree(g_child, SIGTERM);
+        kill_at = t + 5'000'000'000;
+      }
+      if (kill_at > 0 && t >= kill_at) {
+        signal_tree(g_child, SIGKILL);
+        kill_at = 0;
+      }
+      usleep(20000);
+    }
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  int rc = 1;
+  if (WIFEXITED(status)) rc = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) {
     std::fprintf(stderr, "kernalyse-run: %s killed by signal %d\n", app.c_str(), WTERMSIG(status));
-    return 128 + WTERMSIG(status);
+    rc = 128 + WTERMSIG(status);
   }
-  return 1;
+  if (mpi) return rc;
+  const bool killed = timed_out || g_got_signal != 0 || WIFSIGNALED(status);
+  return finish_tree(tree_dir, out_abs, worker, killed, force, quiet, keep_spool, app, timed_out)
+             ? rc
+             : (rc == 0 ? 2 : rc);
 }

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <utility>
 
@@ -72,6 +73,18 @@ void unregister_tmp(int slot) {
 }
 
 }  // namespace
+
+std::string free_name(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string stem = p.stem().string(), ext = p.extension().string();
+  for (int k = 1; k < 1000000; ++k) {
+    fs::path c = p.parent_path() / (stem + "-" + std::to_string(k) + ext);
+    struct stat st {};
+    if (::stat(c.c_str(), &st) != 0 && errno == ENOENT) return c.string();
+  }
+  throw Error(path + ": no free name of the form " + stem + "-<k>" + ext);
+}
 
 void check_output_path(const std::string& path, bool force) {
   struct stat st {};

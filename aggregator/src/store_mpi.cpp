@@ -601,19 +601,6 @@ void write_phase2(const std::string& tmp, const Plan& plan) {
   ok(file.close(), "cannot finish writing the file");
 }
 
-// "<stem>-<k><ext>" for the first k ≥ 1 that names nothing.
-std::string free_name(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const std::string stem = p.stem().string(), ext = p.extension().string();
-  for (int k = 1; k < 1000000; ++k) {
-    fs::path c = p.parent_path() / (stem + "-" + std::to_string(k) + ext);
-    struct stat st {};
-    if (::stat(c.c_str(), &st) != 0 && errno == ENOENT) return c.string();
-  }
-  throw Error(path + ": no free name of the form " + stem + "-<k>" + ext);
-}
-
 // Rank 0: the output name (a free one when asked) and its temporary file, created already.
 // Errors are final messages (already naming the path).
 std::unique_ptr<AtomicFile> decide_names(const ParallelWriteOptions& opt, std::string& path,

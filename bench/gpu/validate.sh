@@ -11,6 +11,8 @@
 #   d  per-name kernel durations vs cudaEvent times (5 %)
 #   e  NVTX "layer L" ranges attribute kernels to layers
 #   f  kernalyse-run python3 small_torch.py vs torch.profiler: names and counts
+#   h  torchrun process trees without MPI: kernalyse-run torchrun ... and torchrun --no-python
+#      kernalyse-run ... (examples/torch_tp/torchrun_tp.py, 2 ranks, gloo, DataLoader workers)
 # Results: $OUT (the device tool's output folder) or ./gpu-results: results.json,
 # gpu-validation-snippet.md, validate.log, build.log, details.tar.gz. Big files stay in $WORK.
 # VALIDATE_REUSE_BUILD=1 skips the build when $WORK/build already has the binaries.
@@ -191,6 +193,20 @@ T=$root/examples/torch_tp/small_torch.py
 summary "$R/f.h5" "$R/f-summary.json"
 check torch "$R/f-torch.json" "$R/f-summary.json" > "$WORK/checks/f.json"
 grep -E '"torch_total"|"store_total"|"pass"' "$WORK/checks/f.json"
+
+# ---- (h) torchrun process trees (no MPI) --------------------------------------------------------
+say "(h) torchrun: kernalyse-run torchrun ... and torchrun --no-python kernalyse-run ..."
+TR=$root/examples/torch_tp/torchrun_tp.py
+trun=(torchrun)
+command -v torchrun > /dev/null || trun=($py -m torch.distributed.run)
+(cd "$R" && timeout 300 "$bin/kernalyse-run" --force --timeout 240 -o "$R/h1.h5" "${trun[@]}" --standalone \
+   --nproc-per-node 2 "$TR" < /dev/null > "$R/h1.log" 2>&1) || say "kernalyse-run torchrun: rc $?"
+(cd "$R" && timeout 300 "${trun[@]}" --standalone --nproc-per-node 2 --no-python "$bin/kernalyse-run" --force \
+   -o "$R/h2.h5" "$(command -v $py)" "$TR" < /dev/null > "$R/h2.log" 2>&1) || say "torchrun --no-python kernalyse-run: rc $?"
+summary "$R/h1.h5" "$R/h1-summary.json"
+summary "$R/h2.h5" "$R/h2-summary.json"
+check tree "$R/h1-summary.json" "$R/h2-summary.json" > "$WORK/checks/h.json"
+grep -E '"detail"|"pass"' "$WORK/checks/h.json"
 
 # ---- results ------------------------------------------------------------------------------------
 say "results"

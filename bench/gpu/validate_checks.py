@@ -22,6 +22,8 @@ TARGETS = {
     "nvtx": "kernels attributed to each NVTX 'layer L' range == kernels the app launched in it",
     "torch": "same kernel names and counts as torch.profiler",
     "collector": "every rank: collector_status 'cupti: ...', no dropped records, GPU memory and NVML power counters present",
+    "tree": "torchrun process trees (kernalyse-run torchrun ..., torchrun --no-python kernalyse-run ...): one store each, "
+            "2 ranks numbered by RANK, CUPTI recording on each, kernels in the store, clocks 'shared host clock', data-loader workers not ranks",
 }
 
 
@@ -270,6 +272,25 @@ def collector(args):
                               f"{x['peak_power_mw']} mW" for x in rows)})
 
 
+def tree(args):
+    """args: one --summary --json file per torchrun way round."""
+    rows = []
+    for path in args:
+        summ = load(path)
+        ranks = summ.get("ranks", [])
+        kernels = sum(k["count"] for k in store_kernels(summ).values())
+        rows.append({"store": os.path.basename(path), "ranks": sorted(x.get("rank") for x in ranks),
+                     "status": [x.get("collector_status", "") for x in ranks],
+                     "clock": [x.get("clock_method", "") for x in ranks],
+                     "source": [x.get("source", "") for x in ranks], "kernels": kernels})
+    ok = bool(rows) and all(r["ranks"] == [0, 1] and all(s.startswith("cupti:") for s in r["status"])
+                            and all(c.startswith("shared host clock") for c in r["clock"])
+                            and all("rank from RANK=" in s for s in r["source"])
+                            and r["kernels"] > 0 for r in rows)
+    emit({"check": "h_torchrun_process_tree", "target": TARGETS["tree"], "pass": ok, "stores": rows,
+          "detail": "; ".join(f"{r['store']}: ranks {r['ranks']}, kernels {r['kernels']}, {r['status'][:1]}" for r in rows)})
+
+
 def finish(args):
     src, out = args[0], args[1]
     checks = {}
@@ -305,7 +326,7 @@ def finish(args):
         elif name == "f_torch_profiler":
             nums = (f"{d.get('names_store')} / {d.get('names_torch')} names, {d.get('store_total')} / {d.get('torch_total')} kernels, "
                     f"{len(d.get('count_differences', {}))} count differences")
-        elif name.startswith("b_") or name.startswith("g_"):
+        elif name.startswith("b_") or name.startswith("g_") or name.startswith("h_"):
             nums = d.get("detail", "")
         lines.append(f"| {name} | {d.get('target', '')} | {verdict.get(d.get('pass'), '?')} | {nums} |")
     lines.append("")
@@ -317,7 +338,7 @@ def finish(args):
 
 def main():
     cmds = {"overhead": overhead, "twogpu": twogpu, "counts": counts, "durations": durations, "nvtx": nvtx, "torch": torch_cmp,
-            "collector": collector, "finish": finish}
+            "collector": collector, "tree": tree, "finish": finish}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
@@ -327,7 +348,7 @@ def main():
         # A missing or malformed input is a failed check, not a crash of the whole validation.
         names = {"overhead": "a_overhead", "twogpu": "b_two_ranks_one_gpu", "counts": "c_kernel_counts",
                  "durations": "d_durations", "nvtx": "e_nvtx_layers", "torch": "f_torch_profiler",
-                 "collector": "g_collector_status_memory_power"}
+                 "collector": "g_collector_status_memory_power", "tree": "h_torchrun_process_tree"}
         emit({"check": names.get(sys.argv[1], sys.argv[1]), "target": TARGETS.get(sys.argv[1], ""), "pass": False, "detail": f"{type(e).__name__}: {e}"})
         return 0
 

@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -74,12 +77,33 @@ struct IntakeGuard {
 };
 
 void on_sigterm(int sig);
+void on_fork_child();
+
+class Collector;
+// Never destroyed (used from atexit handlers); a fork()ed child gets a fresh one (on_fork_child).
+Collector* g_collector = nullptr;
+
+// This process's command line as it was exec'd (a process-tree rank's own command).
+std::string own_command() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  for (char& ch : s)
+    if (ch == '\0') ch = ' ';
+  return s;
+}
 
 class Collector final : public collector::Sink {
  public:
   static Collector& get() {
-    static Collector* c = new Collector();  // never destroyed: used from atexit handlers
-    return *c;
+    if (!g_collector) g_collector = new Collector();
+    return *g_collector;
+  }
+  // In a fork()ed child (pthread_atfork): a fresh collector; the parent's is left as it is.
+  static void renew_in_child() {
+    if (g_collector) g_collector->drop_inherited();
+    g_collector = new Collector();
+    g_collector->activate();
   }
 
   // Active only in the process kernalyse-run started: a fork()ed child keeps a copy of this
@@ -88,11 +112,142 @@ class Collector final : public collector::Sink {
   // The per-record check: no getpid() syscall on the hot path.
   bool recording() const { return active_; }
 
+  // Process trees (kernalyse-run without an MPI launcher sets KERNALYSE_TREE to the run's spool
+  // directory): every process of the tree loads us, and the ones that bring up CUDA or the
+  // emulated device become ranks, each on first use (claim()). Nothing here until then.
+  bool tree() const { return tree_; }
+  bool claimable() const { return tree_ && !active_ && !claim_failed_; }
+
   void activate() {
+    if (std::string dir = env("KERNALYSE_TREE"); !dir.empty()) {
+      tree_ = true;
+      spool_dir_ = dir;
+      configure();
+      return;
+    }
     // Only the process kernalyse-run exec'd: children inherit LD_PRELOAD but not this pid.
     std::string pid = env("KERNALYSE_PID");
     if (pid.empty() || std::atol(pid.c_str()) != static_cast<long>(getpid())) return;
     active_ = true;
+    configure();
+    rank_hint_ = env_rank();
+    open_spool();
+    last_flush_ns_ = now_raw_ns();
+    if (!active_) return;
+    pid_ = getpid();
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    host_ = host;
+    start_flusher();
+    install_sigterm();
+  }
+
+  // A process of a tree brings up CUDA or the emulated device: it becomes a rank. Its number is
+  // RANK (torchrun, vicuna_tp --spawn), else LOCAL_RANK, else the first free one in start order
+  // (each rank creates its spool file exclusively, so two never share a number). Its clock is
+  // this host's CLOCK_MONOTONIC_RAW, shared by every rank of the tree: start and end samples
+  // with offset 0 and round trip 0, marked exact (shared_clock). No MPI anywhere.
+  bool claim() {
+    std::lock_guard<std::mutex> g(claim_mu_);
+    if (active_) return true;
+    if (!tree_ || claim_failed_) return false;
+    std::string origin;
+    int want = -1;
+    for (const char* k : {"RANK", "LOCAL_RANK"}) {
+      const std::string v = env(k);
+      if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() < 7) {
+        want = std::atoi(v.c_str());
+        origin = std::string(k) + "=" + v;
+        break;
+      }
+    }
+    auto take = [&](int r) {
+      const std::string path = spool_dir_ + "/rank-" + std::to_string(r) + ".kspool";
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) return errno == EEXIST ? 0 : -1;
+      ::close(fd);
+      return spool_.open(path) ? 1 : -1;
+    };
+    int got = want >= 0 ? take(want) : 0;
+    if (got == 1) {
+      rank_ = want;
+    } else if (got == 0) {
+      origin = want >= 0 ? "start order (" + origin + " was taken by another process)"
+                         : "start order (no RANK or LOCAL_RANK in its environment)";
+      for (int r = 0; r < 65536 && got == 0; ++r)
+        if ((got = take(r)) == 1) rank_ = r;
+    }
+    if (got != 1) {
+      claim_failed_ = true;
+      std::fprintf(err_, "kernalyse: cannot create a spool file in %s: %s; not profiling pid %ld\n",
+                   spool_dir_.c_str(), std::strerror(errno), static_cast<long>(getpid()));
+      std::fflush(err_);
+      return false;
+    }
+    // Held until this process ends: kernalyse-run merges once every rank's lock is released.
+    // (A fork()ed child closes its copy of the descriptor: on_fork_child.)
+    ::flock(spool_.fd(), LOCK_EX | LOCK_NB);
+    rank_origin_ = origin;
+    const std::string ws = env("WORLD_SIZE");
+    size_ = ws.empty() ? 0 : std::atoi(ws.c_str());
+    command_ = own_command();
+    anchor_ = std::atoll(env("KERNALYSE_ANCHOR_NS", "0").c_str());
+    pid_ = getpid();
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    host_ = host;
+    start_ = ClockSample{now_raw_ns(), 0, 0};
+    last_flush_ns_ = now_raw_ns();
+    {
+      std::lock_guard<std::mutex> m(mu_);
+      meta_ready_ = meta_dirty_ = true;
+      flush_locked();  // the Meta block first: the rank is known even if it dies at once
+    }
+    active_ = true;
+    start_flusher();
+    install_sigterm();
+    return true;
+  }
+
+  // A tree rank's end: flush and close its spool (the top kernalyse-run merges the ranks).
+  void finish_tree() {
+    if (!active() || finished_) return;
+    finished_ = true;
+    power_.stop();
+    if (!power_.problem().empty() && !quiet_)
+      std::fprintf(err_, "kernalyse: rank %d: no GPU power samples (%s)\n", rank_,
+                   power_.problem().c_str());
+    collector::cupti_flush_registered(true);
+    stop_flusher();
+    std::lock_guard<std::mutex> g(mu_);
+    end_ = ClockSample{now_raw_ns(), 0, 0};
+    has_end_ = true;
+    meta_dirty_ = true;
+    flush_locked();
+    spool_.close();
+    closed_ = true;
+  }
+
+  // The application used CUDA, but CUDA never loaded our injection (no driver): say so once, and
+  // store it as the rank's status. True if it did.
+  bool note_cuda_without_driver(int rank) {
+    if (collector::cuda_injection_seen() || collector::cuda_libraries_mapped().empty())
+      return false;
+    std::string why = collector::cuda_absent_reason();  // "no CUDA device: ..."
+    if (why.empty()) return false;
+    std::string detail = why.substr(why.find(':') + 1);
+    while (!detail.empty() && detail[0] == ' ') detail.erase(0, 1);
+    std::fprintf(err_,
+                 "kernalyse: rank %d: no CUDA device (%s); GPU activity not recorded, the "
+                 "application ran unprofiled\n",
+                 rank, detail.c_str());
+    std::fflush(err_);
+    status(why.c_str(), nullptr);
+    return true;
+  }
+
+  // Settings from kernalyse-run's environment (both modes).
+  void configure() {
     // Our own handle on stderr: applications may close theirs before our exit-time merge
     // (coreutils closes stdout and stderr in an atexit handler).
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -107,16 +262,14 @@ class Collector final : public collector::Sink {
     flush_ns_ =
         std::max<int64_t>(1, std::atoll(env("KERNALYSE_FLUSH_MS", "1000").c_str())) * 1'000'000;
     command_ = env("KERNALYSE_COMMAND");
-    rank_hint_ = env_rank();
-    open_spool();
-    last_flush_ns_ = now_raw_ns();
-    if (!active_) return;
-    pid_ = getpid();
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    host_ = host;
-    start_flusher();
-    install_sigterm();
+  }
+
+  // In a fork()ed child: the parent's spool descriptor (and its lock) and wake-up pipe are not
+  // ours. The child starts over with a fresh Collector (claimable again in a tree).
+  void drop_inherited() {
+    if (spool_.fd() >= 0) ::close(spool_.fd());
+    if (flusher_wake_r_ >= 0) ::close(flusher_wake_r_);
+    if (flusher_wake_w_ >= 0) ::close(flusher_wake_w_);
   }
 
   // --- record intake (any thread): the Sink every source delivers to ---
@@ -150,10 +303,14 @@ class Collector final : public collector::Sink {
   void status(const char* line, const char* device_name) override {
     intake([&] { rec_.status(line, device_name); }, false);
   }
+  void coll_mark(const kernalyse_emu_coll_mark& m) override {
+    intake([&] { rec_.coll_mark(m); });
+  }
 
   // --- MPI lifecycle ---
   void on_mpi_initialized() {
-    if (!active() || synced_start_) return;
+    // A tree rank's clock is the host's (shared); an application's own MPI is none of our business.
+    if (!active() || tree_ || synced_start_) return;
     synced_start_ = true;
     start_ = measure_offset_to_root(MPI_COMM_WORLD);
     // The run's absolute anchor: rank 0's wall clock at the start sync.
@@ -178,7 +335,7 @@ class Collector final : public collector::Sink {
 
   // Collective: end sync, then the parallel write. Returns with MPI still initialised.
   void finish() {
-    if (!active() || finished_) return;
+    if (!active() || tree_ || finished_) return;
     finished_ = true;
     // MPI brought up only now (an application that never calls MPI): one sample, offset only.
     const bool one_point = !synced_start_;
@@ -197,19 +354,7 @@ class Collector final : public collector::Sink {
       std::fprintf(err_, "kernalyse: rank %d: no GPU power samples (%s)\n", rank,
                    power_.problem().c_str());
     collector::cupti_flush_registered(true);
-    if (!collector::cuda_injection_seen() && !collector::cuda_libraries_mapped().empty()) {
-      std::string why = collector::cuda_absent_reason();  // "no CUDA device: ..."
-      if (!why.empty()) {
-        std::string detail = why.substr(why.find(':') + 1);
-        while (!detail.empty() && detail[0] == ' ') detail.erase(0, 1);
-        std::fprintf(err_,
-                     "kernalyse: rank %d: no CUDA device (%s); GPU activity not recorded, the "
-                     "application ran unprofiled\n",
-                     rank, detail.c_str());
-        std::fflush(err_);
-        status(why.c_str(), nullptr);
-      }
-    }
+    note_cuda_without_driver(rank);
     // ---- end CUPTI source hooks ----------------------------------------------------------
     stop_flusher();
     {
@@ -288,6 +433,7 @@ class Collector final : public collector::Sink {
   }
 
   bool we_initialised_mpi = false;
+  int rank() const { return rank_; }
 
   // One line saying what this rank could record (RankInfo::collector_status); latest wins.
   // SIGTERM (async-signal-safe part): ask the flush thread for a flush through the pipe and wait
@@ -400,8 +546,10 @@ class Collector final : public collector::Sink {
     f.written_ns = now_raw_ns();
     f.exchanges = 20;  // measure_offset_to_root's default, as the collector calls it
     f.emulated = rec_.emulated() ? 1 : 0;
+    f.shared_clock = tree_ ? 1 : 0;
     m.host = host_;
     m.command = command_;
+    m.rank_origin = rank_origin_;
     meta_emulated_ = rec_.emulated();
     if (!spool_.write_meta(m)) spool_write_failed();
     meta_dirty_ = false;
@@ -453,7 +601,11 @@ class Collector final : public collector::Sink {
     last_flush_ns_ = now_raw_ns();
   }
 
-  bool active_ = false;
+  // Atomic: a tree rank turns active on its first record, while other threads may be checking.
+  std::atomic<bool> active_{false}, claim_failed_{false};
+  bool tree_ = false;
+  std::string rank_origin_;
+  std::mutex claim_mu_;
   std::FILE* err_ = stderr;
   bool synced_start_ = false, finished_ = false;
   std::string output_, command_, spool_dir_;
@@ -496,8 +648,19 @@ void on_sigterm(int sig) {
   errno = saved;
 }
 
+void on_fork_child() { Collector::renew_in_child(); }
+
 void finish_at_exit() {
   Collector& c = Collector::get();
+  if (c.tree()) {
+    // A process that linked CUDA but found no driver still becomes a rank, to say so.
+    if (c.claimable() && collector::cuda_injection_seen() == false &&
+        !collector::cuda_libraries_mapped().empty() && !collector::cuda_absent_reason().empty() &&
+        c.claim())
+      c.note_cuda_without_driver(c.rank());
+    c.finish_tree();
+    return;
+  }
   if (!c.active()) return;
   int init = 0, fin = 0;
   MPI_Initialized(&init);
@@ -516,6 +679,12 @@ void finish_at_exit() {
 __attribute__((constructor)) void kernalyse_collector_init() {
   Collector& c = Collector::get();
   c.activate();
+  // Every fork()ed child starts with a fresh collector: inert, or claimable in a process tree.
+  if (c.tree() || c.active()) pthread_atfork(nullptr, nullptr, on_fork_child);
+  if (c.tree()) {
+    std::atexit(finish_at_exit);  // the atexit entry is inherited by forked children
+    return;
+  }
   if (!c.active()) return;
   // MPI applications bring MPI up themselves (intercepted below). One that never calls MPI
   // gets it from us at exit, not at start: a shell wrapper (`bash -c 'python train.py'`) often
@@ -525,6 +694,15 @@ __attribute__((constructor)) void kernalyse_collector_init() {
 }
 
 }  // namespace
+
+// The collector to record into, or null: in a process tree the first record makes this process a
+// rank (claim()); otherwise only the process kernalyse-run started records.
+Collector* recording_collector() {
+  Collector& c = Collector::get();
+  if (c.recording()) return &c;
+  if (c.claimable() && c.claim()) return &c;
+  return nullptr;
+}
 
 extern "C" {
 
@@ -556,40 +734,58 @@ int MPI_Finalize(void) {
   return PMPI_Finalize();
 }
 
+// A process-tree rank that ends with _exit() skips the atexit handlers: Python's multiprocessing
+// workers (os._exit after the target returns), forked servers. Interposed (LD_PRELOAD) so such a
+// rank still flushes and closes its spool; any other process goes straight to the system call.
+// exit() reaches the real _exit inside libc, not through here.
+[[noreturn]] void _exit(int status) {
+  if (g_collector && g_collector->tree() && g_collector->active()) g_collector->finish_tree();
+  syscall(SYS_exit_group, status);
+  for (;;) {
+  }
+}
+[[noreturn]] void _Exit(int status) { _exit(status); }
+
 int64_t kernalyse_emu_now_ns(void) { return kernalyse::now_raw_ns(); }
 
 void kernalyse_emu_record_activity(const kernalyse_emu_activity* a) {
-  Collector& c = Collector::get();
-  if (c.recording() && a) c.activity(*a, /*emulated=*/true);
+  Collector* c = recording_collector();
+  if (c && a) c->activity(*a, /*emulated=*/true);
 }
 void kernalyse_emu_record_launch(const kernalyse_emu_launch* l) {
-  Collector& c = Collector::get();
-  if (c.recording() && l) c.launch(*l);
+  Collector* c = recording_collector();
+  if (c && l) c->launch(*l);
 }
 void kernalyse_emu_record_nccl(const kernalyse_emu_nccl* n) {
-  Collector& c = Collector::get();
-  if (c.recording() && n) c.nccl(*n);
+  Collector* c = recording_collector();
+  if (c && n) c->nccl(*n);
 }
 void kernalyse_emu_record_range(const kernalyse_emu_range* r) {
-  Collector& c = Collector::get();
-  if (c.recording() && r) c.range(*r);
+  Collector* c = recording_collector();
+  if (c && r) c->range(*r);
 }
 void kernalyse_emu_record_memory(const kernalyse_emu_memory* m) {
-  Collector& c = Collector::get();
-  if (c.recording() && m) c.memory(*m);
+  Collector* c = recording_collector();
+  if (c && m) c->memory(*m);
+}
+void kernalyse_emu_record_coll_mark(const kernalyse_emu_coll_mark* m) {
+  Collector* c = recording_collector();
+  if (c && m) c->coll_mark(*m);
 }
 void kernalyse_emu_record_counter(const kernalyse_emu_counter* k) {
-  Collector& c = Collector::get();
-  if (c.recording() && k && k->name) c.counter(*k, /*emulated=*/true);
+  Collector* c = recording_collector();
+  if (c && k && k->name) c->counter(*k, /*emulated=*/true);
 }
 
 }  // extern "C"
 
 namespace kernalyse::collector {
 
+// CUDA (InitializeInjection, from cuInit) and NCCL (profiler init) ask here: in a process tree
+// that makes this process a rank.
 Sink* process_sink() {
-  Collector& c = Collector::get();
-  return c.active() ? &c : nullptr;
+  Collector* c = recording_collector();
+  return c && c->active() ? c : nullptr;
 }
 
 int64_t now_ns() { return kernalyse::now_raw_ns(); }

@@ -378,7 +378,41 @@ ncclResult_t plugin_init(void** context, uint64_t commId, int* eActivationMask,
   return ncclSuccess;
 }
 
+// A collective entered (Coll start: issued and launched) or completed (Coll stop), for the hang
+// and desync report (kernalyse-merge --hang). NCCL stops a Coll event when its task is done,
+// which for a collective without network proxy operations is right after its launch: there
+// "completed" means issued, and only "never entered" is meaningful. P2p operations have no
+// sequence number: none.
+kernalyse_emu_coll_mark coll_mark(const kernalyse_emu_nccl& r, int32_t state) {
+  kernalyse_emu_coll_mark m{};
+  m.ts_ns = now_ns();
+  m.comm_hash = r.comm_hash;
+  m.seq = r.seq;
+  m.collective = r.collective;
+  m.bytes = r.bytes;
+  m.nranks = r.nranks;
+  m.comm_rank = r.comm_rank;
+  m.state = state;
+  return m;
+}
+
+void emit_mark(const kernalyse_emu_coll_mark& m) {
+  if (Sink* sink = process_sink()) sink->coll_mark(m);
+}
+
+ncclResult_t plugin_start_locked(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* d,
+                                 kernalyse_emu_coll_mark* mark, bool* has_mark);
+
 ncclResult_t plugin_start(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* d) {
+  kernalyse_emu_coll_mark mark{};
+  bool has_mark = false;
+  const ncclResult_t rc = plugin_start_locked(context, eHandle, d, &mark, &has_mark);
+  if (has_mark) emit_mark(mark);  // outside our lock: the sink may flush to disk
+  return rc;
+}
+
+ncclResult_t plugin_start_locked(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* d,
+                                 kernalyse_emu_coll_mark* mark, bool* has_mark) {
   if (!eHandle) return ncclSuccess;
   *eHandle = nullptr;
   State& s = state();
@@ -444,6 +478,10 @@ ncclResult_t plugin_start(void* context, void** eHandle, ncclProfilerEventDescr_
     case ncclProfileColl:
     case ncclProfileP2p:
       e = start_task(s, ctx, d, t == ncclProfileColl);
+      if (e && t == ncclProfileColl) {
+        *mark = coll_mark(e->rec, 0);
+        *has_mark = true;
+      }
       break;
     default:
       ++s.counts.ignored;
@@ -492,6 +530,7 @@ ncclResult_t plugin_stop(void* eHandle) {
     }
   }
   emit(rec);  // outside our lock: the sink may flush to disk
+  if (rec.seq >= 0) emit_mark(coll_mark(rec, 1));
   return ncclSuccess;
 }
 

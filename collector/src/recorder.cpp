@@ -63,6 +63,12 @@ void Recorder::counter(const kernalyse_emu_counter& c, bool emulated) {
   ++pending_;
 }
 
+void Recorder::coll_mark(const kernalyse_emu_coll_mark& m) {
+  marks_.push_back({m.ts_ns, m.seq, m.bytes, m.comm_hash, intern(m.collective), m.nranks,
+                    m.comm_rank, static_cast<uint8_t>(m.state)});
+  ++pending_;
+}
+
 void Recorder::losses(const LossCounts& c) {
   if (c.dropped_cupti == losses_.dropped_cupti && c.dropped_ours == losses_.dropped_ours &&
       c.skipped == losses_.skipped)
@@ -104,6 +110,7 @@ bool Recorder::flush(spool::Writer& w) {
   put(spool::BlockType::Ranges, ranges_);
   put(spool::BlockType::Memory, memory_);
   put(spool::BlockType::Counter, counters_);
+  put(spool::BlockType::CollMark, marks_);
   if (ok && status_dirty_) {
     ok = w.write_status({losses_.dropped_cupti, losses_.dropped_ours, losses_.skipped},
                         status_line_, device_name_);

@@ -25,6 +25,7 @@ class Recorder : public Sink {
   void counter(const kernalyse_emu_counter& c, bool emulated) override;
   void losses(const LossCounts& c) override;
   void status(const char* line, const char* device_name) override;
+  void coll_mark(const kernalyse_emu_coll_mark& m) override;
 
   // Records taken since the last flush.
   int64_t pending() const { return pending_; }
@@ -54,6 +55,7 @@ class Recorder : public Sink {
   std::vector<spool::Range> ranges_;
   std::vector<spool::Memory> memory_;
   std::vector<spool::Counter> counters_;
+  std::vector<spool::CollMark> marks_;
   LossCounts losses_;
   std::string status_line_, device_name_;
   bool status_dirty_ = false;

@@ -37,6 +37,8 @@ class Sink {
   // The CUPTI source saw the first GPU work on CUDA device `ordinal` (NVML UUID "GPU-…", or ""
   // if CUPTI did not report it): the Collector samples that device's power (NVML).
   virtual void gpu_device_used(int32_t /*ordinal*/, const char* /*nvml_uuid*/) {}
+  // A collective entered or completed (hang and desync reports); sources without it send none.
+  virtual void coll_mark(const kernalyse_emu_coll_mark& /*m*/) {}
 };
 
 // The process's sink (the Collector), or null when the collector is not recording in this

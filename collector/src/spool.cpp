@@ -48,6 +48,7 @@ bool Writer::write_meta(const Meta& m) {
   std::string blob(reinterpret_cast<const char*>(&m.fixed), sizeof m.fixed);
   blob.append(m.host).push_back('\0');
   blob.append(m.command).push_back('\0');
+  if (!m.rank_origin.empty()) blob.append(m.rank_origin).push_back('\0');
   return write_block(BlockType::Meta, 1, blob.data(), blob.size());
 }
 
@@ -93,7 +94,7 @@ Contents read(const std::string& path) {
     BlockHeader h;
     std::memcpy(&h, data.data() + off, sizeof h);
     if (h.magic != kMagic) return stop("bad block magic"), c;
-    if (h.version != kVersion)
+    if (h.version < kOldestVersion || h.version > kVersion)
       return stop("spool format version " + std::to_string(h.version) + " (this tool reads " +
                   std::to_string(kVersion) + ")"),
              c;
@@ -120,6 +121,9 @@ Contents read(const std::string& path) {
         break;
       case BlockType::Counter:
         want = h.count * sizeof(Counter);
+        break;
+      case BlockType::CollMark:
+        want = h.count * sizeof(CollMark);
         break;
       case BlockType::Status:
         want = h.count == 1 && h.payload_bytes >= sizeof(StatusFixed) + 2
@@ -157,6 +161,9 @@ Contents read(const std::string& path) {
       case BlockType::Counter:
         append(c.counters, p, h.count);
         break;
+      case BlockType::CollMark:
+        append(c.coll_marks, p, h.count);
+        break;
       case BlockType::Status: {
         StatusFixed f;
         std::memcpy(&f, p, sizeof f);
@@ -187,6 +194,9 @@ Contents read(const std::string& path) {
         if (!z2) return stop("bad meta block"), c;
         m.host.assign(q, z1);
         m.command.assign(z1 + 1, z2);
+        if (const char* z3 = static_cast<const char*>(
+                std::memchr(z2 + 1, '\0', static_cast<size_t>(end - z2 - 1))))
+          m.rank_origin.assign(z2 + 1, z3);
         c.meta = std::move(m);
         c.has_meta = true;
         break;

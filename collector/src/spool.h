@@ -9,7 +9,10 @@
 namespace kernalyse::spool {
 
 inline constexpr uint32_t kMagic = 0x4C50534B;  // "KSPL"
-inline constexpr uint16_t kVersion = 2;  // 2: NCCL algo/proto/channels, Memory, Status, Counter
+// 2: NCCL algo/proto/channels, Memory, Status, Counter; 3: CollMark blocks (version 2 files are
+// still read: they simply have none).
+inline constexpr uint16_t kVersion = 3;
+inline constexpr uint16_t kOldestVersion = 2;
 
 enum class BlockType : uint16_t {
   Strings = 1,
@@ -20,7 +23,8 @@ enum class BlockType : uint16_t {
   Meta = 6,
   Memory = 7,
   Status = 8,
-  Counter = 9
+  Counter = 9,
+  CollMark = 10
 };
 
 #pragma pack(push, 1)
@@ -60,6 +64,15 @@ struct Counter {
   int32_t device;
   uint32_t name;  // string id
 };
+// A rank entered (state 0) or completed (state 1) collective `seq` of a communicator: what the
+// hang and desync report (kernalyse-merge --spool DIR --hang) reads.
+struct CollMark {
+  int64_t ts_ns, seq, bytes;
+  uint64_t comm_hash;
+  uint32_t collective;  // string id
+  int32_t nranks, comm_rank;
+  uint8_t state;
+};
 // Fixed part of a Status block; the status line and the device name follow, NUL-terminated.
 // Cumulative counts: the last complete Status block wins.
 struct StatusFixed {
@@ -70,7 +83,8 @@ struct Range {
   uint32_t name;
 };
 // Fixed part of a Meta block's payload; the host name and the command follow, each
-// NUL-terminated. Meta blocks are small and may repeat: the last complete one wins.
+// NUL-terminated, then (process trees, optional) where the rank number came from. Meta blocks are
+// small and may repeat: the last complete one wins.
 struct MetaFixed {
   int32_t rank, world_size;
   int64_t pid;
@@ -79,7 +93,10 @@ struct MetaFixed {
   int64_t anchor_ns;   // rank 0's CLOCK_REALTIME − CLOCK_MONOTONIC_RAW at the start sync
   int64_t written_ns;  // this rank's raw clock when the block was written
   int32_t exchanges;   // ping-pong exchanges per sample (method string only)
-  uint8_t has_start, has_end, emulated, reserved;
+  uint8_t has_start, has_end, emulated;
+  // 1: a rank of a process tree (kernalyse-run without MPI): its clock is the host's
+  // CLOCK_MONOTONIC_RAW, shared with every rank of the tree, so the alignment is exact.
+  uint8_t shared_clock;
 };
 #pragma pack(pop)
 
@@ -89,6 +106,7 @@ struct MetaFixed {
 struct Meta {
   MetaFixed fixed{};
   std::string host, command;
+  std::string rank_origin;  // "RANK=2", "start order"; "" for MPI ranks
 };
 
 // Everything read back from a spool file (string ids index `strings`).
@@ -100,6 +118,7 @@ struct Contents {
   std::vector<Range> ranges;
   std::vector<Memory> memory;
   std::vector<Counter> counters;
+  std::vector<CollMark> coll_marks;
   bool has_status = false;
   StatusFixed status{};  // the last Status block, if has_status
   std::string status_line, device_name;

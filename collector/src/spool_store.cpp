@@ -260,8 +260,11 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   s.attrs.command_line = "kernalyse-run " + meta.command;
   s.attrs.created_utc = utc_now();
   s.attrs.clock_domain =
-      "rank 0 CLOCK_MONOTONIC_RAW anchored to its CLOCK_REALTIME at start (epoch ns); other "
-      "ranks aligned by MPI ping-pong (offset + linear drift)";
+      meta.shared_clock
+          ? "one host's CLOCK_MONOTONIC_RAW, shared by every rank (process tree), anchored to its "
+            "CLOCK_REALTIME at start (epoch ns); alignment exact"
+          : "rank 0 CLOCK_MONOTONIC_RAW anchored to its CLOCK_REALTIME at start (epoch ns); other "
+            "ranks aligned by MPI ping-pong (offset + linear drift)";
   s.attrs.emulated = meta.emulated;
   return s;
 }
@@ -305,11 +308,7 @@ std::vector<std::string> RecoveryReport::lines() const {
   return out;
 }
 
-Store recover_spool_dir(const std::string& dir, RecoveryReport* report, ProgressMode mode) {
-  RecoveryReport local;
-  RecoveryReport& rep = report ? *report : local;
-  rep = RecoveryReport{};
-  rep.dir = dir;
+std::map<int32_t, std::string> list_spool_files(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": not a spool directory");
   std::map<int32_t, std::string> files;  // rank (from the name) → path
@@ -327,6 +326,16 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
     files[static_cast<int32_t>(r)] = e.path().string();
   }
   if (files.empty()) throw Error(dir + ": no rank-<r>.kspool spool files in this directory");
+  return files;
+}
+
+Store recover_spool_dir(const std::string& dir, RecoveryReport* report, ProgressMode mode) {
+  RecoveryReport local;
+  RecoveryReport& rep = report ? *report : local;
+  rep = RecoveryReport{};
+  rep.dir = dir;
+  std::error_code ec;
+  const std::map<int32_t, std::string> files = list_spool_files(dir);
 
   // A file that vanished or cannot be stat'ed counts 0 bytes (file_size then returns -1).
   auto bytes_of = [&](const std::string& path) {
@@ -376,6 +385,8 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
                                       c.ranges.size());
     rr.has_clock = c.has_meta && c.meta.fixed.has_start;
     rr.has_end_sample = rr.has_clock && c.meta.fixed.has_end;
+    rr.tree = c.has_meta && c.meta.fixed.shared_clock != 0;
+    if (rr.tree) rr.rank_origin = c.meta.rank_origin;
     if (rr.recovered) {
       SpoolMeta m;
       m.rank = rr.rank;
@@ -389,13 +400,20 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
         m.host = c.meta.host;
         m.command = c.meta.command;
         m.emulated = f.emulated != 0;
-        if (f.has_start) {
+        m.shared_clock = rr.tree;
+        if (rr.tree) {
+          // The host's CLOCK_MONOTONIC_RAW, which every rank of the tree reads: nothing to map.
+          clock.method = "shared host clock (process tree: one CLOCK_MONOTONIC_RAW), exact";
+        } else if (f.has_start) {
           const ClockSample start{f.start_local_ns, f.start_offset_ns, f.start_rtt_ns};
           const ClockSample end{f.end_local_ns, f.end_offset_ns, f.end_rtt_ns};
           clock = fit_clock_samples(start, f.has_end ? &end : nullptr, f.exchanges);
         }
       }
       std::string note = "spool: " + path;
+      if (rr.tree)
+        note = "process tree: pid " + std::to_string(m.pid) + ", " + m.command + " (rank from " +
+               rr.rank_origin + ")" + (c.truncated || !rr.has_end_sample ? "; " + note : "");
       if (c.truncated)
         note += " (truncated at byte " + std::to_string(rr.cut_byte) + ": " + rr.problem + ")";
       else if (!rr.has_end_sample)
@@ -419,7 +437,9 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
   std::vector<char> seen(static_cast<size_t>(world), 0);
   for (const auto& x : rep.ranks)
     if (x.rank >= 0 && x.rank < world) seen[static_cast<size_t>(x.rank)] = 1;
-  for (int32_t r = 0; r < world; ++r) {
+  const bool tree =
+      std::all_of(rep.ranks.begin(), rep.ranks.end(), [](const RankRecovery& x) { return x.tree; });
+  for (int32_t r = 0; r < world && !tree; ++r) {
     if (seen[static_cast<size_t>(r)]) continue;
     RankRecovery rr;
     rr.rank = r;

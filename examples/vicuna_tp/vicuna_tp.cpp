@@ -20,14 +20,23 @@
 // Every executed op is reported through the kernalyse emulated-device C API (kernalyse/emu.h),
 // looked up with dlsym(RTLD_DEFAULT, ...) at startup; without it the program runs unprofiled.
 // Times are int64 ns of CLOCK_MONOTONIC_RAW (kernalyse_emu_now_ns when present).
+//
+// --spawn N: no MPI at all. The process forks N workers itself, as inference servers (vLLM,
+// SGLang) fork their tensor-parallel workers, each with RANK/LOCAL_RANK/WORLD_SIZE set, and the
+// collectives go through shared memory (ShmComms below) instead of MPI.
 #include <dlfcn.h>
 #include <mpi.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -36,6 +45,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
@@ -82,6 +92,7 @@ struct Collector {
   kernalyse_emu_record_range_fn range = nullptr;
   kernalyse_emu_record_memory_fn memory = nullptr;
   kernalyse_emu_record_counter_fn counter = nullptr;
+  kernalyse_emu_record_coll_mark_fn coll_mark = nullptr;
   std::mutex m;  // the three stream/host threads report concurrently; serialise for the collector
 
   void lookup() {
@@ -98,6 +109,8 @@ struct Collector {
         dlsym(RTLD_DEFAULT, "kernalyse_emu_record_memory"));
     counter = reinterpret_cast<kernalyse_emu_record_counter_fn>(
         dlsym(RTLD_DEFAULT, "kernalyse_emu_record_counter"));
+    coll_mark = reinterpret_cast<kernalyse_emu_record_coll_mark_fn>(
+        dlsym(RTLD_DEFAULT, "kernalyse_emu_record_coll_mark"));
   }
   // The emulated device keeps its timeline in raw_now(); records are shifted onto the collector's
   // clock, documented as the same CLOCK_MONOTONIC_RAW (then the measured offset is just the call
@@ -141,6 +154,11 @@ struct Collector {
     std::lock_guard<std::mutex> g(m);
     range(&r);
   }
+  void record(const kernalyse_emu_coll_mark& c) {
+    if (!coll_mark) return;
+    std::lock_guard<std::mutex> g(m);
+    coll_mark(&c);
+  }
 };
 
 Collector g_col;
@@ -172,6 +190,10 @@ struct Options {
   double power_noise_w = 0.0;
   double watts[5] = {90.0, 650.0, 550.0, 300.0, 200.0};  // idle, gemm, attention, memory, comm
   std::string power_truth;  // rank 0 writes the planted energy truth (JSON) here
+  int spawn = 0;            // --spawn N: fork N workers, collectives through shared memory
+  int hang_rank = -1;       // --hang-rank R --hang-at-step S: R misbehaves at step S's first
+  int hang_step = -1;       // tensor-parallel collective (--hang-kind)
+  std::string hang_kind = "skip";
 };
 
 // Kernel classes of the power model; 0 is the idle floor.
@@ -203,7 +225,15 @@ const char* kUsage =
     "idle=90,gemm=650,attention=550,memory=300,comm=200\n"
     "                        (a running kernel adds its class's watts above idle)\n"
     "  --power-noise W       Gaussian noise (sd, W) on each power sample (default 0)\n"
-    "  --power-truth FILE    rank 0 writes the planted energy per class, idle and total (JSON)\n";
+    "  --power-truth FILE    rank 0 writes the planted energy per class, idle and total (JSON)\n"
+    "  --spawn N             no MPI: fork N workers (RANK/LOCAL_RANK/WORLD_SIZE set), collectives\n"
+    "                        through shared memory\n"
+    "  --hang-rank R         with --hang-at-step S: rank R misbehaves at step S's first\n"
+    "  --hang-at-step S      tensor-parallel collective, as --hang-kind says:\n"
+    "  --hang-kind K         skip: never enters it and stalls (the others hang in it);\n"
+    "                        op: issues AllGather for AllReduce (or AllReduce otherwise);\n"
+    "                        size: issues it with twice the count (op and size: a desync the\n"
+    "                        emulated transport still completes)\n";
 
 // Returns "" on success, else an error message. --help returns "help".
 std::string parse(int argc, char** argv, Options& o) {
@@ -276,6 +306,14 @@ std::string parse(int argc, char** argv, Options& o) {
       o.blocking_mpi = ok && val == "block";
     } else if (a == "--print-model")
       o.print_model = true;
+    else if (a == "--spawn")
+      ok = as_int(o.spawn) && o.spawn >= 1 && o.spawn <= 64;
+    else if (a == "--hang-rank")
+      ok = as_int(o.hang_rank) && o.hang_rank >= 0;
+    else if (a == "--hang-at-step")
+      ok = as_int(o.hang_step) && o.hang_step >= 0;
+    else if (a == "--hang-kind")
+      ok = take() && ((o.hang_kind = val) == "skip" || val == "op" || val == "size");
     else if (a == "--power-ms")
       ok = as_dbl(o.power_ms) && o.power_ms >= 0;
     else if (a == "--power-noise")
@@ -381,7 +419,59 @@ struct Comm {
   int size = 1;
   int rank = 0;
   int64_t seq = 0;  // per-communicator counter, advanced in launch order (same on every member)
+  int shm = -1;     // --spawn: this communicator's row in the shared-memory area
+  int64_t ops = 0;  // --spawn: shared-memory operations done on it (one thread uses it at a time)
 };
+
+// --spawn: the shared-memory stand-in for MPI. One anonymous shared mapping made before the
+// fork; per communicator and member a small ring of published values with the member's op
+// number. Op g of a member publishes its value in slot g % kShmRing, then waits (20 µs sleeps,
+// like the MPI polling) until every member published op g; the result is the maximum. A member
+// publishes op g only after it read every value of op g-1, so no slot is overwritten while
+// another member may still read it. A member that never arrives leaves the others waiting: a
+// hang, as in NCCL.
+constexpr int kShmMaxComms = 72, kShmMaxRanks = 64, kShmRing = 4;
+struct ShmCell {
+  std::atomic<int64_t> op{0};
+  std::atomic<int64_t> val[kShmRing];
+};
+struct ShmArea {
+  ShmCell cell[kShmMaxComms][kShmMaxRanks];
+  double truth[kShmMaxRanks][6];
+};
+ShmArea* g_shm = nullptr;  // non-null in --spawn workers
+bool g_spawn = false;
+Comm g_world;  // --spawn: all workers (MPI runs use MPI_COMM_WORLD)
+
+int64_t shm_max(Comm& c, int64_t v) {
+  const int64_t g = ++c.ops;
+  ShmCell* row = g_shm->cell[c.shm];
+  row[c.rank].val[g % kShmRing].store(v, std::memory_order_relaxed);
+  row[c.rank].op.store(g, std::memory_order_release);
+  int64_t best = v;
+  for (int m = 0; m < c.size; ++m) {
+    while (row[m].op.load(std::memory_order_acquire) < g) {
+      const timespec nap{0, 20000};
+      nanosleep(&nap, nullptr);
+    }
+    best = std::max(best, row[m].val[g % kShmRing].load(std::memory_order_relaxed));
+  }
+  return best;
+}
+
+// The maximum over all ranks, and a barrier: MPI or shared memory.
+int64_t world_max(int64_t v) {
+  if (g_spawn) return shm_max(g_world, v);
+  int64_t out = v;
+  MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+void world_barrier() {
+  if (g_spawn)
+    shm_max(g_world, 0);
+  else
+    MPI_Barrier(MPI_COMM_WORLD);
+}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -392,14 +482,27 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// Builds a communicator from MPI_Comm_split and names it by its world ranks.
-Comm make_comm(const char* kind, int color, int world_rank) {
+// Builds a communicator from MPI_Comm_split and names it by its world ranks. --spawn: the
+// members are the ranks r with color_of(r) == color, its shared-memory row `shm_row`.
+template <class ColorOf>
+Comm make_comm(const char* kind, int color, int world_rank, ColorOf color_of, int shm_row) {
   Comm c;
-  MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &c.comm);
-  MPI_Comm_size(c.comm, &c.size);
-  MPI_Comm_rank(c.comm, &c.rank);
-  std::vector<int> members(size_t(c.size));
-  MPI_Allgather(&world_rank, 1, MPI_INT, members.data(), 1, MPI_INT, c.comm);
+  std::vector<int> members;
+  if (g_spawn) {
+    for (int r = 0; r < g_world.size; ++r)
+      if (color_of(r) == color) {
+        if (r == world_rank) c.rank = int(members.size());
+        members.push_back(r);
+      }
+    c.size = int(members.size());
+    c.shm = shm_row;
+  } else {
+    MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &c.comm);
+    MPI_Comm_size(c.comm, &c.size);
+    MPI_Comm_rank(c.comm, &c.rank);
+    members.resize(size_t(c.size));
+    MPI_Allgather(&world_rank, 1, MPI_INT, members.data(), 1, MPI_INT, c.comm);
+  }
   std::string name = std::string("vicuna_tp/") + kind + "[";
   for (size_t i = 0; i < members.size(); ++i) {
     if (i) name += ',';
@@ -444,6 +547,9 @@ struct Op {
   int64_t count = 0;       // NCCL element count (the API's count argument)
   int64_t launch_end = 0;  // raw ns: the op cannot start before its launch call returned
   int power_class = kIdle;
+  int64_t seq = -1;            // the communicator's sequence number (collectives)
+  Coll tag_coll = Coll::None;  // what the records say (differs from coll only when a desync
+  int64_t tag_count = 0;       // is planted: --hang-kind op|size)
 };
 
 struct Ran {  // an executed op, for the power model
@@ -476,6 +582,7 @@ struct Device {
 // emulator's own physics (modelled times compared across ranks), not the measurement: the
 // collector aligns the recorded clocks independently.
 int64_t physical_offset(MPI_Comm comm) {
+  if (g_spawn) return 0;  // one host, one CLOCK_MONOTONIC_RAW
   int rank = 0, n = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &n);
@@ -525,6 +632,7 @@ int64_t run_mpi(const Device& dev, const Op& op, int64_t arrival) {
   const int n = std::max(c.size, 1);
   const int part = std::max(kMpiElems / n, 1);
   const int64_t phys = arrival + dev.phys_offset;  // exchanged on the common physical clock
+  if (g_spawn) return shm_max(c, phys) - dev.phys_offset;
   std::vector<int64_t> send(size_t(part) * size_t(n), phys);
   std::vector<int64_t> recv(size_t(part) * size_t(n), phys);
   MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -605,7 +713,21 @@ void stream_main(Device& dev, int idx) {
     const int64_t start = ready;
     int64_t end = start + op.duration_ns;
     if (op.coll != Coll::None) {
+      // The rank enters the collective (the hang and desync report's record), waits in it for
+      // the others, and completes it.
+      kernalyse_emu_coll_mark mark{};
+      mark.comm_hash = op.comm->hash;
+      mark.seq = op.seq;
+      mark.collective = coll_name(op.tag_coll);
+      mark.bytes = int64_t(double(op.tag_count) * kBf16);
+      mark.nranks = op.comm->size;
+      mark.comm_rank = op.comm->rank;
+      mark.ts_ns = g_col.to_collector(raw_now());
+      g_col.record(mark);
       const int64_t latest = run_mpi(dev, op, start);
+      mark.state = 1;
+      mark.ts_ns = g_col.to_collector(raw_now());
+      g_col.record(mark);
       const int64_t done = raw_now();
       // Never before the real completion (which follows every member's real entry, so no member
       // ends before the last one started, whatever our estimate of the other clocks), nor before
@@ -647,6 +769,9 @@ struct Host {
   int64_t launch_cost_ns = 0;
   int64_t correlation = 0;
   int64_t tid = 0;
+  int world_rank = 0;
+  int step = 0;
+  bool planted = false;  // --hang-rank: done once
 
   Host(Device& d, const Options& opt, uint64_t seed) : dev(d), o(opt), rng(seed) {}
 
@@ -671,11 +796,11 @@ struct Host {
       kernalyse_emu_nccl n{};
       n.correlation = op.correlation;
       n.comm_hash = c.hash;
-      n.collective = coll_name(op.coll);
-      n.seq = c.seq++;
-      n.count = op.count;
+      n.collective = coll_name(op.tag_coll);
+      n.seq = op.seq = c.seq++;
+      n.count = op.tag_count;
       n.dtype = "BFloat16";
-      n.bytes = int64_t(double(op.count) * kBf16);
+      n.bytes = int64_t(double(op.tag_count) * kBf16);
       n.nranks = c.size;
       n.peer = op.peer;
       n.algo = op.peer >= 0 ? "" : "RING";
@@ -716,6 +841,25 @@ struct Host {
     op.count = count;
     op.duration_ns = jittered(seconds, 1.0);
     op.power_class = kComm;
+    op.tag_coll = c;
+    op.tag_count = count;
+    if (!planted && world_rank == o.hang_rank && step == o.hang_step && c != Coll::Send &&
+        c != Coll::Recv) {
+      planted = true;
+      if (o.hang_kind == "skip") {
+        // Never enters it: stalls in host code (as a rank stuck in a data loader or on another
+        // code path would), while the others wait in the collective. Until killed.
+        std::fprintf(stderr, "vicuna_tp: rank %d skips step %d's %s and stalls (--hang-rank)\n",
+                     world_rank, step, coll_name(c));
+        for (;;) sleep(1);
+      }
+      if (o.hang_kind == "op")
+        op.tag_coll = c == Coll::AllReduce ? Coll::AllGather : Coll::AllReduce;
+      if (o.hang_kind == "size") op.tag_count = count * 2;
+      std::fprintf(stderr, "vicuna_tp: rank %d issues step %d's %s as %s of %lld elements\n",
+                   world_rank, step, coll_name(c), coll_name(op.tag_coll),
+                   static_cast<long long>(op.tag_count));
+    }
     const char* api = "";
     switch (c) {
       case Coll::AllReduce:
@@ -853,24 +997,89 @@ void sample_power(const Device& dev, const Options& o, uint64_t seed, double tru
   }
 }
 
+// --spawn N: the parent forks the workers and waits for them; each child returns (true) to run
+// as rank r. The parent forwards SIGTERM/SIGINT to them and exits with the first failure.
+pid_t g_kids[kShmMaxRanks];
+int g_nkids = 0;
+void forward_to_kids(int sig) {
+  for (int k = 0; k < g_nkids; ++k) kill(g_kids[k], sig);
+}
+
+bool spawn_workers(int n, int* parent_rc) {
+  void* mem =
+      mmap(nullptr, sizeof(ShmArea), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    std::perror("vicuna_tp: mmap");
+    *parent_rc = 2;
+    return false;
+  }
+  g_shm = new (mem) ShmArea();
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("vicuna_tp: fork");
+      forward_to_kids(SIGTERM);
+      *parent_rc = 2;
+      return false;
+    }
+    if (pid == 0) {
+      // What torch.multiprocessing / vLLM workers get: the collector numbers ranks by RANK.
+      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      g_spawn = true;
+      g_world.size = n;
+      g_world.rank = r;
+      g_world.shm = 0;
+      g_world.hash = fnv1a("vicuna_tp/world");
+      return true;
+    }
+    g_kids[g_nkids++] = pid;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = forward_to_kids;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  int rc = 0;
+  for (int k = 0; k < g_nkids; ++k) {
+    int st = 0;
+    while (waitpid(g_kids[k], &st, 0) < 0 && errno == EINTR) {
+    }
+    const int krc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (rc == 0) rc = krc;
+  }
+  *parent_rc = rc;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int world_rank = 0, world_size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-
   Options o;
   std::string err = parse(argc, argv, o);
+  int provided = MPI_THREAD_MULTIPLE;
+  int world_rank = 0, world_size = 1;
+  if (err.empty() && o.spawn > 0) {
+    int rc = 0;
+    if (!spawn_workers(o.spawn, &rc)) return rc;
+    world_rank = g_world.rank;
+    world_size = g_world.size;
+  } else {
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  }
+  auto finalize = [&] {
+    if (!g_spawn) MPI_Finalize();
+  };
   if (!err.empty()) {
     bool help = err == "help";
     if (world_rank == 0) {
       if (!help) std::fprintf(stderr, "vicuna_tp: %s\n", err.c_str());
       std::fputs(kUsage, help ? stdout : stderr);
     }
-    MPI_Finalize();
+    finalize();
     return help ? 0 : 2;
   }
   // Only the NCCL-stream thread calls MPI while the device runs; the main thread calls it before
@@ -883,7 +1092,7 @@ int main(int argc, char** argv) {
   }
   if (o.pp == 2 && (world_size % 2 != 0)) {
     if (world_rank == 0) std::fprintf(stderr, "vicuna_tp: --pp 2 needs an even number of ranks\n");
-    MPI_Finalize();
+    finalize();
     return 2;
   }
 
@@ -893,9 +1102,15 @@ int main(int argc, char** argv) {
 
   const int half = world_size / o.pp;
   const int stage = world_rank / half;
-  Comm tp = make_comm("tp", stage, world_rank);
+  // Shared-memory rows (--spawn): 0 the world, 1 + stage the tensor-parallel groups, 3 + j the
+  // pipeline pairs.
+  Comm tp = make_comm(
+      "tp", stage, world_rank, [&](int r) { return r / half; }, 1 + stage);
   Comm pp;
-  if (o.pp == 2) pp = make_comm("pp", world_rank % half, world_rank);
+  if (o.pp == 2)
+    pp = make_comm(
+        "pp", world_rank % half, world_rank, [&](int r) { return r % half; },
+        3 + world_rank % half);
 
   Shapes sh{};
   sh.tp = tp.size;
@@ -926,12 +1141,14 @@ int main(int argc, char** argv) {
   {
     const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     if (!lr) lr = std::getenv("SLURM_LOCALID");
+    if (!lr) lr = std::getenv("LOCAL_RANK");
     dev.device_id = lr ? std::atoi(lr) : 0;
   }
 
   uint64_t seed = o.seed * 0x9E3779B97F4A7C15ull + uint64_t(world_rank) * 0xBF58476D1CE4E5B9ull + 1;
   Host host(dev, o, seed);
   host.tid = os_tid();
+  host.world_rank = world_rank;
   host.launch_cost_ns = int64_t(std::llround(kLaunchCost * o.time_scale * 1e9));
   if (world_rank == o.slow_rank) host.compute_factor = o.slow_factor;
   const int delay_rank = o.launch_delay_rank != -2 ? o.launch_delay_rank : o.slow_rank;
@@ -957,14 +1174,13 @@ int main(int argc, char** argv) {
     started = true;
     const int64_t mine = raw_now();
     const int64_t mine_phys = mine + dev.phys_offset;
-    int64_t latest = mine_phys;
-    MPI_Allreduce(&mine_phys, &latest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    const int64_t latest = world_max(mine_phys);
     dev.epoch = std::clamp(latest - dev.phys_offset + 2000000, mine, raw_now() + 50000000);
     compute_thread = std::thread(stream_main, std::ref(dev), int(kCompute));
     nccl_thread = std::thread(stream_main, std::ref(dev), int(kNccl));
   };
   dev.phys_offset = physical_offset(MPI_COMM_WORLD);
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
 
   // Device memory, as CUPTI's allocation records would show it: this rank's weight shards once,
   // then an activation workspace per step (allocated at the step's start, freed at its end).
@@ -979,6 +1195,7 @@ int main(int argc, char** argv) {
     // The host-side step range, as PyTorch's profiler marks it (ProfilerStep#N): GPU work joins
     // its step through its launch.
     const int64_t step_start = raw_now();
+    host.step = step;
     g_col.record(kernalyse_emu_memory{g_col.to_collector(step_start), 0, 0, workspace_bytes,
                                       0x7f1000000000ull});
     if (o.pp == 2 && stage == 1)
@@ -1060,7 +1277,14 @@ int main(int argc, char** argv) {
   double truth[6];
   sample_power(dev, o, seed, truth);
   std::vector<double> all_truth(size_t(world_size) * 6);
-  MPI_Gather(truth, 6, MPI_DOUBLE, all_truth.data(), 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (g_spawn) {
+    std::copy(truth, truth + 6, g_shm->truth[world_rank]);
+    world_barrier();  // every worker's truth is in place
+    for (int r = 0; r < world_size; ++r)
+      std::copy(g_shm->truth[r], g_shm->truth[r] + 6, all_truth.begin() + r * 6);
+  } else {
+    MPI_Gather(truth, 6, MPI_DOUBLE, all_truth.data(), 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  }
   if (world_rank == 0 && !o.power_truth.empty()) {
     // {"total_j": .., "idle_j": .., "classes": {"gemm": ..}, "ranks": [{"rank": 0, ...}]}
     FILE* f = std::fopen(o.power_truth.c_str(), "w");
@@ -1083,19 +1307,20 @@ int main(int argc, char** argv) {
     }
   }
 
-  int64_t max_elapsed = 0;
-  MPI_Reduce(&elapsed, &max_elapsed, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+  const int64_t max_elapsed = world_max(elapsed);
   if (world_rank == 0) {
     std::fprintf(
         stderr,
         "vicuna_tp: %d ranks (tp %d, pp %d%s), %d layers, hidden %d, %d steps, %.2f ms/step, "
-        "emulated device%s\n",
+        "emulated device%s%s\n",
         world_size, tp.size, o.pp, o.sequence_parallel ? ", sequence-parallel" : "", o.layers,
         o.hidden, o.steps, double(max_elapsed) / 1e6 / o.steps,
-        g_col.profiled() ? ", profiled" : "");
+        g_col.profiled() ? ", profiled" : "", g_spawn ? ", spawned (shared memory)" : "");
   }
-  MPI_Comm_free(&tp.comm);
-  if (pp.comm != MPI_COMM_NULL) MPI_Comm_free(&pp.comm);
-  MPI_Finalize();
+  if (!g_spawn) {
+    MPI_Comm_free(&tp.comm);
+    if (pp.comm != MPI_COMM_NULL) MPI_Comm_free(&pp.comm);
+  }
+  finalize();
   return o.exit_code;
 }

@@ -45,6 +45,22 @@ class CaptureSink : public kc::Sink {
   void counter(const kernalyse_emu_counter&, bool) override {}
   void losses(const kc::LossCounts&) override {}
   void status(const char*, const char*) override {}
+  void coll_mark(const kernalyse_emu_coll_mark& m) override {
+    std::lock_guard lk(mu);
+    marks.push_back({m.comm_hash, m.seq, m.state, m.collective ? m.collective : "", m.bytes});
+  }
+  struct Mark {
+    uint64_t comm;
+    int64_t seq;
+    int32_t state;
+    std::string op;
+    int64_t bytes;
+  };
+  std::vector<Mark> take_marks() {
+    std::lock_guard lk(mu);
+    return std::exchange(marks, {});
+  }
+  std::vector<Mark> marks;
 
   std::vector<Rec> take() {
     std::lock_guard lk(mu);
@@ -254,10 +270,23 @@ TEST_F(NcclPlugin, AllReduceLinkedToItsLaunch) {
     EXPECT_FALSE(kc::nccl_on_driver_launch(4243));  // an ordinary launch after the bracket
     Comm::stop(g);
     void* p = c.plan();
+    g_sink.take_marks();
     void* coll = c.coll(ca, p, 7, "AllReduce", 1024, "ncclBfloat16", "RING", "LL128", 4);
     ASSERT_NE(coll, nullptr);
     EXPECT_TRUE(g_sink.take().empty());  // emitted at stop
+    // Entered at the task's start (the hang report's record), completed at its stop.
+    auto entered = g_sink.take_marks();
+    ASSERT_EQ(entered.size(), 1u);
+    EXPECT_EQ(entered[0].comm, 0x1234567890abcdefULL);
+    EXPECT_EQ(entered[0].seq, 7);
+    EXPECT_EQ(entered[0].state, 0);
+    EXPECT_EQ(entered[0].op, "AllReduce");
+    EXPECT_EQ(entered[0].bytes, 2048);
     Comm::stop(coll);
+    auto completed = g_sink.take_marks();
+    ASSERT_EQ(completed.size(), 1u);
+    EXPECT_EQ(completed[0].seq, 7);
+    EXPECT_EQ(completed[0].state, 1);
     Comm::stop(p);
   }
   auto recs = g_sink.take();

@@ -13,6 +13,10 @@ namespace kernalyse {
 // "cannot create <path>: <reason>").
 void check_output_path(const std::string& path, bool force);
 
+// "<stem>-<k><ext>" for the first k ≥ 1 that names nothing (run.h5 → run-1.h5): where a tool
+// writes instead of an existing output it must not overwrite (kernalyse-run).
+std::string free_name(const std::string& path);
+
 // The temporary file of one output. The constructor checks the path (check_output_path) and
 // creates the temporary (its errno names the real problem: missing or read-only directory).
 // Until commit() or destruction, SIGTERM and SIGINT remove it before the process dies (a job's

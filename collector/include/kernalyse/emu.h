@@ -83,6 +83,21 @@ typedef struct kernalyse_emu_range {
   const char* name;
 } kernalyse_emu_range;
 
+/* A rank's progress through a collective, for hang and desync reports (kernalyse-merge --hang):
+ * state 0 when the rank enters collective `seq` of communicator `comm_hash` (its device reaches
+ * it and starts waiting for the others), 1 when it completes. `seq` counts the communicator's
+ * collectives in issue order, the same on every member. */
+typedef struct kernalyse_emu_coll_mark {
+  int64_t ts_ns;
+  uint64_t comm_hash;
+  int64_t seq;
+  const char* collective; /* "AllReduce", ... */
+  int64_t bytes;
+  int32_t nranks;
+  int32_t comm_rank;
+  int32_t state; /* 0 entered, 1 completed */
+} kernalyse_emu_coll_mark;
+
 typedef int64_t (*kernalyse_emu_now_ns_fn)(void);
 typedef void (*kernalyse_emu_record_range_fn)(const kernalyse_emu_range*);
 typedef void (*kernalyse_emu_record_activity_fn)(const kernalyse_emu_activity*);
@@ -90,6 +105,7 @@ typedef void (*kernalyse_emu_record_launch_fn)(const kernalyse_emu_launch*);
 typedef void (*kernalyse_emu_record_nccl_fn)(const kernalyse_emu_nccl*);
 typedef void (*kernalyse_emu_record_memory_fn)(const kernalyse_emu_memory*);
 typedef void (*kernalyse_emu_record_counter_fn)(const kernalyse_emu_counter*);
+typedef void (*kernalyse_emu_record_coll_mark_fn)(const kernalyse_emu_coll_mark*);
 
 int64_t kernalyse_emu_now_ns(void);
 void kernalyse_emu_record_activity(const kernalyse_emu_activity* a);
@@ -98,6 +114,7 @@ void kernalyse_emu_record_nccl(const kernalyse_emu_nccl* n);
 void kernalyse_emu_record_range(const kernalyse_emu_range* r);
 void kernalyse_emu_record_memory(const kernalyse_emu_memory* m);
 void kernalyse_emu_record_counter(const kernalyse_emu_counter* c);
+void kernalyse_emu_record_coll_mark(const kernalyse_emu_coll_mark* m);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ struct SpoolMeta {
   std::string command;    // the profiled application's command line
   int64_t anchor_ns = 0;  // rank 0's CLOCK_REALTIME − CLOCK_MONOTONIC_RAW at the start sync
   bool emulated = false;
-  std::string source;  // RankInfo::source ("kernalyse-run: CMD", "spool: PATH ...")
+  bool shared_clock = false;  // a process-tree rank: every rank reads one host's raw clock
+  std::string source;         // RankInfo::source ("kernalyse-run: CMD", "spool: PATH ...")
   std::string produced_by = "kernalyse-run (collector)";
   std::string tool_version;
 };
@@ -51,6 +53,8 @@ struct RankRecovery {
   bool has_clock = false;       // a Meta block with the start sample was found
   bool has_end_sample = false;  // the rank reached its end clock sync (finished normally)
   int64_t data_end_ns = 0;      // last record end, run time (epoch ns if anchored); 0 if none
+  bool tree = false;            // a process-tree rank (kernalyse-run without MPI)
+  std::string rank_origin;      // tree ranks: "RANK=2", "start order (...)"
 };
 
 struct RecoveryReport {
@@ -62,11 +66,16 @@ struct RecoveryReport {
   std::vector<std::string> lines() const;
 };
 
+// The rank-<r>.kspool files in `dir` by the rank in their name. Throws kernalyse::Error if `dir`
+// is not a directory, holds none, or a name's rank is past the limit (docs/limits.md).
+std::map<int32_t, std::string> list_spool_files(const std::string& dir);
+
 // Reads every rank-<r>.kspool in `dir`, converts each with spool_to_store (clock from the spool's
-// Meta block: start sample → offset only; with the end sample, offset and drift), merges them,
-// and adds a RankInfo row for every missing rank. Throws kernalyse::Error if `dir` is not a
-// directory, holds no spool files, or no rank has a complete block. `progress`: "recovering
-// DIR", in spool bytes, one step per rank file read.
+// Meta block: start sample → offset only; with the end sample, offset and drift; process-tree
+// ranks: the host's shared clock, exact), merges them, and adds a RankInfo row for every missing
+// rank (not for process trees, whose rank numbers need not be dense on one node). Throws
+// kernalyse::Error if `dir` is not a directory, holds no spool files, or no rank has a complete
+// block. `progress`: "recovering DIR", in spool bytes, one step per rank file read.
 Store recover_spool_dir(const std::string& dir, RecoveryReport* report,
                         ProgressMode progress = ProgressMode::Off);
 
