@@ -33,8 +33,9 @@ struct Report {
   nlohmann::json json = nlohmann::json::object();  // extra keys merged into --json output
 };
 
-// Appends `part` to `r`: its lead, headline lines, tables and text blocks after r's, its JSON keys merged
-// (a key already in r is replaced). Analyses run apart fill one Report each; this joins them.
+// Appends `part` to `r`: its lead, headline lines, tables and text blocks after r's, its JSON keys
+// merged (a key already in r is replaced). Analyses run apart fill one Report each; this joins
+// them.
 void append_report(Report* r, Report part);
 
 void render_text(const Report& r, std::ostream& out);
