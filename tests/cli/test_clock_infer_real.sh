@@ -4,9 +4,10 @@
 # two ranks with each other (each may exchange with a third rank), so they bound nothing between
 # them: the inference must say "too little evidence", keep the clocks as recorded, and the ledger
 # keep its caution. The Nsight Systems pair (two nodes, hosts named by the reports) holds a single
-# all-reduce across its two hosts: one instance bounds an offset but cannot state a ± from
-# completion, so the inference must decline with that reason and keep the recorded clocks, which
-# already satisfy happened-before on that all-reduce; the same holds for a store written with -o.
+# all-reduce across its two hosts and NCCL's network NVTX marks of 16 messages (8 each way): the
+# messages bound the offset from both sides (checked against bounds computed here from SQLite),
+# the offset lies inside, the ± covers the whole feasible interval, 0 happened-before violations
+# before and after; the same for a store written with -o --align off and analysed later.
 source "$(dirname "$0")/lib.sh"
 need_traces
 PY=/usr/bin/python3
@@ -35,26 +36,54 @@ NS="$TRACES/nsys/allreduce_2nodes_2gpus"
 if [ -d "$NS" ]; then
   kernalyse-merge "$NS" --stragglers --json -q >ns.json 2>/dev/null
   expect_eq "nsys pair: exit code" "$?" "0"
-  kernalyse-merge "$NS" -o ns.h5 -q 2>/dev/null && kernalyse-merge ns.h5 --stragglers --json -q >ns-store.json
-  expect_eq "nsys pair via -o store: exit code" "$?" "0"
+  kernalyse-merge "$NS" -o ns.h5 -q --align off 2>/dev/null && kernalyse-merge ns.h5 --stragglers --json -q >ns-store.json
+  expect_eq "nsys pair via an unaligned -o store: exit code" "$?" "0"
   for f in ns.json ns-store.json; do
-    "$PY" - "$f" <<'PY'
-import json, sys
+    "$PY" - "$f" "$NS" <<'PY'
+import glob, json, os, re, sqlite3, sys
 d = json.load(open(sys.argv[1]))
 ci, st = d["clock_inference"], d["stragglers"]
 c = st["collectives"]
-print("#", sys.argv[1], ci["summary"], "| hosts", [h["host"] for h in ci["hosts"]],
-      "| clock check", st["clock_check"], "| skew_us", c[0]["skew_us"] if c else None,
-      "completion_skew_us", c[0]["completion_skew_us"] if c else None)
-ok = not ci["ok"] and ci["why"] == "too little evidence: a single collective spans two hosts"
-ok = ok and sorted(h["host"] for h in ci["hosts"]) == ["ault43.cscs.ch", "ault44.cscs.ch"]
-ok = ok and ci["collectives"] == 1 and len(c) == 1
-ok = ok and st["clock_check"]["nxn_instances"] == 1 and st["clock_check"]["violations_aligned"] == 0
-ok = ok and all(r["clock_method"].startswith("none") for r in d["ranks"])
-ok = ok and st["clock_caution"].startswith("caution: these ranks' clocks were not aligned")
+# The bounds, independently: NCCL's network NVTX marks straight from SQLite. A message's receive
+# (ncclNetRecvTest mark on the receiver) completes after its send (ncclNetIsend on the sender)
+# started: messages 0 -> 1 bound host 1's correction from below, 1 -> 0 from above.
+ev = {}
+for path in sorted(glob.glob(os.path.join(sys.argv[2], "*.sqlite"))):
+    db = sqlite3.connect(path)
+    q = ("select n.start, coalesce(n.text, s.value) from NVTX_EVENTS n left join StringIds s "
+         "on s.id = n.textId where coalesce(n.text, s.value) like 'ncclNet%Sender_Rank%'")
+    for t, text in db.execute(q):
+        m = re.match(r"(ncclNetIsend|ncclNetRecvTest)\(\): (.*Sender_Rank: (\d+), Receiver_Rank: (\d+).*)", text)
+        if m: ev.setdefault(m.group(2), {})[m.group(1)] = (t, int(m.group(3)))
+lo, hi, n = -10**18, 10**18, 0
+for k, v in ev.items():
+    if "ncclNetIsend" in v and "ncclNetRecvTest" in v:
+        n += 1
+        s_, r_ = v["ncclNetIsend"][0], v["ncclNetRecvTest"][0]
+        if v["ncclNetIsend"][1] == 0: lo = max(lo, s_ - r_)
+        else: hi = min(hi, r_ - s_)
+h = ci["hosts"][1] if ci.get("hosts") else {}
+print("#", sys.argv[1], ci["summary"] or ci["why"], "| host", h.get("host"), "offset_us",
+      h.get("offset_ns", 0) / 1e3, "bounds_us", [h.get("bound_lo_ns", 0) / 1e3, h.get("bound_hi_ns", 0) / 1e3],
+      "(SQLite:", lo / 1e3, hi / 1e3, n, "messages) | completion skew us",
+      ci.get("completion_skew_before_ns", 0) / 1e3, "->", ci.get("completion_skew_after_ns", 0) / 1e3,
+      "| clock check", st["clock_check"])
+for note in ci.get("notes", []): print("#  ", note)
+ok = ci["ok"] and ci["collectives"] == 1 and ci["messages"] == n == 16 and len(c) == 1
+ok = ok and [x["host"] for x in ci["hosts"]] == ["ault43.cscs.ch", "ault44.cscs.ch"]
+ok = ok and h["bound_lo_ns"] == lo and h["bound_hi_ns"] == hi and lo < hi
+# Inside the bounds, and the ± covers the whole feasible interval (one completion sample: no
+# scatter to state a tighter one from).
+ok = ok and lo < h["offset_ns"] < hi
+ok = ok and h["uncertainty_ns"] >= max(h["offset_ns"] - lo, hi - h["offset_ns"])
+ok = ok and ci["violations_after"] == 0 and st["clock_check"]["violations_aligned"] == 0
+ok = ok and st["clock_check"]["violations_unaligned"] == ci["violations_before"] == 0
+ok = ok and ci["completion_skew_after_ns"] < ci["completion_skew_before_ns"]
+ok = ok and all(r["clock_method"].startswith("inferred from 1 collectives and 16 messages across 2 hosts") for r in d["ranks"])
+ok = ok and "±" in st["clock_caution"] and "not aligned" not in st["clock_caution"]
 sys.exit(0 if ok else 1)
 PY
-    expect_eq "nsys pair ($f): declines on one collective, 0 happened-before violations as recorded" "$?" "0"
+    expect_eq "nsys pair ($f): offset bounded by the NCCL network messages, ± covers the bounds, 0 violations" "$?" "0"
   done
 else
   echo "# SKIP nsys pair: $NS absent"

@@ -167,11 +167,30 @@ TEST(ClockInfer, TooLittleEvidenceIsSaid) {
   EXPECT_FALSE(b.ok);
   EXPECT_NE(b.why.find("no matched collective"), std::string::npos);
 
+  // A single ring collective whose kernels end 50 µs after the last start bounds the offset to a
+  // few hundred µs: used, with the hard bound as its ± (one completion sample has no scatter).
   Planted p{{0, 100'000}, {0, 0}, 1};
   ClockEvidence single = make(p, 1, 1000, 100, 0, 1);
-  ClockInference c = infer_clocks(single);
+  ClockInference c1 = infer_clocks(single);
+  ASSERT_TRUE(c1.ok) << c1.why;
+  const HostClock& h1 = c1.hosts[1];
+  EXPECT_LE(std::fabs(error_at(c1, p, 1, 1'000'000'000)), static_cast<double>(h1.uncertainty_ns));
+  EXPECT_EQ(h1.uncertainty_ns,
+            std::max(h1.offset_ns - h1.bound_lo_ns, h1.bound_hi_ns - h1.offset_ns));
+  EXPECT_LT(h1.uncertainty_ns, 400'000);
+  EXPECT_EQ(c1.violations_after, 0);
+
+  // One with loose bounds (kernels of 30 ms: the offset anywhere within ±30 ms) says nothing.
+  ClockEvidence loose;
+  loose.ranks = {0, 1};
+  ClockInstance in;
+  in.op = "allreduce";
+  in.algo = "RING";
+  in.arrivals = {{0, 0, 30'000'000, -1}, {1, 1'000'000, 31'000'000, -1}};
+  loose.instances.push_back(in);
+  ClockInference c = infer_clocks(loose);
   EXPECT_FALSE(c.ok);
-  EXPECT_NE(c.why.find("single collective"), std::string::npos);
+  EXPECT_NE(c.why.find("bounded only to [-31.000, +29.000] ms"), std::string::npos) << c.why;
   EXPECT_NE(describe(c).find("clocks kept as recorded"), std::string::npos);
 
   // A third host that never meets the others.
@@ -180,6 +199,57 @@ TEST(ClockInfer, TooLittleEvidenceIsSaid) {
   ClockInference d = infer_clocks(lone);
   EXPECT_FALSE(d.ok);
   EXPECT_NE(d.why.find("rank 9"), std::string::npos);
+}
+
+// Point-to-point messages seen on both sides (NCCL's network NVTX marks): each direction bounds
+// the offset from one side, as a ping-pong. Host 1 runs 2.5 ms ahead; one-way delays 5 to 60 µs.
+TEST(ClockInfer, MessagesBoundTheOffsetFromBothSides) {
+  const int64_t truth = -2'500'000;  // correction of host 1 (recorded = true + 2.5 ms)
+  ClockEvidence ev;
+  ev.ranks = {0, 1};
+  ev.host = {{0, "a"}, {1, "b"}};
+  std::mt19937_64 rng(3);
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  for (int k = 0; k < 16; ++k) {
+    const int64_t t = 1'000'000'000 + 100'000 * k,
+                  delay = 5'000 + static_cast<int64_t>(rng() % 55'000);
+    const bool up = k % 2 == 0;  // 0 → 1, else 1 → 0
+    ClockMessage m{up ? 0 : 1, up ? 1 : 0, t, t + delay};
+    (up ? m.received_ns : m.sent_ns) -= truth;  // host 1's clock
+    if (up)
+      lo = std::max(lo, m.sent_ns - m.received_ns);
+    else
+      hi = std::min(hi, m.received_ns - m.sent_ns);
+    ev.messages.push_back(m);
+  }
+  ClockInference inf = infer_clocks(ev);
+  ASSERT_TRUE(inf.ok) << inf.why;
+  EXPECT_EQ(inf.messages, 16);
+  EXPECT_EQ(inf.collectives, 0);
+  const HostClock& h = inf.hosts[1];
+  EXPECT_EQ(h.bound_lo_ns, lo);
+  EXPECT_EQ(h.bound_hi_ns, hi);
+  EXPECT_LE(std::llabs(h.offset_ns - truth), h.uncertainty_ns);
+  EXPECT_LE(h.uncertainty_ns, (hi - lo) / 2 + 2);  // no completion: the middle, ± half the width
+  EXPECT_LT(h.uncertainty_ns, 60'000);
+  EXPECT_EQ(inf.violations_after, 0);
+  EXPECT_NE(inf.method.find("0 collectives and 16 messages across 2 hosts"), std::string::npos);
+
+  // With a collective whose completion lies outside the bounds: moved to the nearer bound, said.
+  ClockInstance in;
+  in.op = "allreduce";
+  in.algo = "RING";
+  in.arrivals = {{0, 2'000'000'000, 2'010'000'000, -1},
+                 {1, 2'000'000'000 - truth, 2'010'000'000 - truth + 200'000, -1}};
+  ev.instances.push_back(in);
+  ClockInference both = infer_clocks(ev);
+  ASSERT_TRUE(both.ok) << both.why;
+  EXPECT_EQ(both.hosts[1].offset_ns, lo + 1);
+  EXPECT_EQ(both.hosts[1].uncertainty_ns, hi - lo - 1);
+  bool said = false;
+  for (const auto& n : both.notes)
+    said = said || n.find("outside the happened-before") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(ClockInfer, ContradictoryBoundsAreRefused) {
