@@ -120,6 +120,8 @@ ClockEvidence clock_evidence(const Store& s, std::shared_ptr<const CollectiveMat
         }
       }
       ci.arrivals.push_back(ca);
+      if (ci.op == "sendrecv")
+        ci.group += (ci.group.empty() ? "stream " : "/") + std::to_string(a.stream[x.row]);
     }
     ev.instances.push_back(std::move(ci));
   }

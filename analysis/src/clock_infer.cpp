@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <tuple>
 
 namespace kernalyse {
 namespace {
@@ -145,6 +147,67 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   std::vector<uint8_t> cls(ev.instances.size(), 255);  // 0 simultaneous, 1 tree, 2 p2p, 255 unused
   int64_t n_cls[2] = {0, 0};
   int64_t ref_lo = kInf, ref_hi = -kInf, p2p_unpaired = 0;
+  // SendRecvs whose peers are not recorded, in a world larger than these ranks, may each exchange
+  // with a third rank. Taken as exchanges between the two ranks they hold, the instances of one
+  // group (their kernels' streams) either agree, and are used with that assumption said, or
+  // contradict each other (not the same instances on both ranks: two files sampled from a larger
+  // job can hold different subsets of its collectives), and the whole group is left out, with
+  // the numbers that show it.
+  std::vector<char> sampled_pair(ev.instances.size(), 0);
+  {
+    struct Group {
+      int64_t lo = -kInf, hi = kInf, n = 0;
+      std::pair<int64_t, int64_t> at_lo, at_hi;  // the instances' intervals that set lo and hi
+      int a = 0, b = 0;
+      std::vector<size_t> inst;
+    };
+    std::map<std::tuple<std::string, int, int>, Group> groups;
+    for (size_t c = 0; c < ev.instances.size(); ++c) {
+      const ClockInstance& in = ev.instances[c];
+      if (!is_p2p(in.op) || in.arrivals.size() != 2) continue;
+      const ClockArrival *x = &in.arrivals[0], *y = &in.arrivals[1];
+      if ((x->peer == y->rank && y->peer == x->rank) || (ev.world_size == 2 && ranks.size() == 2))
+        continue;  // peers known: used below anyway
+      int a = host_at(x->rank), b = host_at(y->rank);
+      if (a == b) continue;
+      if (a > b) std::swap(a, b), std::swap(x, y);
+      // θ_b − θ_a within [s_x − e_y, e_x − s_y]: each kernel ends after the other started.
+      Group& g = groups[{in.group, a, b}];
+      g.a = a, g.b = b;
+      const int64_t lo = x->start_ns - y->end_ns, hi = x->end_ns - y->start_ns;
+      if (lo > g.lo) g.lo = lo, g.at_lo = {lo, hi};
+      if (hi < g.hi) g.hi = hi, g.at_hi = {lo, hi};
+      g.inst.push_back(c);
+    }
+    auto name = [&](int h) {
+      const HostClock& hc = out.hosts[static_cast<size_t>(h)];
+      return hc.host.empty() ? "rank " + std::to_string(hc.ranks[0]) : "host " + hc.host;
+    };
+    for (auto& [key, g] : groups) {
+      const std::string& grp = std::get<0>(key);
+      char buf[400];
+      if (g.lo <= g.hi) {
+        for (size_t c : g.inst) sampled_pair[c] = 1;
+        std::snprintf(buf, sizeof buf,
+                      "%zu SendRecv instances%s%s, peers not recorded: taken as exchanges between "
+                      "%s and %s (their bounds agree: %s's correction in [%+.3f, %+.3f] ms)",
+                      g.inst.size(), grp.empty() ? "" : " on ", grp.c_str(), name(g.a).c_str(),
+                      name(g.b).c_str(), name(g.b).c_str(), static_cast<double>(g.lo) / 1e6,
+                      static_cast<double>(g.hi) / 1e6);
+      } else {
+        std::snprintf(
+            buf, sizeof buf,
+            "%zu SendRecv instances%s%s not used: taken as exchanges between %s and %s they "
+            "contradict each other (%s's correction in [%+.3f, %+.3f] ms for one, [%+.3f, %+.3f] "
+            "ms for another): not the same instances on both ranks",
+            g.inst.size(), grp.empty() ? "" : " on ", grp.c_str(), name(g.a).c_str(),
+            name(g.b).c_str(), name(g.b).c_str(), static_cast<double>(g.at_lo.first) / 1e6,
+            static_cast<double>(g.at_lo.second) / 1e6, static_cast<double>(g.at_hi.first) / 1e6,
+            static_cast<double>(g.at_hi.second) / 1e6);
+      }
+      out.notes.push_back(buf);
+    }
+  }
   std::vector<std::tuple<int, int64_t, int64_t>> buf;  // (host, start, end) of one instance
   std::vector<double> ends;
   for (size_t c = 0; c < ev.instances.size(); ++c) {
@@ -162,9 +225,10 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
       ++n_cls[cls[c]];
     } else if (is_p2p(in.op)) {
       // Usable only as a pair of peers: recorded, or the only two ranks of the world.
-      bool peers = in.arrivals.size() == 2 && ((in.arrivals[0].peer == in.arrivals[1].rank &&
-                                                in.arrivals[1].peer == in.arrivals[0].rank) ||
-                                               (ev.world_size == 2 && ranks.size() == 2));
+      bool peers =
+          in.arrivals.size() == 2 && ((in.arrivals[0].peer == in.arrivals[1].rank &&
+                                       in.arrivals[1].peer == in.arrivals[0].rank) ||
+                                      (ev.world_size == 2 && ranks.size() == 2) || sampled_pair[c]);
       if (!peers) {
         ++p2p_unpaired;
         continue;
@@ -194,10 +258,11 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
     ++out.collectives;
   }
   if (p2p_unpaired > 0)
-    out.notes.push_back(
-        std::to_string(p2p_unpaired) + " SendRecv instances not used: their peer is not recorded" +
-        (ev.world_size > 2 ? " and the world has " + std::to_string(ev.world_size) + " ranks"
-                           : ""));
+    out.notes.push_back(std::to_string(p2p_unpaired) +
+                        " SendRecv instances not used in all: their peer is not recorded" +
+                        (ev.world_size > 2
+                             ? " and the world has " + std::to_string(ev.world_size) + " ranks"
+                             : ""));
   // Messages between two hosts: bounds only (a receive completes after its send started).
   for (const auto& m : ev.messages)
     if (host_at(m.from_rank) != host_at(m.to_rank)) {

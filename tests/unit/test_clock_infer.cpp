@@ -144,12 +144,31 @@ TEST(ClockInfer, SendRecvGivesBoundsOnlyAndTheMiddle) {
   EXPECT_EQ(inf.violations_after, 0);
   EXPECT_EQ(inf.violations_before, 6);
 
-  // Two ranks sampled from a world of 128: their SendRecvs may pair each with a third rank.
+  // Two ranks sampled from a world of 128: their SendRecvs may pair each with a third rank. One
+  // group (stream) whose instances agree as exchanges is used, and the assumption said.
   ev.world_size = 128;
+  for (auto& in : ev.instances) in.group = "stream 7/7";
   ClockInference sampled = infer_clocks(ev);
-  EXPECT_FALSE(sampled.ok);
-  EXPECT_NE(sampled.why.find("peer is not recorded"), std::string::npos) << sampled.why;
-  // With the peers recorded they pair again.
+  ASSERT_TRUE(sampled.ok) << sampled.why;
+  EXPECT_EQ(sampled.hosts[1].offset_ns, h.offset_ns);
+  bool said = false;
+  for (const auto& n : sampled.notes)
+    said = said || n.find("taken as exchanges between") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A group whose instances contradict each other as exchanges (one shifted by 30 ms: not the
+  // same instance on both ranks) is left out whole, with the intervals that show it.
+  ev.instances[2].arrivals[1].start_ns += 30'000'000,
+      ev.instances[2].arrivals[1].end_ns += 30'000'000;
+  ClockInference mixed = infer_clocks(ev);
+  EXPECT_FALSE(mixed.ok);
+  EXPECT_NE(mixed.why.find("peer is not recorded"), std::string::npos) << mixed.why;
+  said = false;
+  for (const auto& n : mixed.notes)
+    said = said || n.find("contradict each other") != std::string::npos;
+  EXPECT_TRUE(said);
+  // With the peers recorded they pair again (and the contradiction is then an error in the data).
+  ev.instances[2].arrivals[1].start_ns -= 30'000'000,
+      ev.instances[2].arrivals[1].end_ns -= 30'000'000;
   for (auto& in : ev.instances) in.arrivals[0].peer = 1, in.arrivals[1].peer = 0;
   EXPECT_TRUE(infer_clocks(ev).ok);
 }

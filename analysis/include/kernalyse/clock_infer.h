@@ -25,6 +25,9 @@ struct ClockInstance {
   std::string op;    // letters only, lower case: "allreduce", "allgather", "sendrecv", ...
   std::string algo;  // NCCL algorithm from the kernel name: "RING", "TREE", "NVLS", ... or ""
   std::vector<ClockArrival> arrivals;  // one per rank
+  // Point-to-point instances whose peers are not recorded: the group whose instances are judged
+  // together (the kernels' streams, "stream 84/84"); "" none.
+  std::string group;
 };
 // A point-to-point message seen on both sides: its receive completed (on to_rank's clock) after
 // its send started (on from_rank's clock). NCCL's network plugin NVTX marks give these
