@@ -682,16 +682,16 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   for (const HostClock& hc : out.hosts)
     if (hc.uncertainty_ns > kLooseNs) {
       char buf[200];
-      std::snprintf(buf, sizeof buf,
-                    "%s's clock is bounded only to [%+.3f, %+.3f] ms of the reference by %lld "
-                    "collectives and %lld messages (±%.1f ms, more than the %.0f ms NTP keeps "
-                    "hosts within)",
-                    hc.host.empty() ? ("rank " + std::to_string(hc.ranks[0])).c_str()
-                                    : ("host " + hc.host).c_str(),
-                    static_cast<double>(hc.bound_lo_ns) / 1e6,
-                    static_cast<double>(hc.bound_hi_ns) / 1e6,
-                    static_cast<long long>(out.collectives), static_cast<long long>(out.messages),
-                    static_cast<double>(hc.uncertainty_ns) / 1e6, kLooseNs / 1e6);
+      std::snprintf(
+          buf, sizeof buf,
+          "%s's clock is bounded only to [%+.3f, %+.3f] ms of the reference by %lld "
+          "collectives%s (±%.1f ms, more than the %.0f ms NTP keeps hosts within)",
+          hc.host.empty() ? ("rank " + std::to_string(hc.ranks[0])).c_str()
+                          : ("host " + hc.host).c_str(),
+          static_cast<double>(hc.bound_lo_ns) / 1e6, static_cast<double>(hc.bound_hi_ns) / 1e6,
+          static_cast<long long>(out.collectives),
+          out.messages > 0 ? (" and " + std::to_string(out.messages) + " messages").c_str() : "",
+          static_cast<double>(hc.uncertainty_ns) / 1e6, kLooseNs / 1e6);
       return fail(buf);
     }
 
