@@ -23,7 +23,13 @@ k = n("select count(*) from CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_KE
 cp = n("select count(*) from CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMCPY")
 ms = n("select count(*) from CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_MEMSET")
 rt = n("select count(*) from CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_RUNTIME")
+# Ranges, and the marks of NCCL's network plugin (kept as instants for the clock inference).
+marks = ("select count(*) from NVTX_EVENTS n left join StringIds s on s.id = n.textId "
+         "where n.eventType = 34 and coalesce(n.text, s.value) like 'ncclNet%'"
+         if "StringIds" in tables else
+         "select count(*) from NVTX_EVENTS where eventType = 34 and text like 'ncclNet%'")
 nv = n("select count(*) from NVTX_EVENTS where eventType in (59, 60) and end is not null", "NVTX_EVENTS")
+nv += n(marks, "NVTX_EVENTS")
 nc = n("""select count(*) from CUPTI_ACTIVITY_KIND_KERNEL k join StringIds s on s.id = k.demangledName
           where s.value like 'nccl%' or s.value like 'rccl%' or s.value like '%ncclKernel%'
              or s.value like '%ncclDevKernel%'""", "CUPTI_ACTIVITY_KIND_KERNEL")
