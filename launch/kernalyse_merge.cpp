@@ -87,6 +87,7 @@ nlohmann::json inference_json(const ClockInference& inf) {
           {"method", inf.method},
           {"t_ref_ns", inf.t_ref_ns},
           {"collectives", inf.collectives},
+          {"messages", inf.messages},
           {"constrained", inf.constrained},
           {"violations_before", inf.violations_before},
           {"violations_after", inf.violations_after},

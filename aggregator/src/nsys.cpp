@@ -374,7 +374,13 @@ void Importer::runtime(const std::string& table) {
 }
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE): push/pop and start/end ranges; domain creation.
-constexpr int64_t kNvtxPushPop = 59, kNvtxStartEnd = 60, kNvtxDomainCreate = 75;
+constexpr int64_t kNvtxMark = 34, kNvtxPushPop = 59, kNvtxStartEnd = 60, kNvtxDomainCreate = 75;
+
+// NCCL's network plugin marks ("ncclNetRecvTest(): Data_Size: …, Sender_Rank: 0, Receiver_Rank: 1,
+// Channel_ID: 0, Sequence: 2" when a receive is seen complete) are kept as instants: with the
+// sender's ncclNetIsend range they bound the two hosts' clocks (docs/clocks.md). Other marks are
+// not kept.
+bool kept_mark(const std::string& name) { return name.rfind("ncclNet", 0) == 0; }
 
 void Importer::nvtx() {
   auto have = columns_of(db_, "NVTX_EVENTS");
@@ -394,18 +400,23 @@ void Importer::nvtx() {
   while (q.step()) {
     ++events_;
     int64_t type = q.is_int(2) ? q.i64(2) : -1;
-    if (type != kNvtxPushPop && type != kNvtxStartEnd) {
-      ++ignored_;  // marks, domain and thread names, categories
-      continue;
-    }
-    if (!q.is_int(0) || !q.is_int(1) || q.i64(1) < q.i64(0)) {  // an unclosed range has no end
-      ++malformed_;
+    if (type != kNvtxPushPop && type != kNvtxStartEnd && type != kNvtxMark) {
+      ++ignored_;  // domain and thread names, categories
       continue;
     }
     if (q.is_int(4) && string_id(q.i64(4), &tid_name))
       name = store_.strings.at(tid_name);
     else
       name.assign(q.text(3));
+    if (type == kNvtxMark && (!kept_mark(name) || !q.is_int(0))) {
+      ++ignored_;
+      continue;
+    }
+    const int64_t start = q.i64(0), end = type == kNvtxMark ? start : q.i64(1);
+    if (type != kNvtxMark && (!q.is_int(0) || !q.is_int(1) || end < start)) {
+      ++malformed_;  // an unclosed range has no end
+      continue;
+    }
     int32_t step = kNoStep;
     AnnotationKind kind = AnnotationKind::Nvtx;
     std::smatch m;
@@ -425,8 +436,8 @@ void Importer::nvtx() {
     an.kind.push_back(static_cast<uint8_t>(kind));
     an.pid.push_back(gid_pid(g));
     an.tid.push_back(gid_tid(g));
-    an.start_ns.push_back(q.i64(0));
-    an.end_ns.push_back(q.i64(1));
+    an.start_ns.push_back(start);
+    an.end_ns.push_back(end);
     an.name_id.push_back(store_.strings.intern(name));
     an.step.push_back(step);
   }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <regex>
+#include <string>
 
 #include "kernalyse/clock_infer.h"
 
@@ -17,6 +19,53 @@ std::string algo_from_kernel(const std::string& name) {
       R"(_(RING|TREE|NVLS_TREE|NVLS|COLLNET_DIRECT|COLLNET_CHAIN|PAT)(?:_|\(|$))");
   std::smatch m;
   return std::regex_search(name, m, re) ? m[1].str() : std::string();
+}
+
+// "…Sender_Rank: 0, Receiver_Rank: 1, …" → the value after `key`, -1 if absent or malformed.
+int32_t field(const std::string& text, const char* key) {
+  size_t at = text.find(key);
+  if (at == std::string::npos) return -1;
+  int64_t v = 0;
+  size_t i = at + std::char_traits<char>::length(key), n = 0;
+  for (; i < text.size() && n < 9 && text[i] >= '0' && text[i] <= '9'; ++i, ++n)
+    v = v * 10 + (text[i] - '0');
+  return n > 0 ? static_cast<int32_t>(v) : -1;
+}
+
+// Point-to-point messages from NCCL's network plugin NVTX annotations: the sender's
+// "ncclNetIsend(): <message>" range and the receiver's "ncclNetRecvTest(): <message>" mark (the
+// receive seen complete), <message> naming size, sender and receiver rank, channel and sequence.
+// Paired per message text in time order; a message is used only when each side is on the rank the
+// text names (NCCL ranks in the communicator: they must be the store's ranks) and both sides
+// occur equally often (else which send a receive belongs to is not known).
+void add_messages(const Store& s, ClockEvidence* ev) {
+  const Annotations& an = s.annotations;
+  static constexpr const char* kSend = "ncclNetIsend(): ";
+  static constexpr const char* kRecv = "ncclNetRecvTest(): ";
+  std::map<uint32_t, int> kind_of;  // name id → 1 send, 2 receive, 0 neither (each name once)
+  struct Side {
+    std::vector<std::pair<int64_t, int32_t>> send, recv;  // (time, rank)
+  };
+  std::map<std::string, Side> msgs;
+  for (size_t i = 0; i < an.size(); ++i) {
+    if (static_cast<AnnotationKind>(an.kind[i]) != AnnotationKind::Nvtx) continue;
+    auto [it, fresh] = kind_of.try_emplace(an.name_id[i], 0);
+    const std::string& name = s.strings.at(an.name_id[i]);
+    if (fresh) it->second = name.rfind(kSend, 0) == 0 ? 1 : name.rfind(kRecv, 0) == 0 ? 2 : 0;
+    if (it->second == 0) continue;
+    const bool send = it->second == 1;
+    Side& side = msgs[name.substr(std::char_traits<char>::length(send ? kSend : kRecv))];
+    (send ? side.send : side.recv).emplace_back(an.start_ns[i], an.rank[i]);
+  }
+  for (auto& [text, side] : msgs) {
+    const int32_t from = field(text, "Sender_Rank: "), to = field(text, "Receiver_Rank: ");
+    if (from < 0 || to < 0 || from == to || side.send.size() != side.recv.size()) continue;
+    std::sort(side.send.begin(), side.send.end());
+    std::sort(side.recv.begin(), side.recv.end());
+    for (size_t k = 0; k < side.send.size(); ++k)
+      if (side.send[k].second == from && side.recv[k].second == to)
+        ev->messages.push_back({from, to, side.send[k].first, side.recv[k].first});
+  }
 }
 
 }  // namespace
@@ -71,9 +120,12 @@ ClockEvidence clock_evidence(const Store& s, std::shared_ptr<const CollectiveMat
         }
       }
       ci.arrivals.push_back(ca);
+      if (ci.op == "sendrecv")
+        ci.group += (ci.group.empty() ? "stream " : "/") + std::to_string(a.stream[x.row]);
     }
     ev.instances.push_back(std::move(ci));
   }
+  add_messages(s, &ev);
   return ev;
 }
 

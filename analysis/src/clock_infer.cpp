@@ -9,12 +9,16 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <tuple>
 
 namespace kernalyse {
 namespace {
 
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
+// Hosts under NTP are 0.1 to 10 ms apart: a stated ± wider than this adds nothing to "not aligned".
+constexpr double kLooseNs = 10e6;
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -86,6 +90,7 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   std::vector<int32_t> ranks = ev.ranks;
   for (const auto& in : ev.instances)
     for (const auto& a : in.arrivals) ranks.push_back(a.rank);
+  for (const auto& m : ev.messages) ranks.push_back(m.from_rank), ranks.push_back(m.to_rank);
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   if (ranks.size() < 2) return fail(std::to_string(ranks.size()) + " rank: nothing to align");
@@ -130,6 +135,7 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
       origin = in.arrivals[0].end_ns;
       break;
     }
+  if (origin == 0 && !ev.messages.empty()) origin = ev.messages[0].sent_ns;
   std::vector<int> host_vec(static_cast<size_t>(ranks.back()) + 1, -1);
   for (auto& [r, h] : host_of)
     if (r >= 0) host_vec[static_cast<size_t>(r)] = h;
@@ -141,6 +147,67 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   std::vector<uint8_t> cls(ev.instances.size(), 255);  // 0 simultaneous, 1 tree, 2 p2p, 255 unused
   int64_t n_cls[2] = {0, 0};
   int64_t ref_lo = kInf, ref_hi = -kInf, p2p_unpaired = 0;
+  // SendRecvs whose peers are not recorded, in a world larger than these ranks, may each exchange
+  // with a third rank. Taken as exchanges between the two ranks they hold, the instances of one
+  // group (their kernels' streams) either agree, and are used with that assumption said, or
+  // contradict each other (not the same instances on both ranks: two files sampled from a larger
+  // job can hold different subsets of its collectives), and the whole group is left out, with
+  // the numbers that show it.
+  std::vector<char> sampled_pair(ev.instances.size(), 0);
+  {
+    struct Group {
+      int64_t lo = -kInf, hi = kInf, n = 0;
+      std::pair<int64_t, int64_t> at_lo, at_hi;  // the instances' intervals that set lo and hi
+      int a = 0, b = 0;
+      std::vector<size_t> inst;
+    };
+    std::map<std::tuple<std::string, int, int>, Group> groups;
+    for (size_t c = 0; c < ev.instances.size(); ++c) {
+      const ClockInstance& in = ev.instances[c];
+      if (!is_p2p(in.op) || in.arrivals.size() != 2) continue;
+      const ClockArrival *x = &in.arrivals[0], *y = &in.arrivals[1];
+      if ((x->peer == y->rank && y->peer == x->rank) || (ev.world_size == 2 && ranks.size() == 2))
+        continue;  // peers known: used below anyway
+      int a = host_at(x->rank), b = host_at(y->rank);
+      if (a == b) continue;
+      if (a > b) std::swap(a, b), std::swap(x, y);
+      // θ_b − θ_a within [s_x − e_y, e_x − s_y]: each kernel ends after the other started.
+      Group& g = groups[{in.group, a, b}];
+      g.a = a, g.b = b;
+      const int64_t lo = x->start_ns - y->end_ns, hi = x->end_ns - y->start_ns;
+      if (lo > g.lo) g.lo = lo, g.at_lo = {lo, hi};
+      if (hi < g.hi) g.hi = hi, g.at_hi = {lo, hi};
+      g.inst.push_back(c);
+    }
+    auto name = [&](int h) {
+      const HostClock& hc = out.hosts[static_cast<size_t>(h)];
+      return hc.host.empty() ? "rank " + std::to_string(hc.ranks[0]) : "host " + hc.host;
+    };
+    for (auto& [key, g] : groups) {
+      const std::string& grp = std::get<0>(key);
+      char buf[400];
+      if (g.lo <= g.hi) {
+        for (size_t c : g.inst) sampled_pair[c] = 1;
+        std::snprintf(buf, sizeof buf,
+                      "%zu SendRecv instances%s%s, peers not recorded: taken as exchanges between "
+                      "%s and %s (their bounds agree: %s's correction in [%+.3f, %+.3f] ms)",
+                      g.inst.size(), grp.empty() ? "" : " on ", grp.c_str(), name(g.a).c_str(),
+                      name(g.b).c_str(), name(g.b).c_str(), static_cast<double>(g.lo) / 1e6,
+                      static_cast<double>(g.hi) / 1e6);
+      } else {
+        std::snprintf(
+            buf, sizeof buf,
+            "%zu SendRecv instances%s%s not used: taken as exchanges between %s and %s they "
+            "contradict each other (%s's correction in [%+.3f, %+.3f] ms for one, [%+.3f, %+.3f] "
+            "ms for another): not the same instances on both ranks",
+            g.inst.size(), grp.empty() ? "" : " on ", grp.c_str(), name(g.a).c_str(),
+            name(g.b).c_str(), name(g.b).c_str(), static_cast<double>(g.at_lo.first) / 1e6,
+            static_cast<double>(g.at_lo.second) / 1e6, static_cast<double>(g.at_hi.first) / 1e6,
+            static_cast<double>(g.at_hi.second) / 1e6);
+      }
+      out.notes.push_back(buf);
+    }
+  }
   std::vector<std::tuple<int, int64_t, int64_t>> buf;  // (host, start, end) of one instance
   std::vector<double> ends;
   for (size_t c = 0; c < ev.instances.size(); ++c) {
@@ -158,9 +225,10 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
       ++n_cls[cls[c]];
     } else if (is_p2p(in.op)) {
       // Usable only as a pair of peers: recorded, or the only two ranks of the world.
-      bool peers = in.arrivals.size() == 2 && ((in.arrivals[0].peer == in.arrivals[1].rank &&
-                                                in.arrivals[1].peer == in.arrivals[0].rank) ||
-                                               (ev.world_size == 2 && ranks.size() == 2));
+      bool peers =
+          in.arrivals.size() == 2 && ((in.arrivals[0].peer == in.arrivals[1].rank &&
+                                       in.arrivals[1].peer == in.arrivals[0].rank) ||
+                                      (ev.world_size == 2 && ranks.size() == 2) || sampled_pair[c]);
       if (!peers) {
         ++p2p_unpaired;
         continue;
@@ -190,21 +258,33 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
     ++out.collectives;
   }
   if (p2p_unpaired > 0)
-    out.notes.push_back(
-        std::to_string(p2p_unpaired) + " SendRecv instances not used: their peer is not recorded" +
-        (ev.world_size > 2 ? " and the world has " + std::to_string(ev.world_size) + " ranks"
-                           : ""));
-  if (out.collectives == 0)
+    out.notes.push_back(std::to_string(p2p_unpaired) +
+                        " SendRecv instances not used in all: their peer is not recorded" +
+                        (ev.world_size > 2
+                             ? " and the world has " + std::to_string(ev.world_size) + " ranks"
+                             : ""));
+  // Messages between two hosts: bounds only (a receive completes after its send started).
+  for (const auto& m : ev.messages)
+    if (host_at(m.from_rank) != host_at(m.to_rank)) {
+      ++out.messages;
+      if (out.collectives > 0) continue;  // t_ref: the reference host's collectives if any
+      for (auto [r, t] : {std::pair{m.from_rank, m.sent_ns}, std::pair{m.to_rank, m.received_ns}})
+        if (host_at(r) == 0) ref_lo = std::min(ref_lo, t), ref_hi = std::max(ref_hi, t);
+    }
+  if (out.collectives == 0 && out.messages == 0)
     return fail("no matched collective spans two hosts" +
                 (p2p_unpaired > 0 ? " (" + out.notes.back() + ")" : std::string()));
-  if (out.collectives < 2) return fail("a single collective spans two hosts");
+  if (out.messages > 0)
+    out.notes.push_back(std::to_string(out.messages) +
+                        " point-to-point messages between hosts bound the clocks (a receive "
+                        "completes after its send started)");
   out.t_ref_ns = ref_lo <= ref_hi ? ref_lo + (ref_hi - ref_lo) / 2 : 0;
   const double t_ref = static_cast<double>(out.t_ref_ns - origin);
 
   // Completion model by algorithm: ring-like kernels end together on every rank (the host's
   // median end stands for it); tree kernels can end ms apart even on one host, so only the
   // host's last end is used, and only when there are too few ring-like instances.
-  const uint8_t use = n_cls[0] >= 3 ? 0 : 1;
+  const uint8_t use = n_cls[0] >= 3 || n_cls[1] == 0 ? 0 : 1;
   if (use == 1 && n_cls[1] > 0)
     out.notes.push_back(
         "completion from tree collectives (last end per host): fewer than 3 ring-like ones");
@@ -442,6 +522,10 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
         *constrained += any;
       }
     }
+    for (const auto& m : ev.messages) {
+      const int a = host_at(m.to_rank), b = host_at(m.from_rank);
+      if (a != b) add(a, b, drifted(a, m.received_ns) - drifted(b, m.sent_ns));
+    }
     // Closure (Floyd–Warshall): tightest bounds; a negative diagonal = contradiction.
     for (int k = 0; k < H; ++k)
       for (int i = 0; i < H; ++i) {
@@ -533,7 +617,20 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
     } else if (linked[static_cast<size_t>(h)] && idx.size() >= 3) {
       est = fit[static_cast<size_t>(h)].theta;
     } else if (lo > -kInf && hi < kInf) {
-      est = static_cast<double>(lo) + static_cast<double>(hi - lo) / 2;  // bounds only: the middle
+      // Bounds, and perhaps one or two completion samples against hosts fixed already: the median
+      // of what they say (clamped into the bounds below), else the middle. Their error cannot be
+      // measured from so few: the ± is then the hard bound (the farther end of the interval).
+      std::vector<double> say;
+      for (size_t c : inst_order) {
+        const auto& v = per_inst[c];
+        auto me = std::find_if(v.begin(), v.end(), [&](const auto& x) { return x.first == h; });
+        if (me == v.end()) continue;
+        for (const auto& [f, mf] : v)
+          if (f != h && fixed[static_cast<size_t>(f)])
+            say.push_back(mf + static_cast<double>(theta[static_cast<size_t>(f)]) - me->second);
+      }
+      est =
+          say.empty() ? static_cast<double>(lo) + static_cast<double>(hi - lo) / 2 : median_of(say);
       fit[static_cast<size_t>(h)].beta = 0;
     } else {
       return fail("host " + (hc.host.empty() ? "of rank " + std::to_string(hc.ranks[0]) : hc.host) +
@@ -543,6 +640,18 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
     int64_t l = lo > -kInf ? lo + 1 : lo, u = hi < kInf ? hi - 1 : hi;
     if (l > u) l = u = lo + (hi - lo) / 2;
     int64_t v = std::clamp(static_cast<int64_t>(std::llround(est)), l, u);
+    if (h != 0 && std::fabs(static_cast<double>(v) - est) > 1000) {
+      char buf[240];
+      std::snprintf(buf, sizeof buf,
+                    "%s: completion puts its correction at %+.1f µs, outside the happened-before "
+                    "bounds [%+.1f, %+.1f] µs: moved to %+.1f µs (completion there is not "
+                    "simultaneous)",
+                    hc.host.empty() ? ("rank " + std::to_string(hc.ranks[0])).c_str()
+                                    : ("host " + hc.host).c_str(),
+                    est / 1e3, static_cast<double>(lo) / 1e3, static_cast<double>(hi) / 1e3,
+                    static_cast<double>(v) / 1e3);
+      out.notes.push_back(buf);
+    }
     theta[static_cast<size_t>(h)] = v;
     fixed[static_cast<size_t>(h)] = 1;
     hc.offset_ns = v;
@@ -567,6 +676,24 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
     if (unc >= 1e299) return fail("host " + hc.host + ": no bound on its clock");
     hc.uncertainty_ns = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(unc)));
   }
+  // Loose bounds alone (a single collective, or a few that each rank waited long in) can leave a
+  // host anywhere within many ms: a ± beyond what NTP keeps hosts within says nothing, so the
+  // clocks are kept as recorded, with the numbers.
+  for (const HostClock& hc : out.hosts)
+    if (hc.uncertainty_ns > kLooseNs) {
+      char buf[200];
+      std::snprintf(
+          buf, sizeof buf,
+          "%s's clock is bounded only to [%+.3f, %+.3f] ms of the reference by %lld "
+          "collectives%s (±%.1f ms, more than the %.0f ms NTP keeps hosts within)",
+          hc.host.empty() ? ("rank " + std::to_string(hc.ranks[0])).c_str()
+                          : ("host " + hc.host).c_str(),
+          static_cast<double>(hc.bound_lo_ns) / 1e6, static_cast<double>(hc.bound_hi_ns) / 1e6,
+          static_cast<long long>(out.collectives),
+          out.messages > 0 ? (" and " + std::to_string(out.messages) + " messages").c_str() : "",
+          static_cast<double>(hc.uncertainty_ns) / 1e6, kLooseNs / 1e6);
+      return fail(buf);
+    }
 
   // Violations and completion skew before and after, on the same instances.
   auto corrected = [&](int32_t r, int64_t t) {
@@ -599,13 +726,18 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
       }
       *viol += bad;
     }
+    for (const auto& m : ev.messages)  // a receive seen complete before its send started
+      if (host_at(m.from_rank) != host_at(m.to_rank))
+        *viol += (after ? corrected(m.to_rank, m.received_ns) : m.received_ns) <
+                 (after ? corrected(m.from_rank, m.sent_ns) : m.sent_ns);
     *skew = static_cast<int64_t>(std::llround(median_of(sk)));
   };
   check(false, &out.violations_before, &out.skew_before_ns);
   check(true, &out.violations_after, &out.skew_after_ns);
   out.ok = true;
-  out.method = "inferred from " + std::to_string(out.collectives) + " collectives across " +
-               std::to_string(H) + " hosts";
+  out.method = "inferred from " + std::to_string(out.collectives) + " collectives" +
+               (out.messages > 0 ? " and " + std::to_string(out.messages) + " messages" : "") +
+               " across " + std::to_string(H) + " hosts";
   return out;
 }
 

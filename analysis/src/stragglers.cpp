@@ -201,17 +201,26 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
   // on the stored (aligned) times and on each rank's own clock before alignment.
   std::map<int32_t, const RankInfo*> rinfo;
   for (const auto& r : s.ranks) rinfo[r.rank] = &r;
-  auto unaligned = [&](int32_t r, int64_t t) -> double {
+  // The inverse of the store's clock map, with base_time_ns added back: an import's base is part
+  // of what was recorded (Kineto's baseTimeNanoseconds, an nsys session start, different per
+  // host), not an alignment, so that "unaligned" means the times as recorded. kernalyse-run's
+  // base is the same on every rank and changes no comparison.
+  // In int64 around the double: an epoch-sized time as a double is quantised to 256 ns.
+  auto unaligned = [&](int32_t r, int64_t t) -> int64_t {
     const RankInfo* i = rinfo.count(r) ? rinfo[r] : nullptr;
-    if (!i) return static_cast<double>(t);
-    return static_cast<double>(t - i->base_time_ns - i->clock_offset_ns) / (1.0 + i->clock_drift);
+    if (!i) return t;
+    const int64_t local = t - i->base_time_ns - i->clock_offset_ns;
+    return (i->clock_drift == 0
+                ? local
+                : std::llround(static_cast<double>(local) / (1.0 + i->clock_drift))) +
+           i->base_time_ns;
   };
 
   for (const Collective& in : matched) {
     if (is_n_by_n(in.op)) {
       ++res.nxn_instances;
       int64_t smax_a = INT64_MIN, emin_a = INT64_MAX;
-      double smax_u = -1e300, emin_u = 1e300;
+      int64_t smax_u = INT64_MIN, emin_u = INT64_MAX;
       for (const auto& x : in.arrivals) {
         smax_a = std::max(smax_a, a.start_ns[x.row]);
         emin_a = std::min(emin_a, a.end_ns[x.row]);
@@ -438,8 +447,10 @@ std::vector<std::string> straggler_notes(const StragglerResult& r) {
     n.push_back("clock check: " + std::to_string(r.violations_aligned) + " of " +
                 std::to_string(r.nxn_instances) +
                 " all-to-all collectives end on some rank before the last rank "
-                "started (happened-before violations); on the unaligned clocks: " +
-                std::to_string(r.violations_unaligned));
+                "started (happened-before violations)" +
+                (r.clocks_aligned ? "; before alignment (the clocks as recorded): " +
+                                        std::to_string(r.violations_unaligned)
+                                  : std::string(" (clocks as recorded, not aligned)")));
   return n;
 }
 

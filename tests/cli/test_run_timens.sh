@@ -104,15 +104,16 @@ for r in d["ranks"]:
         local = int(t - base[i] - off[i]) / (1.0 + drift[i])
         err = abs(local + int(r["clock_offset_ns"]) + r["clock_drift"] * local - int(t - base[i]))
         print(f"# rank {i}: inferred vs MPI {err:.0f} ns; inferred ±{r['clock_uncertainty_ns']} ns, MPI ±{unc[i]} ns")
-        # Both are estimates and should agree within the sum of their stated errors. Not yet
-        # asserted: on this job the slow rank always arrives last and its completion bias can
-        # exceed the stated ± (seen: 268 µs off at ±88 µs under a loaded ctest -j2). Issue 13
-        # stays open on it; the miss is printed so every run shows it.
+        # Both are estimates: they agree within the sum of their stated errors. (Misses seen
+        # before, up to 1 ms at ±90 µs under load, were the emulator's own clock offset, a
+        # per-rank constant in its modelled collective ends that no completion fit can see:
+        # vicuna_tp now measures it with idle waiters, docs/clocks.md.)
         if err > r["clock_uncertainty_ns"] + unc[i] + 1:
-            print(f"# NOT MET (issue 13 open): rank {i} inferred offset outside the stated errors")
+            print(f"FAIL - rank {i}: inferred offset {err:.0f} ns from the MPI one, outside the stated errors")
+            ok = False
 ok = ok and d["stragglers"]["clock_check"]["violations_aligned"] == 0
 ok = ok and d["stragglers"]["headline"].startswith("rank 2 arrived last")
 sys.exit(0 if ok else 1)
 PY
-expect_eq "re-inferred clocks: inference ran, 0 happened-before violations after, rank 2 named" "$?" "0"
+expect_eq "re-inferred clocks: inference ran, within the stated ± of the MPI offsets, 0 happened-before violations after, rank 2 named" "$?" "0"
 finish

@@ -144,12 +144,31 @@ TEST(ClockInfer, SendRecvGivesBoundsOnlyAndTheMiddle) {
   EXPECT_EQ(inf.violations_after, 0);
   EXPECT_EQ(inf.violations_before, 6);
 
-  // Two ranks sampled from a world of 128: their SendRecvs may pair each with a third rank.
+  // Two ranks sampled from a world of 128: their SendRecvs may pair each with a third rank. One
+  // group (stream) whose instances agree as exchanges is used, and the assumption said.
   ev.world_size = 128;
+  for (auto& in : ev.instances) in.group = "stream 7/7";
   ClockInference sampled = infer_clocks(ev);
-  EXPECT_FALSE(sampled.ok);
-  EXPECT_NE(sampled.why.find("peer is not recorded"), std::string::npos) << sampled.why;
-  // With the peers recorded they pair again.
+  ASSERT_TRUE(sampled.ok) << sampled.why;
+  EXPECT_EQ(sampled.hosts[1].offset_ns, h.offset_ns);
+  bool said = false;
+  for (const auto& n : sampled.notes)
+    said = said || n.find("taken as exchanges between") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A group whose instances contradict each other as exchanges (one shifted by 30 ms: not the
+  // same instance on both ranks) is left out whole, with the intervals that show it.
+  ev.instances[2].arrivals[1].start_ns += 30'000'000,
+      ev.instances[2].arrivals[1].end_ns += 30'000'000;
+  ClockInference mixed = infer_clocks(ev);
+  EXPECT_FALSE(mixed.ok);
+  EXPECT_NE(mixed.why.find("peer is not recorded"), std::string::npos) << mixed.why;
+  said = false;
+  for (const auto& n : mixed.notes)
+    said = said || n.find("contradict each other") != std::string::npos;
+  EXPECT_TRUE(said);
+  // With the peers recorded they pair again (and the contradiction is then an error in the data).
+  ev.instances[2].arrivals[1].start_ns -= 30'000'000,
+      ev.instances[2].arrivals[1].end_ns -= 30'000'000;
   for (auto& in : ev.instances) in.arrivals[0].peer = 1, in.arrivals[1].peer = 0;
   EXPECT_TRUE(infer_clocks(ev).ok);
 }
@@ -167,11 +186,30 @@ TEST(ClockInfer, TooLittleEvidenceIsSaid) {
   EXPECT_FALSE(b.ok);
   EXPECT_NE(b.why.find("no matched collective"), std::string::npos);
 
+  // A single ring collective whose kernels end 50 µs after the last start bounds the offset to a
+  // few hundred µs: used, with the hard bound as its ± (one completion sample has no scatter).
   Planted p{{0, 100'000}, {0, 0}, 1};
   ClockEvidence single = make(p, 1, 1000, 100, 0, 1);
-  ClockInference c = infer_clocks(single);
+  ClockInference c1 = infer_clocks(single);
+  ASSERT_TRUE(c1.ok) << c1.why;
+  const HostClock& h1 = c1.hosts[1];
+  EXPECT_LE(std::fabs(error_at(c1, p, 1, 1'000'000'000)), static_cast<double>(h1.uncertainty_ns));
+  EXPECT_EQ(h1.uncertainty_ns,
+            std::max(h1.offset_ns - h1.bound_lo_ns, h1.bound_hi_ns - h1.offset_ns));
+  EXPECT_LT(h1.uncertainty_ns, 400'000);
+  EXPECT_EQ(c1.violations_after, 0);
+
+  // One with loose bounds (kernels of 30 ms: the offset anywhere within ±30 ms) says nothing.
+  ClockEvidence loose;
+  loose.ranks = {0, 1};
+  ClockInstance in;
+  in.op = "allreduce";
+  in.algo = "RING";
+  in.arrivals = {{0, 0, 30'000'000, -1}, {1, 1'000'000, 31'000'000, -1}};
+  loose.instances.push_back(in);
+  ClockInference c = infer_clocks(loose);
   EXPECT_FALSE(c.ok);
-  EXPECT_NE(c.why.find("single collective"), std::string::npos);
+  EXPECT_NE(c.why.find("bounded only to [-31.000, +29.000] ms"), std::string::npos) << c.why;
   EXPECT_NE(describe(c).find("clocks kept as recorded"), std::string::npos);
 
   // A third host that never meets the others.
@@ -180,6 +218,57 @@ TEST(ClockInfer, TooLittleEvidenceIsSaid) {
   ClockInference d = infer_clocks(lone);
   EXPECT_FALSE(d.ok);
   EXPECT_NE(d.why.find("rank 9"), std::string::npos);
+}
+
+// Point-to-point messages seen on both sides (NCCL's network NVTX marks): each direction bounds
+// the offset from one side, as a ping-pong. Host 1 runs 2.5 ms ahead; one-way delays 5 to 60 µs.
+TEST(ClockInfer, MessagesBoundTheOffsetFromBothSides) {
+  const int64_t truth = -2'500'000;  // correction of host 1 (recorded = true + 2.5 ms)
+  ClockEvidence ev;
+  ev.ranks = {0, 1};
+  ev.host = {{0, "a"}, {1, "b"}};
+  std::mt19937_64 rng(3);
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  for (int k = 0; k < 16; ++k) {
+    const int64_t t = 1'000'000'000 + 100'000 * k,
+                  delay = 5'000 + static_cast<int64_t>(rng() % 55'000);
+    const bool up = k % 2 == 0;  // 0 → 1, else 1 → 0
+    ClockMessage m{up ? 0 : 1, up ? 1 : 0, t, t + delay};
+    (up ? m.received_ns : m.sent_ns) -= truth;  // host 1's clock
+    if (up)
+      lo = std::max(lo, m.sent_ns - m.received_ns);
+    else
+      hi = std::min(hi, m.received_ns - m.sent_ns);
+    ev.messages.push_back(m);
+  }
+  ClockInference inf = infer_clocks(ev);
+  ASSERT_TRUE(inf.ok) << inf.why;
+  EXPECT_EQ(inf.messages, 16);
+  EXPECT_EQ(inf.collectives, 0);
+  const HostClock& h = inf.hosts[1];
+  EXPECT_EQ(h.bound_lo_ns, lo);
+  EXPECT_EQ(h.bound_hi_ns, hi);
+  EXPECT_LE(std::llabs(h.offset_ns - truth), h.uncertainty_ns);
+  EXPECT_LE(h.uncertainty_ns, (hi - lo) / 2 + 2);  // no completion: the middle, ± half the width
+  EXPECT_LT(h.uncertainty_ns, 60'000);
+  EXPECT_EQ(inf.violations_after, 0);
+  EXPECT_NE(inf.method.find("0 collectives and 16 messages across 2 hosts"), std::string::npos);
+
+  // With a collective whose completion lies outside the bounds: moved to the nearer bound, said.
+  ClockInstance in;
+  in.op = "allreduce";
+  in.algo = "RING";
+  in.arrivals = {{0, 2'000'000'000, 2'010'000'000, -1},
+                 {1, 2'000'000'000 - truth, 2'010'000'000 - truth + 200'000, -1}};
+  ev.instances.push_back(in);
+  ClockInference both = infer_clocks(ev);
+  ASSERT_TRUE(both.ok) << both.why;
+  EXPECT_EQ(both.hosts[1].offset_ns, lo + 1);
+  EXPECT_EQ(both.hosts[1].uncertainty_ns, hi - lo - 1);
+  bool said = false;
+  for (const auto& n : both.notes)
+    said = said || n.find("outside the happened-before") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(ClockInfer, ContradictoryBoundsAreRefused) {

@@ -25,9 +25,22 @@ struct ClockInstance {
   std::string op;    // letters only, lower case: "allreduce", "allgather", "sendrecv", ...
   std::string algo;  // NCCL algorithm from the kernel name: "RING", "TREE", "NVLS", ... or ""
   std::vector<ClockArrival> arrivals;  // one per rank
+  // Point-to-point instances whose peers are not recorded: the group whose instances are judged
+  // together (the kernels' streams, "stream 84/84"); "" none.
+  std::string group;
+};
+// A point-to-point message seen on both sides: its receive completed (on to_rank's clock) after
+// its send started (on from_rank's clock). NCCL's network plugin NVTX marks give these
+// (ncclNetIsend / ncclNetRecvTest with sender, receiver, channel and sequence): a pair of
+// messages in opposite directions bounds the two clocks' offset from both sides, as a ping-pong.
+struct ClockMessage {
+  int32_t from_rank = 0, to_rank = 0;
+  int64_t sent_ns = 0;      // the send started (from_rank's clock)
+  int64_t received_ns = 0;  // the receive was seen complete (to_rank's clock)
 };
 struct ClockEvidence {
   std::vector<ClockInstance> instances;
+  std::vector<ClockMessage> messages;
   // rank → host name. Ranks on one host share a clock (one unknown per host); a rank with no
   // host ("" or absent) is taken as alone on its own host.
   std::map<int32_t, std::string> host;
@@ -59,6 +72,7 @@ struct ClockInference {
   std::vector<HostClock> hosts;  // reference host first
   int64_t t_ref_ns = 0;
   int64_t collectives = 0;        // instances spanning >= 2 hosts, used
+  int64_t messages = 0;           // point-to-point messages between two hosts, used as bounds
   int64_t constrained = 0;        // instances that gave happened-before bounds
   int64_t violations_before = 0;  // instances violating happened-before on the recorded times
   int64_t violations_after = 0;   // ... after the correction (0 by construction)
