@@ -55,13 +55,14 @@ corpus=$work/corpus/$target
 art=$work/artifacts/$target
 mkdir -p "$corpus" "$art"
 # One malloc above -rss_limit_mb is reported as out-of-memory by libFuzzer itself (a corrupt
-# length field must be caught before it turns into an allocation). LSan on, with the sanitizer
-# job's suppression file (third-party libraries only); UBSan reports are fatal
+# length field must be caught before it turns into an allocation). LSan on, with
+# tests/fuzz/lsan.supp (the sanitizer job's Open MPI list plus libhdf5's own leak on corrupt
+# object headers); UBSan reports are fatal
 # (-fno-sanitize-recover) and print their stack. The seed dir comes last: read, never written.
 # fast_unwind_on_malloc=0: libhdf5 has no frame pointers, so only the slow unwinder sees the
 # H5C_protect frame that suppression matches (and the frames above it in a report).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:fast_unwind_on_malloc=0}
-export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$src/tests/sanitize/lsan.supp:print_suppressions=0}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$src/tests/fuzz/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 dict=()
 [ -f "$src/tests/fuzz/$target.dict" ] && dict=(-dict="$src/tests/fuzz/$target.dict")

@@ -17,7 +17,12 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 if [ ! -f "$bd/CMakeCache.txt" ]; then
   cmake -S "$src" -B "$bd" -DKERNALYSE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 fi
-cmake --build "$bd" -j"$jobs" >/dev/null
+# The build's output goes to a log, shown when it fails (a compile error must not pass unseen).
+if ! cmake --build "$bd" -j"$jobs" >"$bd/build.log" 2>&1; then
+  tail -n 40 "$bd/build.log"
+  echo "sanitize.sh: the sanitizer build failed (log: $bd/build.log)" >&2
+  exit 1
+fi
 
 reports=$bd/sanitizer-reports
 rm -rf "$reports"

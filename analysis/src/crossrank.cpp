@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "kernalyse/checked.h"
 #include "kernalyse/error.h"
 #include "timeline.h"
 
@@ -24,10 +25,12 @@ Cell pct(int64_t part, int64_t whole) {
 }
 
 // Length of a union given intervals sorted by start. A group whose end lies before its start
-// (only HTA's rounded sub-µs events) contributes negatively, as in HTA's merge.
+// (only HTA's rounded sub-µs events) contributes negatively, as in HTA's merge. Each term fits
+// (times are in the supported range, docs/limits.md); the sum saturates, since records that end
+// before they start (a spool or nsys quirk) are not disjoint and may add up past int64.
 int64_t length(const std::vector<Iv>& m) {
   int64_t t = 0;
-  for (const auto& [s, e] : m) t += e - s;
+  for (const auto& [s, e] : m) t = sat_add(t, e - s);
   return t;
 }
 
@@ -45,7 +48,7 @@ int64_t intersect_len(const std::vector<Iv>& a, const std::vector<Iv>& b) {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
     int64_t s = std::max(a[i].first, b[j].first), e = std::min(a[i].second, b[j].second);
-    if (e > s) t += e - s;
+    if (e > s) t = sat_add(t, e - s);
     if (a[i].second < b[j].second)
       ++i;
     else
@@ -175,10 +178,12 @@ UnionStats union_sorted(const std::vector<CatInterval>& v) {
   u.compute_ns = length(comp);
   u.comm_ns = length(comm);
   u.overlap_ns = intersect_len(comm, comp);
-  u.comm_excl_ns = u.comm_ns - u.overlap_ns;
+  // Differences of (possibly saturated) totals saturate too: never a wrapped sign.
+  u.comm_excl_ns = sat_sub(u.comm_ns, u.overlap_ns);
   std::vector<Iv> cc = union_of(comp, comm);
-  u.memory_excl_ns = length(mem) - intersect_len(mem, cc);
-  u.other_excl_ns = u.busy_ns - u.compute_ns - u.comm_excl_ns - u.memory_excl_ns;
+  u.memory_excl_ns = sat_sub(length(mem), intersect_len(mem, cc));
+  u.other_excl_ns =
+      sat_sub(sat_sub(sat_sub(u.busy_ns, u.compute_ns), u.comm_excl_ns), u.memory_excl_ns);
   return u;
 }
 }  // namespace
@@ -204,17 +209,22 @@ Store hta_view(const Store& in) {
   s.annotations = in.annotations;
   std::map<int32_t, int64_t> base, last_step;
   for (const auto& r : in.ranks) base[r.rank] = r.base_time_ns;
-  // HTA rounds the raw JSON value, which is relative to baseTimeNanoseconds when present.
-  auto up = [&](int32_t r, int64_t t) {
-    int64_t b = base[r], x = t - b;
-    int64_t q = x / 1000 + ((x % 1000) > 0 ? 1 : 0);
-    return b + q * 1000;
+  // HTA rounds the raw JSON value, which is relative to baseTimeNanoseconds when present. Where
+  // that arithmetic would overflow (a damaged base time, extreme times) the time stays unrounded;
+  // the result is kept in the supported time range, so the analyses' differences still fit in
+  // int64 (docs/limits.md).
+  auto round_us = [&](int32_t r, int64_t t, bool up) {
+    const int64_t b = base[r];
+    int64_t x, y, out;
+    if (!checked_sub(t, b, &x)) return t;
+    int64_t q = x / 1000;
+    if (up && x % 1000 > 0) ++q;
+    if (!up && x % 1000 < 0) --q;
+    if (!checked_mul(q, int64_t{1000}, &y) || !checked_add(b, y, &out)) return t;
+    return std::clamp(out, -kMaxAbsTimeNs, kMaxAbsTimeNs);
   };
-  auto down = [&](int32_t r, int64_t t) {
-    int64_t b = base[r], x = t - b;
-    int64_t q = x / 1000 - ((x % 1000) < 0 ? 1 : 0);
-    return b + q * 1000;
-  };
+  auto up = [&](int32_t r, int64_t t) { return round_us(r, t, true); };
+  auto down = [&](int32_t r, int64_t t) { return round_us(r, t, false); };
   // Last ProfilerStep start per rank, only where a rank has at least two steps. HTA finds steps
   // by name, so GPU-side "ProfilerStep#N" annotations (which run later) count as well.
   std::map<int32_t, std::vector<int64_t>> steps;
@@ -342,8 +352,8 @@ void breakdown_report(const RankUnionTables& u, Report* out) {
       {"span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "memory_us", "other_us",
        "idle_pct", "compute_pct", "non_compute_pct"},
       [](const UnionStats& u) {
-        int64_t idle = u.span_ns - u.busy_ns;
-        int64_t non_compute = u.span_ns - u.compute_ns - idle;
+        int64_t idle = sat_sub(u.span_ns, u.busy_ns);
+        int64_t non_compute = sat_sub(sat_sub(u.span_ns, u.compute_ns), idle);
         std::vector<Cell> v;
         for (int64_t x : {u.span_ns, idle, u.compute_ns, non_compute, u.comm_excl_ns,
                           u.memory_excl_ns, u.other_excl_ns})
@@ -392,12 +402,14 @@ std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt)
         continue;
       }
       int64_t launch = launches.find(a.rank[x], a.correlation[x]);
+      // HTA's negative gaps (rows overlapping the previous one) can sum past int64 on extreme
+      // times: the totals saturate (docs/limits.md).
       if (launch != detail::LaunchIndex::kNone && launch > prev_end)
-        d.host_ns += gap;
+        d.host_ns = sat_add(d.host_ns, gap);
       else if (gap < opt.kernel_wait_ns)
-        d.kernel_ns += gap;
+        d.kernel_ns = sat_add(d.kernel_ns, gap);
       else
-        d.other_ns += gap;
+        d.other_ns = sat_add(d.other_ns, gap);
       ++d.gaps;
       d.max_gap_ns = std::max(d.max_gap_ns, gap);
       prev_end = hta ? a.end_ns[x] : std::max(prev_end, a.end_ns[x]);
@@ -418,7 +430,7 @@ void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
                "other_us", "idle_us",     "host_wait_ratio", "kernel_wait_ratio", "other_ratio",
                "gaps",     "mean_gap_us", "max_gap_us",      "overlaps"};
   for (const StreamIdle& d : stream_idle(s, opt)) {
-    int64_t idle = d.host_ns + d.kernel_ns + d.other_ns;
+    int64_t idle = sat_add(sat_add(d.host_ns, d.kernel_ns), d.other_ns);
     auto ratio = [&](int64_t x) { return idle ? Cell(static_cast<double>(x) / idle) : Cell{}; };
     t.rows.push_back({int64_t{d.rank}, int64_t{d.stream}, int64_t{d.device}, us(d.host_ns),
                       us(d.kernel_ns), us(d.other_ns), us(idle), ratio(d.host_ns),

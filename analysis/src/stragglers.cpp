@@ -8,6 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "kernalyse/checked.h"
 #include "kernalyse/crossrank.h"
 #include "timeline.h"
 
@@ -22,6 +23,14 @@ int64_t median(std::vector<int64_t> v) {
   if (v.size() % 2) return hi;
   int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m));
   return lo + (hi - lo) / 2;
+}
+
+// x * scale (scale in [0, 1]) back to ns; x itself when unscaled, so a total at the int64 edge
+// is not rounded up past it by the double.
+int64_t scaled(int64_t x, double scale) {
+  if (scale == 1.0) return x;
+  const double v = static_cast<double>(x) * scale;
+  return v >= 0x1p63 ? INT64_MAX : std::llround(v);
 }
 
 // nccl-tests' bus-bandwidth factor for an op over n ranks.
@@ -57,11 +66,13 @@ struct RankTimeline {
   std::vector<Gap> gaps;  // device idle, sorted
 
   void kernel_time(int64_t a, int64_t b, std::unordered_map<int32_t, int64_t>* out) const {
-    auto it = std::lower_bound(kernels.begin(), kernels.end(), a - max_kernel,
+    // Sums of kernel time over overlapping kernels (several streams) saturate: on extreme
+    // times (docs/limits.md) they may pass int64, each term never does.
+    auto it = std::lower_bound(kernels.begin(), kernels.end(), sat_sub(a, max_kernel),
                                [](const K& k, int64_t t) { return k.start < t; });
     for (; it != kernels.end() && it->start < b; ++it) {
       int64_t s = std::max(a, it->start), e = std::min(b, it->end);
-      if (e > s) (*out)[it->group] += e - s;
+      if (e > s) (*out)[it->group] = sat_add((*out)[it->group], e - s);
     }
   }
   void idle_time(int64_t a, int64_t b, int64_t* host, int64_t* other) const {
@@ -69,7 +80,10 @@ struct RankTimeline {
                                [](const Gap& g, int64_t t) { return g.end <= t; });
     for (; it != gaps.end() && it->start < b; ++it) {
       int64_t s = std::max(a, it->start), e = std::min(b, it->end);
-      if (e > s) (it->host ? *host : *other) += e - s;
+      if (e > s) {
+        int64_t& into = it->host ? *host : *other;
+        into = sat_add(into, e - s);
+      }
     }
   }
 };
@@ -209,11 +223,20 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
   auto unaligned = [&](int32_t r, int64_t t) -> int64_t {
     const RankInfo* i = rinfo.count(r) ? rinfo[r] : nullptr;
     if (!i) return t;
-    const int64_t local = t - i->base_time_ns - i->clock_offset_ns;
-    return (i->clock_drift == 0
-                ? local
-                : std::llround(static_cast<double>(local) / (1.0 + i->clock_drift))) +
-           i->base_time_ns;
+    // Exact in int64 when it fits (µs-close times must compare right); a damaged rank row's
+    // extreme base or offset falls back to double arithmetic, saturated, never wrapped.
+    int64_t local = 0, out = 0;
+    if (checked_sub(t, i->base_time_ns, &local) && checked_sub(local, i->clock_offset_ns, &local)) {
+      const int64_t x = i->clock_drift == 0
+                            ? local
+                            : std::llround(static_cast<double>(local) / (1.0 + i->clock_drift));
+      if (checked_add(x, i->base_time_ns, &out)) return out;
+    }
+    const double d = (static_cast<double>(t) - static_cast<double>(i->base_time_ns) -
+                      static_cast<double>(i->clock_offset_ns)) /
+                         (1.0 + i->clock_drift) +
+                     static_cast<double>(i->base_time_ns);
+    return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(d);
   };
 
   for (const Collective& in : matched) {
@@ -249,7 +272,8 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
     sc.op = in.op;
     sc.ranks = static_cast<int32_t>(av.size());
     sc.skew_ns = smax - smin;
-    sc.noise = sc.skew_ns <= u_last + u_first && (u_last + u_first) > 0;
+    const int64_t u_both = sat_add(u_last, u_first);
+    sc.noise = sc.skew_ns <= u_both && u_both > 0;
     sc.completion_skew_ns = emax - emin;
     sc.msg_bytes = in.msg_bytes;
     sc.step = a.step[av[0].row];
@@ -257,9 +281,11 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
     std::vector<int64_t> starts_others;
     for (const auto& x : av) {
       int64_t st = a.start_ns[x.row], en = a.end_ns[x.row];
-      int64_t w = std::clamp(smax - st, int64_t{0}, en - st);
-      sc.inflicted_ns += w;
-      agg[x.rank].suffered_ns += w;
+      // A record ending before it starts (spool, nsys) waits 0: std::clamp needs lo <= hi.
+      int64_t w = std::clamp(smax - st, int64_t{0}, std::max<int64_t>(en - st, 0));
+      // Totals over ranks and instances saturate on extreme times (docs/limits.md).
+      sc.inflicted_ns = sat_add(sc.inflicted_ns, w);
+      agg[x.rank].suffered_ns = sat_add(agg[x.rank].suffered_ns, w);
       sc.wait_ns.emplace_back(x.rank, w);
       transfer = std::min(transfer, en - smax);
       if (x.rank != last) starts_others.push_back(st);
@@ -285,7 +311,8 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
         std::vector<int64_t> pe;
         for (size_t q = 0; q < av.size(); ++q)
           if (q != li) pe.push_back(wv[q].lo);
-        c.inherited_ns = std::clamp(wv[li].lo - median(pe), int64_t{0}, lateness);
+        c.inherited_ns =
+            std::clamp(wv[li].lo - median(pe), int64_t{0}, std::max<int64_t>(lateness, 0));
       }
       auto kernel_ns = [](const Window& w, int32_t g) -> int64_t {
         auto it = std::lower_bound(w.kernels.begin(), w.kernels.end(),
@@ -299,34 +326,34 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
         for (size_t q = 0; q < av.size(); ++q)
           if (q != li) peers.push_back(kernel_ns(wv[q], g));
         int64_t ex = t - median(peers);
-        if (ex > 0) kex.emplace_back(g, ex), kern += ex;
+        if (ex > 0) kex.emplace_back(g, ex), kern = sat_add(kern, ex);
       }
       std::vector<int64_t> ph, po;
       for (size_t q = 0; q < av.size(); ++q)
         if (q != li) ph.push_back(wv[q].host), po.push_back(wv[q].other);
       int64_t host = std::max<int64_t>(0, wv[li].host - median(ph));
       int64_t oth = std::max<int64_t>(0, wv[li].other - median(po));
-      int64_t rest = lateness - c.inherited_ns, total = kern + host + oth;
+      int64_t rest = lateness - c.inherited_ns, total = sat_add(sat_add(kern, host), oth);
       double scale = total > rest && total > 0 ? static_cast<double>(rest) / total : 1.0;
-      c.kernels_ns = std::llround(kern * scale);
-      c.host_delay_ns = std::llround(host * scale);
-      c.other_idle_ns = std::llround(oth * scale);
-      c.unexplained_ns =
-          std::max<int64_t>(0, rest - c.kernels_ns - c.host_delay_ns - c.other_idle_ns);
+      c.kernels_ns = scaled(kern, scale);
+      c.host_delay_ns = scaled(host, scale);
+      c.other_idle_ns = scaled(oth, scale);
+      c.unexplained_ns = std::max<int64_t>(
+          0, sat_sub(sat_sub(sat_sub(rest, c.kernels_ns), c.host_delay_ns), c.other_idle_ns));
       for (auto& [g, ex] : kex) {
         auto& d = delay[{last, g}];
-        d.first += std::llround(ex * scale);
+        d.first = sat_add(d.first, scaled(ex, scale));
         d.second += 1;
       }
       StragglerRank& ra = agg[last];
       ra.times_last += 1;
-      ra.inflicted_ns += sc.inflicted_ns;
-      ra.lateness_ns += lateness;
-      ra.causes.kernels_ns += c.kernels_ns;
-      ra.causes.host_delay_ns += c.host_delay_ns;
-      ra.causes.other_idle_ns += c.other_idle_ns;
-      ra.causes.inherited_ns += c.inherited_ns;
-      ra.causes.unexplained_ns += c.unexplained_ns;
+      ra.inflicted_ns = sat_add(ra.inflicted_ns, sc.inflicted_ns);
+      ra.lateness_ns = sat_add(ra.lateness_ns, lateness);
+      ra.causes.kernels_ns = sat_add(ra.causes.kernels_ns, c.kernels_ns);
+      ra.causes.host_delay_ns = sat_add(ra.causes.host_delay_ns, c.host_delay_ns);
+      ra.causes.other_idle_ns = sat_add(ra.causes.other_idle_ns, c.other_idle_ns);
+      ra.causes.inherited_ns = sat_add(ra.causes.inherited_ns, c.inherited_ns);
+      ra.causes.unexplained_ns = sat_add(ra.causes.unexplained_ns, c.unexplained_ns);
     } else if (sc.skew_ns > 0) {  // noise; skew 0: no last arriver to charge
       sc.last_rank = last;
       agg[last].noise_skipped += 1;
@@ -392,8 +419,10 @@ std::string straggler_headline(const StragglerResult& r) {
     else
       h << us(g.inflicted_ns) / 1000.0 << " ms of waiting in total";
     const StragglerCauses& c = g.causes;
-    int64_t tot =
-        c.kernels_ns + c.host_delay_ns + c.other_idle_ns + c.inherited_ns + c.unexplained_ns;
+    int64_t tot = 0;
+    for (int64_t x :
+         {c.kernels_ns, c.host_delay_ns, c.other_idle_ns, c.inherited_ns, c.unexplained_ns})
+      tot = sat_add(tot, x);
     if (tot > 0) {
       std::pair<int64_t, std::string> best{c.kernels_ns, "kernels"};
       for (const auto& p : {std::pair<int64_t, std::string>{c.host_delay_ns, "host"},

@@ -1,13 +1,12 @@
 #include "spool.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace kernalyse::spool {
 
@@ -73,17 +72,46 @@ void append(std::vector<T>& out, const char* p, uint32_t count) {
   out.resize(n + count);
   std::memcpy(out.data() + n, p, count * sizeof(T));
 }
+// The whole file into `out`; false with `why` set if it cannot be read. O_NONBLOCK and the
+// regular-file check: a FIFO or device named rank-N.kspool must not block the recovery.
+bool read_whole(const std::string& path, std::vector<char>& out, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::string("cannot open: ") + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0;
+  if (!ok) why = std::string("cannot stat: ") + std::strerror(errno);
+  if (ok && !S_ISREG(st.st_mode)) {
+    why = S_ISDIR(st.st_mode) ? "a directory, not a spool file" : "not a regular file";
+    ok = false;
+  }
+  if (ok) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (ok) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = std::string("read error: ") + std::strerror(errno);
+      ok = false;
+    }
+    if (n <= 0) break;
+    out.insert(out.end(), buf, buf + n);
+  }
+  ::close(fd);
+  return ok;
+}
 }  // namespace
 
 Contents read(const std::string& path) {
   Contents c;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    c.problem = "cannot open " + path + " (" + std::strerror(errno) + ")";  // the reason, per file
+  std::vector<char> data;
+  if (!read_whole(path, data, c.problem)) {  // the reason, per file (--spool reports it)
+    c.unreadable = true;
     c.truncated = true;
     return c;
   }
-  std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   size_t off = 0;
   auto stop = [&](const std::string& why) {
     c.truncated = true;

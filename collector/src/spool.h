@@ -128,6 +128,7 @@ struct Contents {
   int64_t bytes_valid = 0;  // up to the end of the last complete, checked block
   bool truncated = false;   // a torn or corrupt tail was dropped
   std::string problem;      // what was wrong with the tail, if anything
+  bool unreadable = false;  // the file could not be read at all (problem says why)
 };
 
 class Writer {

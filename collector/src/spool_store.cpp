@@ -269,6 +269,12 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   return s;
 }
 
+std::string RankRecovery::why_nothing() const {
+  if (unreadable) return problem;
+  if (problem.empty()) return file_bytes == 0 ? "empty file" : "no complete block";
+  return problem + " at byte " + std::to_string(cut_byte);
+}
+
 std::vector<std::string> RecoveryReport::lines() const {
   std::vector<std::string> out;
   for (const auto& r : ranks) {
@@ -278,9 +284,7 @@ std::vector<std::string> RecoveryReport::lines() const {
       continue;
     }
     if (!r.recovered) {
-      out.push_back(l + "nothing recovered from " + r.path + " (" +
-                    (r.problem.empty() ? "empty" : r.problem) + " at byte " +
-                    std::to_string(r.cut_byte) + ")");
+      out.push_back(l + "nothing recovered from " + r.path + " (" + r.why_nothing() + ")");
       continue;
     }
     if (r.truncated)
@@ -379,6 +383,7 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
     rr.blocks = c.blocks;
     rr.cut_byte = c.bytes_valid;
     rr.truncated = c.truncated;
+    rr.unreadable = c.unreadable;
     rr.problem = c.problem.substr(0, c.problem.find(" at byte "));
     rr.recovered = c.blocks > 0;
     rr.records = static_cast<int64_t>(c.activities.size() + c.launches.size() + c.nccl.size() +
@@ -431,8 +436,19 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
     }
     rep.ranks.push_back(rr);
   }
-  if (parts.empty())
-    throw Error(dir + ": no rank could be recovered (no spool file has a complete block)");
+  if (parts.empty()) {
+    // Each file's own reason (unreadable, empty, corrupt from byte 0), the first few on the line.
+    std::string why;
+    size_t listed = 0;
+    for (const auto& r : rep.ranks) {
+      if (listed == 4) {
+        why += "; and " + std::to_string(rep.ranks.size() - listed) + " more";
+        break;
+      }
+      why += (listed++ ? "; " : "") + fs::path(r.path).filename().string() + ": " + r.why_nothing();
+    }
+    throw Error(dir + ": no rank could be recovered (" + why + ")");
+  }
   // Linear, not O(world²): the ranks seen, marked once.
   std::vector<char> seen(static_cast<size_t>(world), 0);
   for (const auto& x : rep.ranks)
@@ -459,8 +475,9 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
     info.world_size = world;
     info.base_time_ns = anchor;
     info.clock_method = "none (rank not recovered)";
-    info.source = rr.missing ? "missing: no spool file in " + dir
-                             : "spool: " + rr.path + " (nothing recovered: " + rr.problem + ")";
+    info.source = rr.missing
+                      ? "missing: no spool file in " + dir
+                      : "spool: " + rr.path + " (nothing recovered: " + rr.why_nothing() + ")";
     info.records_dropped = rr.missing ? 0 : 1;
     merged.ranks.push_back(info);
   }

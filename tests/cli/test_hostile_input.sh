@@ -56,6 +56,18 @@ echo '{"traceEvents":[],"\ud800":1}' > "$TMP/rank-3.json"
 "$M" "$TMP/rank-3.json" -o "$TMP/s.h5" -q 2>"$TMP/stderr"
 expect_eq "F11 surrogate key: imports" "$?" "0"
 
+# gzip with bytes after the stream is refused, not silently cut; a second member is read.
+echo "{\"distributedInfo\":{\"rank\":0},\"traceEvents\":[$K]}" | gzip -c > "$TMP/rank-4.json.gz"
+printf 'trailing' >> "$TMP/rank-4.json.gz"
+refuse "gzip trailing garbage" "$TMP/rank-4.json.gz: trailing garbage after the gzip stream at compressed byte" \
+  "$TMP/rank-4.json.gz" -o "$TMP/g.h5"
+expect_eq "gzip trailing garbage: no output" "$(ls "$TMP" | grep -c '^g\.h5')" "0"
+{ echo "{\"distributedInfo\":{\"rank\":0},\"traceEvents\":[$K," | gzip -c
+  echo "$K]}" | gzip -c; } > "$TMP/rank-5.json.gz"
+"$M" "$TMP/rank-5.json.gz" -q --json >"$TMP/two.json" 2>"$TMP/stderr"
+expect_eq "gzip two members: exit code" "$?" "0"
+expect_contains "gzip two members: two kernels" "$(tr -d ' \n' <"$TMP/two.json")" '"count":2'
+
 # -o naming a directory or a missing directory is refused before the import.
 refuse "-o directory" "$TMP: is a directory" "$TMP/rank-0.json" -o "$TMP"
 refuse "-o missing directory" "cannot create $TMP/no/out.h5: No such file or directory" \
@@ -65,6 +77,12 @@ expect_eq "-o refused before the import" "$(grep -c imported "$TMP/stderr")" "0"
 # F6/F8: spool file names past the rank limit.
 mkdir "$TMP/spool" && printf 'KSPL' > "$TMP/spool/rank-99999999999.kspool"
 refuse "F6 spool rank" "past the limit of 65536 ranks per spool" --spool "$TMP/spool" -o "$TMP/x.h5"
+
+# --spool where no file can be read: each file's reason on the one line; a FIFO is not waited on.
+mkdir "$TMP/spool2" "$TMP/spool2/rank-0.kspool" && mkfifo "$TMP/spool2/rank-1.kspool"
+: > "$TMP/spool2/rank-2.kspool"
+refuse "spool unreadable files" "rank-0.kspool: a directory, not a spool file; rank-1.kspool: not a regular file; rank-2.kspool: empty file" \
+  --spool "$TMP/spool2" -o "$TMP/y.h5"
 
 # F15/F17: a store whose column claims more rows than it holds.
 "$M" "$TMP/rank-0.json" -o "$TMP/c.h5" -q 2>/dev/null

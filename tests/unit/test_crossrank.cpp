@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/checked.h"
 #include "kernalyse/collectives.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/export.h"
@@ -1083,6 +1084,93 @@ TEST(Stragglers, ExportCollectiveIdsAreTheLedgers) {
   EXPECT_EQ(exported, ledger);
   EXPECT_EQ(waits, 4);     // k=1, k=2: ranks 0 and 1 wait for rank 2 (k=3 is unmatched now)
   EXPECT_EQ(st.flows, 6);  // 3 instances × 2 other ranks
+}
+
+// ============================================================================================
+// Extreme timestamps (issue 19): times at the edge of the supported range (|t| <= 2^62 - 1 ns,
+// about ±4.6e15 µs; the importers refuse ±9e15 µs) are each in range, but sums of durations over
+// ranks, streams and instances are not. Totals saturate at the int64 limits, never wrap.
+// ============================================================================================
+
+constexpr int64_t kEdgeUs = kMaxAbsTimeNs / kUs;  // 4,611,686,018,427,387 µs
+
+TEST(ExtremeTimes, UnionOfReversedIntervalsSaturates) {
+  // Records that end before they start (a spool or nsys quirk) are separate groups of negative
+  // length: three of -2·edge sum to < INT64_MIN.
+  std::vector<CatInterval> v(3, {kEdgeUs * kUs, -kEdgeUs * kUs, Category::Communication});
+  const UnionStats u = union_stats(v);
+  EXPECT_EQ(u.busy_ns, INT64_MIN);
+  EXPECT_EQ(u.comm_ns, INT64_MIN);
+  EXPECT_EQ(u.overlap_ns, 0);
+  EXPECT_EQ(u.comm_excl_ns, INT64_MIN);
+  EXPECT_EQ(u.span_ns, -2 * kEdgeUs * kUs);
+}
+
+TEST(ExtremeTimes, HtaIdleNegativeGapsSaturate) {
+  // Three kernels over the whole range on one stream: HTA's gaps (start - previous end) are
+  // -2·edge each, two of them already past INT64_MIN.
+  const Store s = make_store({{0, 7, -kEdgeUs, kEdgeUs, "gemm"},
+                              {0, 7, -kEdgeUs, kEdgeUs, "gemm"},
+                              {0, 7, -kEdgeUs, kEdgeUs, "gemm"}});
+  CrossRankOptions opt;
+  opt.compat = Compat::Hta;
+  const std::vector<StreamIdle> idle = stream_idle(s, opt);
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_EQ(idle[0].kernel_ns, INT64_MIN);
+  EXPECT_EQ(idle[0].gaps, 2);
+  Report rep;
+  idle_analysis(s, opt, &rep);
+  EXPECT_NEAR(dval(table(rep, "idle"), 0, "idle_us"), static_cast<double>(INT64_MIN) / kUs, 16.0);
+  // Native mode: overlaps, no idle.
+  const std::vector<StreamIdle> native = stream_idle(s, {});
+  EXPECT_EQ(native[0].kernel_ns, 0);
+  EXPECT_EQ(native[0].overlaps, 2);
+}
+
+TEST(ExtremeTimes, HtaViewWithDamagedBaseTimeStaysInRange) {
+  Store s = make_store({{0, 7, -kEdgeUs, kEdgeUs, "gemm"}});
+  s.activities.start_ns[0] -= 903;  // -kMaxAbsTimeNs: the rounding must not leave the range
+  s.activities.end_ns[0] += 903;
+  for (int64_t base : {INT64_MIN, INT64_MAX, -kMaxAbsTimeNs, int64_t{0}}) {
+    s.ranks[0].base_time_ns = base;
+    const Store h = hta_view(s);
+    ASSERT_EQ(h.activities.size(), 1u);
+    EXPECT_TRUE(time_in_range(h.activities.start_ns[0])) << base;
+    EXPECT_TRUE(time_in_range(h.activities.end_ns[0])) << base;
+    EXPECT_LE(h.activities.start_ns[0] - s.activities.start_ns[0], 999) << base;
+  }
+}
+
+TEST(ExtremeTimes, StragglerTotalsSaturate) {
+  // Ranks 0 and 1 run the collective over the whole range; rank 2 arrives at the very end,
+  // after two overlapping compute kernels (streams 7 and 8) over the range. Each wait is
+  // (2·edge - 1) µs and fits; their sum and the two kernels' time do not.
+  const std::string comm = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  std::vector<Row> rows = {{0, 20, -kEdgeUs, kEdgeUs, comm, Category::Communication},
+                           {1, 20, -kEdgeUs, kEdgeUs, comm, Category::Communication},
+                           {2, 7, -kEdgeUs, kEdgeUs - 1, "gemm"},
+                           {2, 8, -kEdgeUs, kEdgeUs - 1, "gemm"},
+                           {2, 20, kEdgeUs - 1, kEdgeUs, comm, Category::Communication}};
+  const Store s = make_store(rows);
+  const StragglerResult r = straggler_ledger(s, {});
+  ASSERT_EQ(r.collectives.size(), 1u);
+  const StragglerCollective& c = r.collectives[0];
+  const int64_t wait = (2 * kEdgeUs - 1) * kUs;
+  EXPECT_EQ(c.last_rank, 2);
+  EXPECT_EQ(c.skew_ns, wait);
+  EXPECT_EQ(c.lateness_ns, wait);
+  EXPECT_EQ(c.inflicted_ns, INT64_MAX);  // wait + wait saturates
+  for (const auto& [rank, w] : c.wait_ns) EXPECT_EQ(w, rank == 2 ? 0 : wait) << rank;
+  // The compute time in rank 2's window saturates; the causes are scaled to the lateness.
+  EXPECT_GE(c.causes.kernels_ns, wait - 4096);
+  EXPECT_LE(c.causes.kernels_ns, wait);
+  EXPECT_GE(c.causes.unexplained_ns, 0);
+  for (const StragglerRank& g : r.ranks) {
+    EXPECT_GE(g.inflicted_ns, 0) << g.rank;
+    EXPECT_GE(g.suffered_ns, 0) << g.rank;
+  }
+  EXPECT_EQ(worst_straggler(r), 2);
+  EXPECT_NE(straggler_headline(r).find("rank 2 arrived last"), std::string::npos);
 }
 
 }  // namespace

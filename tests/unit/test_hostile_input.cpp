@@ -3,6 +3,7 @@
 // but never crashes, wraps a number or leaves a temporary file behind. docs/limits.md.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -238,6 +239,44 @@ TEST(HostileKineto, GzipThroughPipe) {
   EXPECT_EQ(s.activities.size(), 1u);
 }
 
+// Bytes after the gzip stream are refused, naming where they start; a second gzip member
+// (what `cat a.gz b.gz` makes) is read as gzip -d does.
+TEST(HostileKineto, GzipTrailingGarbage) {
+  TempDir d;
+  const std::string json = R"({"distributedInfo":{"rank":0},"traceEvents":[)" + kKernel + "]}";
+  auto gz = [&](const std::string& path, const std::string& text, bool append) {
+    gzFile g = gzopen(path.c_str(), append ? "ab" : "wb");
+    ASSERT_NE(g, nullptr);
+    gzwrite(g, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(g);
+  };
+  const std::string bad = d / "rank-0.json.gz";
+  gz(bad, json, false);
+  const auto stream_bytes = fs::file_size(bad);
+  std::ofstream(bad, std::ios::app) << "garbage!";
+  EXPECT_EQ(error_of([&] { import_kineto_file(bad, {}, nullptr); }),
+            bad + ": trailing garbage after the gzip stream at compressed byte " +
+                std::to_string(stream_bytes));
+  const std::string one = d / "rank-1.json.gz";  // a single stray byte too
+  gz(one, json, false);
+  std::ofstream(one, std::ios::app) << '\0';
+  EXPECT_NE(error_of([&] { import_kineto_file(one, {}, nullptr); }).find("trailing garbage"),
+            std::string::npos);
+  const std::string two = d / "rank-2.json.gz";  // two members: one JSON text split in two
+  gz(two, json.substr(0, 40), false);
+  gz(two, json.substr(40), true);
+  Store s;
+  EXPECT_EQ(error_of([&] { s = import_kineto_file(two, {}, nullptr); }), "");
+  EXPECT_EQ(s.activities.size(), 1u);
+  const std::string cut = d / "rank-3.json.gz";  // and a member cut short is still truncated
+  gz(cut, json, false);
+  fs::resize_file(cut, fs::file_size(cut) - 4);
+  EXPECT_NE(error_of([&] {
+              import_kineto_file(cut, {}, nullptr);
+            }).find(cut + ": corrupt or truncated gzip data"),
+            std::string::npos);
+}
+
 namespace {
 
 // A one-rank spool: strings, Meta (world size `world`), optionally an empty block, 2 kernels.
@@ -327,6 +366,36 @@ TEST(HostileSpool, ClockOverflowAndEmptyBlock) {
   ASSERT_EQ(s.ranks.size(), 1u);
   EXPECT_EQ(s.activities.size() + static_cast<size_t>(s.ranks[0].records_dropped), 2u);
   EXPECT_GE(s.ranks[0].clock_uncertainty_ns, 0);
+}
+
+// --spool: a file that cannot be read gets its own reason, in the report and in the error when
+// no rank is left; a FIFO named like a spool file does not block the recovery.
+TEST(HostileSpool, UnreadableFilesGiveReasons) {
+  TempDir d;
+  fs::create_directory(d / "rank-0.kspool");
+  ASSERT_EQ(::mkfifo((d / "rank-1.kspool").c_str(), 0600), 0);
+  fs::create_symlink(d / "nowhere", d / "rank-2.kspool");
+  std::ofstream(d / "rank-3.kspool").flush();  // empty
+  auto t0 = std::chrono::steady_clock::now();
+  const std::string e = error_of([&] { recover_spool_dir(d.dir.string(), nullptr); });
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_EQ(e, d.dir.string() +
+                   ": no rank could be recovered (rank-0.kspool: a directory, not a spool file; "
+                   "rank-1.kspool: not a regular file; rank-2.kspool: cannot open: No such file "
+                   "or directory; rank-3.kspool: empty file)");
+  spool::MetaFixed f{};  // one good rank: the others are reported per file
+  f.rank = 4;
+  write_spool(d / "rank-4.kspool", 5, f);
+  RecoveryReport rep;
+  Store s = recover_spool_dir(d.dir.string(), &rep);
+  EXPECT_EQ(s.activities.size(), 2u);
+  const std::vector<std::string> lines = rep.lines();
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0], "rank 0: nothing recovered from " + (d / "rank-0.kspool") +
+                          " (a directory, not a spool file)");
+  EXPECT_EQ(lines[2], "rank 2: nothing recovered from " + (d / "rank-2.kspool") +
+                          " (cannot open: No such file or directory)");
+  EXPECT_EQ(lines[3], "rank 3: nothing recovered from " + (d / "rank-3.kspool") + " (empty file)");
 }
 
 namespace {

@@ -54,6 +54,13 @@ inline int64_t sat_add(int64_t a, int64_t b) {
   return b > 0 ? INT64_MAX : INT64_MIN;
 }
 
+// a - b for quantities derived from such totals, saturating the same way.
+inline int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_sub_overflow(a, b, &r)) return r;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
 // start + dur as an interval end, both in the supported time range; nullopt otherwise.
 inline std::optional<int64_t> time_end(int64_t start, int64_t dur) {
   int64_t end;

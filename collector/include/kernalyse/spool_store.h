@@ -41,12 +41,13 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
 // Per-rank outcome of a recovery.
 struct RankRecovery {
   int32_t rank = 0;
-  std::string path;        // "" if missing
-  bool missing = false;    // world size says it existed, but no spool file
-  bool recovered = false;  // at least one complete block was read
-  bool truncated = false;  // a torn or corrupt tail was dropped
-  std::string problem;     // what was wrong with the tail ("torn block", ...)
-  int64_t cut_byte = 0;    // where the kept prefix ends (= bytes kept)
+  std::string path;         // "" if missing
+  bool missing = false;     // world size says it existed, but no spool file
+  bool recovered = false;   // at least one complete block was read
+  bool truncated = false;   // a torn or corrupt tail was dropped
+  std::string problem;      // what was wrong with the tail ("torn block", ...) or the file
+  bool unreadable = false;  // the file could not be read at all ("cannot open: ...")
+  int64_t cut_byte = 0;     // where the kept prefix ends (= bytes kept)
   int64_t file_bytes = 0;
   int64_t blocks = 0;
   int64_t records = 0;
@@ -55,6 +56,9 @@ struct RankRecovery {
   int64_t data_end_ns = 0;      // last record end, run time (epoch ns if anchored); 0 if none
   bool tree = false;            // a process-tree rank (kernalyse-run without MPI)
   std::string rank_origin;      // tree ranks: "RANK=2", "start order (...)"
+  // Why nothing was recovered: "cannot open: Permission denied", "empty file",
+  // "bad block magic at byte 0".
+  std::string why_nothing() const;
 };
 
 struct RecoveryReport {
