@@ -684,8 +684,10 @@ StepPath StepGraph::walk() {
   std::vector<PathSegment> segs;
   std::vector<int32_t> seg_node;  // GPU node of a segment, for the range roll-up; -1 host
   int64_t t = e(sink);
+  // The path is reported within the step's GPU span: what precedes the step's first GPU work
+  // (host time before it, the previous step) is not part of the step.
   auto add = [&](PathKind kind, int32_t node, int64_t from, int64_t tid, uint32_t lrow) {
-    from = std::min(from, t);
+    from = std::max(std::min(from, t), span_start_);
     PathSegment g;
     g.kind = kind;
     g.start_ns = from, g.end_ns = t;
@@ -707,7 +709,7 @@ StepPath StepGraph::walk() {
   bool at_end = true;
   std::vector<uint8_t> coll_seen(colls_.size(), 0);
   const size_t guard = 4 * (row_.size() + syncs_.size()) + 16;
-  for (size_t it = 0; it < guard; ++it) {
+  for (size_t it = 0; it < guard && t > span_start_; ++it) {
     const size_t vi = static_cast<size_t>(v);
     if (at_end) {
       if (coll_[vi] >= 0) {

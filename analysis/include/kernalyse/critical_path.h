@@ -41,7 +41,7 @@ struct CriticalPathOptions {
   // trace does not record).
   int64_t event_tolerance_ns = 10'000;
   std::vector<WhatIf> what_if;
-  size_t max_segments = 500;  // segments kept per step for JSON/CSV (the totals count all)
+  size_t max_segments = 5000;  // segments kept per step for JSON/CSV (the totals count all)
   // The whole store's collective matching, when the caller already has it (docs/clocks.md);
   // null: matched here over the selected rows.
   std::shared_ptr<const CollectiveMatch> match;
@@ -79,9 +79,9 @@ struct PathShare {
 struct StepPath {
   int32_t step = kNoStep;
   int64_t span_start_ns = 0, span_end_ns = 0;  // the step's GPU work, every rank
-  int64_t path_start_ns = 0;                   // where the path starts (host or GPU)
+  int64_t path_start_ns = 0;                   // where the path starts (within the span)
   int64_t path_ns = 0;                         // path_end - path_start = the sum of its segments
-  int64_t slack_ns = 0;  // span_start .. path_start: work there has slack (negative: host first)
+  int64_t slack_ns = 0;  // span_start .. path_start: work there is off the path (has slack)
   int32_t sink_rank = -1;
   int64_t nodes = 0, edges_inferred = 0, collectives = 0, collectives_on_path = 0;
   int64_t by_kind[kPathKinds] = {};
