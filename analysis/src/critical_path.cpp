@@ -254,19 +254,23 @@ struct Shared {
 
 class StepGraph {
  public:
-  StepGraph(Shared& sh, int32_t step, std::vector<uint32_t> rows, std::vector<int32_t>& node_of_row,
-            const std::vector<int64_t>* colls)
-      : sh_(sh),
-        s_(sh.s),
-        a_(sh.s.activities),
-        l_(sh.s.launches),
-        step_(step),
-        row_(std::move(rows)),
-        node_of_row_(node_of_row) {
+  // One graph object serves every step: its arrays keep their capacity from step to step (a big
+  // store's steps have ~1 M nodes each; fresh arrays per step cost page faults, not work).
+  StepGraph(Shared& sh, std::vector<int32_t>& node_of_row)
+      : sh_(sh), s_(sh.s), a_(sh.s.activities), l_(sh.s.launches), node_of_row_(node_of_row) {}
+  ~StepGraph() { unload(); }
+  void load(int32_t step, std::vector<uint32_t>&& rows, const std::vector<int64_t>* colls) {
+    unload();
+    step_ = step;
+    row_ = std::move(rows);
+    runs_.clear(), groups_.clear(), group_of_run_.clear(), colls_.clear(), syncs_.clear();
+    threads_.clear(), thread_syncs_.clear(), order_.clear();
+    inferred_ = 0;
     build(colls);
   }
-  ~StepGraph() {
+  void unload() {
     for (uint32_t r : row_) node_of_row_[r] = -1;
+    row_.clear();
   }
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
@@ -298,7 +302,7 @@ class StepGraph {
   const Store& s_;
   const Activities& a_;
   const LaunchCalls& l_;
-  int32_t step_;
+  int32_t step_ = kNoStep;
   std::vector<uint32_t> row_;
   std::vector<int32_t>& node_of_row_;
   // per node
@@ -681,29 +685,21 @@ StepPath StepGraph::walk() {
   for (int32_t v = 1; v < static_cast<int32_t>(row_.size()); ++v)
     if (e(v) > e(sink)) sink = v;
   p.sink_rank = a_.rank[row_[static_cast<size_t>(sink)]];
-  std::vector<PathSegment> segs;
-  std::vector<int32_t> seg_node;  // GPU node of a segment, for the range roll-up; -1 host
+  // Raw segments (no strings: millions of them on a big store); names only for those kept.
+  struct Raw {
+    int64_t start, end, tid;
+    int32_t node;   // GPU node, -1 host
+    uint32_t lrow;  // host: the call's launch row
+    PathKind kind;
+  };
+  std::vector<Raw> segs;
   int64_t t = e(sink);
   // The path is reported within the step's GPU span: what precedes the step's first GPU work
   // (host time before it, the previous step) is not part of the step.
   auto add = [&](PathKind kind, int32_t node, int64_t from, int64_t tid, uint32_t lrow) {
     from = std::max(std::min(from, t), span_start_);
-    PathSegment g;
-    g.kind = kind;
-    g.start_ns = from, g.end_ns = t;
-    if (node >= 0) {
-      const uint32_t r = row_[static_cast<size_t>(node)];
-      g.rank = a_.rank[r], g.stream = a_.stream[r];
-      if (kind == PathKind::Compute || kind == PathKind::CommTransfer || kind == PathKind::CommWait)
-        g.name = sh_.name(a_.name_id[r]);
-      if (coll_[static_cast<size_t>(node)] >= 0)
-        g.collective = colls_[static_cast<size_t>(coll_[static_cast<size_t>(node)])].id;
-    } else {
-      g.rank = l_.rank[lrow], g.tid = tid;
-      if (l_.name_id.size() == l_.size()) g.name = s_.strings.at(l_.name_id[lrow]);
-    }
+    if (t > from) segs.push_back({from, t, tid, node, lrow, kind});
     t = from;
-    if (g.end_ns > g.start_ns) segs.push_back(std::move(g)), seg_node.push_back(node);
   };
   int32_t v = sink;
   bool at_end = true;
@@ -773,35 +769,46 @@ StepPath StepGraph::walk() {
     }
   }
   std::reverse(segs.begin(), segs.end());
-  std::reverse(seg_node.begin(), seg_node.end());
   p.path_start_ns = t;
   p.path_ns = e(sink) - t;
   p.slack_ns = t - span_start_;
   for (uint8_t x : coll_seen) p.collectives_on_path += x;
   std::map<int32_t, PathShare> ranks;
-  std::map<std::string, PathShare> kernels, ranges;
-  for (size_t i = 0; i < segs.size(); ++i) {
-    const PathSegment& g = segs[i];
-    const int64_t len = g.end_ns - g.start_ns;
+  std::unordered_map<uint32_t, PathShare> kernel_ids, range_ids;  // by name id
+  const bool threads = l_.tid.size() == l_.size();
+  auto rank_of = [&](const Raw& g) { return g.node >= 0 ? a_.rank[row_[static_cast<size_t>(g.node)]] : l_.rank[g.lrow]; };
+  for (const Raw& g : segs) {
+    const int64_t len = g.end - g.start;
     p.by_kind[static_cast<int>(g.kind)] += len;
-    PathShare& rk = ranks[g.rank];
-    rk.rank = g.rank, rk.ns += len, ++rk.count;
-    const int32_t node = seg_node[i];
-    if (node < 0) continue;
-    if (!g.name.empty()) {
-      PathShare& k = kernels[g.name];
-      k.name = g.name, k.ns += len, ++k.count;
+    const int32_t rank = rank_of(g);
+    PathShare& rk = ranks[rank];
+    rk.rank = rank, rk.ns += len, ++rk.count;
+    if (g.node < 0) continue;
+    const size_t node = static_cast<size_t>(g.node);
+    if (g.kind == PathKind::Compute || g.kind == PathKind::CommTransfer ||
+        g.kind == PathKind::CommWait) {
+      PathShare& k = kernel_ids[a_.name_id[row_[node]]];
+      k.ns += len, ++k.count;
     }
-    const int32_t h = launch_[static_cast<size_t>(node)];
-    if (h >= 0 && l_.tid.size() == l_.size()) {
-      const uint32_t id =
-          sh_.ranges.find(l_.rank[static_cast<size_t>(h)], l_.tid[static_cast<size_t>(h)],
-                          l_.start_ns[static_cast<size_t>(h)]);
+    const int32_t h = launch_[node];
+    if (h >= 0 && threads) {
+      const size_t hi = static_cast<size_t>(h);
+      const uint32_t id = sh_.ranges.find(l_.rank[hi], l_.tid[hi], l_.start_ns[hi]);
       if (id) {
-        PathShare& r = ranges[s_.strings.at(id)];
-        r.name = s_.strings.at(id), r.ns += len, ++r.count;
+        PathShare& r = range_ids[id];
+        r.ns += len, ++r.count;
       }
     }
+  }
+  // Display names can merge several ids (simplified kernel names).
+  std::map<std::string, PathShare> kernels, ranges;
+  for (const auto& [id, x] : kernel_ids) {
+    PathShare& k = kernels[sh_.name(id)];
+    k.name = sh_.name(id), k.ns += x.ns, k.count += x.count;
+  }
+  for (const auto& [id, x] : range_ids) {
+    PathShare& r = ranges[s_.strings.at(id)];
+    r.name = s_.strings.at(id), r.ns += x.ns, r.count += x.count;
   }
   auto by_ns = [](const PathShare& x, const PathShare& y) {
     return x.ns != y.ns ? x.ns > y.ns : x.name < y.name;
@@ -815,8 +822,27 @@ StepPath StepGraph::walk() {
   if (p.by_kernel.size() > top) p.by_kernel.resize(top);
   if (p.by_range.size() > top) p.by_range.resize(top);
   p.segments_total = static_cast<int64_t>(segs.size());
-  if (segs.size() > sh_.opt.max_segments) segs.resize(sh_.opt.max_segments);
-  p.segments = std::move(segs);
+  const size_t keep = std::min(segs.size(), sh_.opt.max_segments);
+  p.segments.reserve(keep);
+  for (size_t i = 0; i < keep; ++i) {
+    const Raw& r = segs[i];
+    PathSegment g;
+    g.kind = r.kind;
+    g.start_ns = r.start, g.end_ns = r.end;
+    g.rank = rank_of(r);
+    if (r.node >= 0) {
+      const size_t node = static_cast<size_t>(r.node);
+      g.stream = a_.stream[row_[node]];
+      if (r.kind == PathKind::Compute || r.kind == PathKind::CommTransfer ||
+          r.kind == PathKind::CommWait)
+        g.name = sh_.name(a_.name_id[row_[node]]);
+      if (coll_[node] >= 0) g.collective = colls_[static_cast<size_t>(coll_[node])].id;
+    } else {
+      g.tid = r.tid;
+      if (l_.name_id.size() == l_.size()) g.name = s_.strings.at(l_.name_id[r.lrow]);
+    }
+    p.segments.push_back(std::move(g));
+  }
   return p;
 }
 
@@ -830,9 +856,15 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
   Shared sh(s, opt);
   std::map<int32_t, std::vector<uint32_t>> by_step;
   std::vector<uint32_t> selected = select_activities(s, opt.filter);
-  for (uint32_t i : selected)
-    if (is_gpu_work(static_cast<Kind>(a.kind[i])) && a.end_ns[i] >= a.start_ns[i])
-      by_step[a.step[i]].push_back(i);
+  {
+    int32_t cur = INT32_MIN;
+    std::vector<uint32_t>* bucket = nullptr;
+    for (uint32_t i : selected) {
+      if (!is_gpu_work(static_cast<Kind>(a.kind[i])) || a.end_ns[i] < a.start_ns[i]) continue;
+      if (a.step[i] != cur) cur = a.step[i], bucket = &by_step[cur];
+      bucket->push_back(i);
+    }
+  }
   // Steps: the ProfilerStep#N of the work; work outside every step is analysed on its own only
   // when there are no steps at all.
   if (by_step.size() > 1) by_step.erase(kNoStep);
@@ -870,9 +902,12 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
           const int64_t h = sh.launch_rows.find(a.rank[i], a.correlation[i]);
           if (h >= 0) sh.sync_stream[static_cast<uint32_t>(h)] = a.stream[i];
         }
-    for (size_t i = 0; i < l.size(); ++i)
-      if (sync_name[l.name_id[i]] || sh.sync_stream.count(static_cast<uint32_t>(i)))
+    for (const auto& [h, stream] : sh.sync_stream) sync_name[l.name_id[h]] |= 2;
+    for (size_t i = 0; i < l.size(); ++i) {
+      const uint8_t f = sync_name[l.name_id[i]];
+      if ((f & 1) || ((f & 2) && sh.sync_stream.count(static_cast<uint32_t>(i))))
         sh.syncs_by_step[l.step[i]].push_back(static_cast<uint32_t>(i));
+    }
   } else if (!l.size()) {
     res.notes.push_back("no launch calls: host launch delays and synchronisations not modelled");
   }
@@ -892,10 +927,10 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
   }
 
   std::vector<int32_t> node_of_row(a.size(), -1);
+  StepGraph g(sh, node_of_row);
   for (auto& [step, rows] : by_step) {
     auto c = colls_by_step.find(step);
-    StepGraph g(sh, step, std::move(rows), node_of_row,
-                c == colls_by_step.end() ? nullptr : &c->second);
+    g.load(step, std::move(rows), c == colls_by_step.end() ? nullptr : &c->second);
     g.measured_pass();
     res.steps.push_back(g.walk());
     const int64_t measured = g.span();

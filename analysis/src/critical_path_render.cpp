@@ -190,7 +190,8 @@ void critical_path_report(const CriticalPathResult& r, Report* out) {
       {"method", r.method},     {"event_tolerance_ns", r.event_tolerance_ns},
       {"path_ns", path},        {"span_ns", span},
       {"by_kind", total_kinds}, {"by_rank", total_ranks},
-      {"notes", r.notes},       {"steps", steps}};
+      {"notes", r.notes}};
+  out->json["critical_path"]["steps"] = std::move(steps);  // large: moved, not copied
 
   Table wt;
   wt.key = "what_if";
