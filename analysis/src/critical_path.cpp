@@ -776,7 +776,9 @@ StepPath StepGraph::walk() {
   std::map<int32_t, PathShare> ranks;
   std::unordered_map<uint32_t, PathShare> kernel_ids, range_ids;  // by name id
   const bool threads = l_.tid.size() == l_.size();
-  auto rank_of = [&](const Raw& g) { return g.node >= 0 ? a_.rank[row_[static_cast<size_t>(g.node)]] : l_.rank[g.lrow]; };
+  auto rank_of = [&](const Raw& g) {
+    return g.node >= 0 ? a_.rank[row_[static_cast<size_t>(g.node)]] : l_.rank[g.lrow];
+  };
   for (const Raw& g : segs) {
     const int64_t len = g.end - g.start;
     p.by_kind[static_cast<int>(g.kind)] += len;
