@@ -19,6 +19,7 @@
 #include <map>
 #include <queue>
 #include <regex>
+#include <tuple>
 #include <unordered_map>
 
 #include "kernalyse/classify.h"
@@ -237,6 +238,11 @@ struct Shared {
   RangeFinder ranges;
   std::vector<int64_t> coll_of_row;  // matcher id per activity row, -1
   const CollectiveMatch* match = nullptr;
+  std::vector<Collective> p2p;  // send/recv pairs, ids after the matcher's
+  const Collective& collective(int64_t id) const {
+    const size_t i = static_cast<size_t>(id), n = match->matched.size();
+    return i < n ? match->matched[i] : p2p[i - n];
+  }
   std::unordered_map<uint32_t, int32_t> sync_stream;  // launch row → stream of its Sync record
   std::map<int32_t, std::vector<uint32_t>> syncs_by_step;  // launch rows of sync calls
   std::map<uint32_t, std::string> names;                   // name id → display name
@@ -375,7 +381,7 @@ void StepGraph::build(const std::vector<int64_t>* colls) {
   // Collectives with an arrival in this step.
   if (colls) {
     for (int64_t id : *colls) {
-      const Collective& c = sh_.match->matched[static_cast<size_t>(id)];
+      const Collective& c = sh_.collective(id);
       CollInstance ci;
       ci.id = c.id;
       ci.c = kUnset;
@@ -848,6 +854,44 @@ StepPath StepGraph::walk() {
   return p;
 }
 
+// Point-to-point: a send and its recv complete together (NCCL's pair). The matcher keys them by
+// their collective name, so each side stays unmatched there; here they pair within their process
+// group by Seq, else by occurrence (the k-th send of a rank with the k-th recv of another).
+void pair_p2p(const Store& s, const Filter& f, Shared* sh) {
+  const Activities& a = s.activities;
+  const NcclInfo& nc = s.nccl;
+  if (!nc.size()) return;
+  std::vector<uint8_t> taken(a.size(), 0);
+  for (const Collective& c : sh->match->matched)
+    for (const auto& x : c.arrivals) taken[x.row] = 1;
+  struct Side {
+    uint32_t row;
+    bool send;
+  };
+  std::map<std::pair<uint32_t, int64_t>, std::vector<Side>> sides;
+  std::map<std::tuple<int32_t, uint32_t, bool>, int64_t> occurrence;
+  for (size_t i = 0; i < nc.size(); ++i) {
+    const uint64_t row = nc.activity[i];
+    if (row >= a.size() || taken[row]) continue;
+    if ((f.rank && a.rank[row] != *f.rank) || (f.step && a.step[row] != *f.step)) continue;
+    const std::string op = collective_op_key(s.strings.at(nc.collective_id[i]));
+    const bool send = op.find("send") != std::string::npos;
+    if (send == (op.find("recv") != std::string::npos)) continue;  // neither, or a fused SendRecv
+    taken[row] = 1;
+    const int64_t k =
+        nc.seq[i] >= 0 ? nc.seq[i] : occurrence[{a.rank[row], nc.pg_name_id[i], send}]++;
+    sides[{nc.pg_name_id[i], k}].push_back({static_cast<uint32_t>(row), send});
+  }
+  for (const auto& [key, v] : sides) {
+    if (v.size() != 2 || v[0].send == v[1].send || a.rank[v[0].row] == a.rank[v[1].row]) continue;
+    Collective c;
+    c.id = static_cast<int64_t>(sh->match->matched.size() + sh->p2p.size());
+    c.op = "send/recv";
+    for (const Side& x : v) c.arrivals.push_back({a.rank[x.row], x.row});
+    sh->p2p.push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt) {
@@ -880,8 +924,9 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
     sh.match = &own;
   }
   res.method = sh.match->method;
+  pair_p2p(s, opt.filter, &sh);
   std::map<int32_t, std::vector<int64_t>> colls_by_step;
-  for (const Collective& c : sh.match->matched) {
+  auto by_step_of = [&](const Collective& c) {
     int32_t last_step = INT32_MIN;
     for (const auto& x : c.arrivals)
       if (a.step[x.row] != last_step) {
@@ -889,7 +934,9 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
         auto& v = colls_by_step[last_step];
         if (v.empty() || v.back() != c.id) v.push_back(c.id);
       }
-  }
+  };
+  for (const Collective& c : sh.match->matched) by_step_of(c);
+  for (const Collective& c : sh.p2p) by_step_of(c);
   selected.clear();
   selected.shrink_to_fit();
 

@@ -178,6 +178,37 @@ TEST(CriticalPath, InferredEventWaitWithinTolerance) {
   EXPECT_EQ(r.steps[0].slack_ns, 101 * kUs);
 }
 
+// Point-to-point: rank 0 computes K [0,100] then sends [100,300]; rank 1 posts its recv at 50
+// [50,300] and computes K2 [300,350] on the result. The pair completes once both arrived (100):
+// transfer 200 on both sides.
+TEST(CriticalPath, SendRecvPairCompletesTogether) {
+  const Category comm = Category::Communication;
+  Store s = make({{0, 7, 0, 100, "K"},
+                  {0, 20, 100, 300, "ncclDevKernel_SendRecv", comm},
+                  {1, 7, 300, 350, "K2"},
+                  {1, 20, 50, 300, "ncclDevKernel_SendRecv", comm}});
+  NcclInfo& n = s.nccl;
+  for (uint64_t row : {1u, 3u}) {
+    n.activity.push_back(row);
+    n.collective_id.push_back(s.strings.intern(row == 1 ? "Send" : "Recv"));
+    n.seq.push_back(0), n.pg_name_id.push_back(s.strings.intern("pp"));
+    n.pg_desc_id.push_back(0), n.pg_ranks_id.push_back(0), n.group_size.push_back(2);
+    n.in_nelems.push_back(-1), n.out_nelems.push_back(-1), n.msg_bytes.push_back(-1);
+    n.dtype_id.push_back(0);
+  }
+  fill_optional_nccl_columns(n);
+  const CriticalPathResult r = critical_path(s, with({"kernel=^K$:x2"}));
+  const StepPath& p = r.steps[0];
+  EXPECT_EQ(p.collectives, 1);
+  EXPECT_EQ(p.collectives_on_path, 1);
+  // K2 [300,350], transfer [100,300] on rank 1, then the sender's K [0,100].
+  EXPECT_EQ(p.path_ns, 350 * kUs);
+  EXPECT_EQ(p.by_kind[static_cast<int>(PathKind::CommTransfer)], 200 * kUs);
+  EXPECT_EQ(by_rank(p, 0), 100 * kUs);
+  // K [0,50]: the pair completes at 50 + 200, K2 ends at 300.
+  EXPECT_EQ(predicted(r, "kernel=^K$:x2"), 300 * kUs);
+}
+
 TEST(CriticalPath, ParsesWhatIf) {
   EXPECT_EQ(parse_what_if("rank=3:median").rank, 3);
   const WhatIf k = parse_what_if("kernel=gemm:x1.5");
