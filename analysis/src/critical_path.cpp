@@ -15,10 +15,14 @@
 #include "kernalyse/critical_path.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <regex>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -132,22 +136,19 @@ class LaunchRows {
       b = e;
     }
   }
-  int64_t find(int32_t rank, int64_t corr) const {
+  int64_t find(int32_t rank, int64_t corr) const {  // thread-safe: no cache
     if (corr < 0) return -1;
-    if (rank != last_rank_) {
-      auto it = ranks_.find(rank);
-      last_ = it == ranks_.end() ? nullptr : &it->second;
-      last_rank_ = rank;
-    }
-    if (!last_) return -1;
-    if (!last_->dense.empty()) {
-      const int64_t k = corr - last_->lo;
-      if (k < 0 || k >= static_cast<int64_t>(last_->dense.size())) return -1;
-      const uint32_t r = last_->dense[static_cast<size_t>(k)];
+    auto pr = ranks_.find(rank);
+    if (pr == ranks_.end()) return -1;
+    const PerRank& p = pr->second;
+    if (!p.dense.empty()) {
+      const int64_t k = corr - p.lo;
+      if (k < 0 || k >= static_cast<int64_t>(p.dense.size())) return -1;
+      const uint32_t r = p.dense[static_cast<size_t>(k)];
       return r == UINT32_MAX ? -1 : r;
     }
-    auto it = last_->sparse.find(corr);
-    return it == last_->sparse.end() ? -1 : it->second;
+    auto it = p.sparse.find(corr);
+    return it == p.sparse.end() ? -1 : it->second;
   }
 
  private:
@@ -157,8 +158,6 @@ class LaunchRows {
     std::unordered_map<int64_t, uint32_t> sparse;
   };
   std::map<int32_t, PerRank> ranks_;
-  mutable int32_t last_rank_ = INT32_MIN;
-  mutable const PerRank* last_ = nullptr;
 };
 
 // The innermost NVTX / user range on a thread enclosing a time (ranges on one thread nest).
@@ -251,7 +250,9 @@ struct Shared {
   Shared(const Store& st, const CriticalPathOptions& o)
       : s(st), opt(o), launch_rows(st.launches), ranges(st.annotations) {}
 
+  std::mutex names_mutex;  // steps run in parallel; map nodes stay put, so references stay valid
   const std::string& name(uint32_t id) {
+    std::lock_guard<std::mutex> lock(names_mutex);
     auto it = names.find(id);
     if (it != names.end()) return it->second;
     return names[id] = opt.verbose ? s.strings.at(id) : simplify_kernel_name(s.strings.at(id));
@@ -975,24 +976,53 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
       throw Error("--what-if " + w.text + ": the store has no rank " + std::to_string(w.rank));
   }
 
-  std::vector<int32_t> node_of_row(a.size(), -1);
-  StepGraph g(sh, node_of_row);
-  for (auto& [step, rows] : by_step) {
-    auto c = colls_by_step.find(step);
-    g.load(step, std::move(rows), c == colls_by_step.end() ? nullptr : &c->second);
-    g.measured_pass();
-    res.steps.push_back(g.walk());
-    const int64_t measured = g.span();
-    for (size_t w = 0; w < opt.what_if.size(); ++w) {
-      WhatIfStep x;
-      x.scenario = opt.what_if[w].text;
-      x.step = step;
-      x.measured_step_ns = measured;
-      x.predicted_step_ns = g.retime(&opt.what_if[w], w);
-      x.saved_ns = measured - x.predicted_step_ns;
-      res.what_if.push_back(std::move(x));
+  // Steps are independent: a few threads, each with its own graph and row → node map (memory:
+  // ~4 B per activity row plus the graph of one step per thread, hence the cap).
+  std::vector<std::pair<int32_t, std::vector<uint32_t>>> steps;
+  for (auto& [step, rows] : by_step) steps.emplace_back(step, std::move(rows));
+  by_step.clear();
+  std::vector<StepPath> paths(steps.size());
+  std::vector<std::vector<WhatIfStep>> whatifs(steps.size());
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    try {
+      std::vector<int32_t> node_of_row(a.size(), -1);
+      StepGraph g(sh, node_of_row);
+      for (size_t i; (i = next++) < steps.size();) {
+        const int32_t step = steps[i].first;
+        auto c = colls_by_step.find(step);
+        g.load(step, std::move(steps[i].second), c == colls_by_step.end() ? nullptr : &c->second);
+        g.measured_pass();
+        paths[i] = g.walk();
+        const int64_t measured = g.span();
+        for (size_t w = 0; w < opt.what_if.size(); ++w) {
+          WhatIfStep x;
+          x.scenario = opt.what_if[w].text;
+          x.step = step;
+          x.measured_step_ns = measured;
+          x.predicted_step_ns = g.retime(&opt.what_if[w], w);
+          x.saved_ns = measured - x.predicted_step_ns;
+          whatifs[i].push_back(std::move(x));
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = steps.size();
     }
-  }
+  };
+  const size_t nthreads = std::min<size_t>(
+      {steps.size(), std::max(1u, std::thread::hardware_concurrency()), size_t{4}});
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < nthreads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  res.steps = std::move(paths);
+  for (auto& w : whatifs)
+    for (auto& x : w) res.what_if.push_back(std::move(x));
   std::stable_sort(res.what_if.begin(), res.what_if.end(),
                    [&](const WhatIfStep& x, const WhatIfStep& y) {
                      auto idx = [&](const std::string& t) {
