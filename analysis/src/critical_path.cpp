@@ -20,7 +20,6 @@
 #include <cmath>
 #include <map>
 #include <mutex>
-#include <queue>
 #include <regex>
 #include <thread>
 #include <tuple>
@@ -212,6 +211,15 @@ int64_t median_of(std::vector<int64_t>& v) {  // reorders v; v not empty
   return lo + (hi - lo) / 2;
 }
 
+// An item of the merged order: time, class (0 work, 1 collective completion, 2 sync return), id.
+struct OrderKey {
+  int64_t t;
+  uint32_t cls, item;
+  bool operator<(const OrderKey& o) const {
+    return t != o.t ? t < o.t : cls != o.cls ? cls < o.cls : item < o.item;
+  }
+};
+
 struct SyncCall {
   uint32_t lrow = 0;
   int32_t thread = 0;
@@ -328,6 +336,7 @@ class StepGraph {
   std::vector<std::pair<int32_t, int64_t>> threads_;  // (rank, tid) of thread index
   std::vector<std::vector<int32_t>> thread_syncs_;    // per thread, by start
   std::vector<uint32_t> order_;  // nodes [0, N), collectives N + k, syncs N + K + j
+  std::vector<OrderKey> keys_;   // build_order's merge buffer, kept across steps
   int64_t span_start_ = 0, span_end_ = 0, inferred_ = 0;
 };
 
@@ -482,52 +491,43 @@ void StepGraph::build_syncs() {
 }
 
 void StepGraph::build_order() {
-  // k-way merge of the stream runs (each by start) with the collective completions (at their last
-  // arrival) and the sync returns (at their end). Ties: work, then completions, then syncs.
+  // The stream runs (each already by start, one after the other in node order) merged pairwise,
+  // bottom-up, then the collective completions (at their last arrival) and the sync returns (at
+  // their end) merged in. Ties: work, then completions, then syncs; within a class by index.
+  using Key = OrderKey;
   const uint32_t n = static_cast<uint32_t>(row_.size());
   const uint32_t k = static_cast<uint32_t>(colls_.size());
-  std::vector<uint32_t> cs(k), ys(syncs_.size());
-  for (uint32_t i = 0; i < k; ++i) cs[i] = i;
-  for (uint32_t i = 0; i < ys.size(); ++i) ys[i] = i;
-  std::stable_sort(cs.begin(), cs.end(),
-                   [&](uint32_t x, uint32_t y) { return colls_[x].c < colls_[y].c; });
-  auto sync_end = [&](uint32_t j) {
+  keys_.resize(n);
+  for (uint32_t v = 0; v < n; ++v) keys_[v] = {s(static_cast<int32_t>(v)), 0, v};
+  std::vector<size_t> bounds;
+  for (const auto& r : runs_) bounds.push_back(static_cast<size_t>(r.first));
+  bounds.push_back(n);
+  while (bounds.size() > 2) {
+    std::vector<size_t> next;
+    for (size_t i = 0; i + 2 < bounds.size(); i += 2) {
+      std::inplace_merge(keys_.begin() + static_cast<std::ptrdiff_t>(bounds[i]),
+                         keys_.begin() + static_cast<std::ptrdiff_t>(bounds[i + 1]),
+                         keys_.begin() + static_cast<std::ptrdiff_t>(bounds[i + 2]));
+      next.push_back(bounds[i]);
+    }
+    if (bounds.size() % 2 == 0) next.push_back(bounds[bounds.size() - 2]);
+    next.push_back(n);
+    bounds = std::move(next);
+  }
+  std::vector<Key> events;
+  for (uint32_t i = 0; i < k; ++i) events.push_back({colls_[i].c, 1, n + i});
+  for (uint32_t j = 0; j < syncs_.size(); ++j) {
     const uint32_t h = syncs_[j].lrow;
-    return std::max(l_.end_ns[h], l_.start_ns[h]);
-  };
-  std::stable_sort(ys.begin(), ys.end(),
-                   [&](uint32_t x, uint32_t y) { return sync_end(x) < sync_end(y); });
-  struct Head {
-    int64_t t;
-    uint32_t cls, item, src, pos;
-    bool operator>(const Head& o) const {
-      return t != o.t ? t > o.t : cls != o.cls ? cls > o.cls : item > o.item;
-    }
-  };
-  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> q;
-  const uint32_t nruns = static_cast<uint32_t>(runs_.size());
-  for (uint32_t r = 0; r < nruns; ++r) {
-    const uint32_t v = static_cast<uint32_t>(runs_[r].first);
-    q.push({s(static_cast<int32_t>(v)), 0, v, r, v});
+    events.push_back({std::max(l_.end_ns[h], l_.start_ns[h]), 2, n + k + j});
   }
-  if (k) q.push({colls_[cs[0]].c, 1, n + cs[0], nruns, 0});
-  if (!ys.empty()) q.push({sync_end(ys[0]), 2, n + k + ys[0], nruns + 1, 0});
-  order_.clear();
-  order_.reserve(n + k + ys.size());
-  while (!q.empty()) {
-    Head h = q.top();
-    q.pop();
-    order_.push_back(h.item);
-    const uint32_t next = h.pos + 1;
-    if (h.src < nruns) {
-      if (static_cast<int32_t>(next) < runs_[h.src].second)
-        q.push({s(static_cast<int32_t>(next)), 0, next, h.src, next});
-    } else if (h.src == nruns) {
-      if (next < k) q.push({colls_[cs[next]].c, 1, n + cs[next], nruns, next});
-    } else if (next < ys.size()) {
-      q.push({sync_end(ys[next]), 2, n + k + ys[next], nruns + 1, next});
-    }
+  std::sort(events.begin(), events.end());
+  order_.resize(n + events.size());
+  size_t out = 0, e = 0;
+  for (uint32_t v = 0; v < n; ++v) {
+    while (e < events.size() && events[e] < keys_[v]) order_[out++] = events[e++].item;
+    order_[out++] = keys_[v].item;
   }
+  while (e < events.size()) order_[out++] = events[e++].item;
 }
 
 void StepGraph::measured_pass() {
