@@ -179,8 +179,8 @@ void critical_path_report(const CriticalPathResult& r, Report* out) {
                      {"by_rank", shares_json(p.by_rank, "rank")},
                      {"by_kernel", shares_json(p.by_kernel, "kernel")},
                      {"by_range", shares_json(p.by_range, "range")},
-                     {"segments_total", p.segments_total},
-                     {"segments", segs}});
+                     {"segments_total", p.segments_total}});
+    steps.back()["segments"] = std::move(segs);  // large: moved, not copied
   }
   nlohmann::json total_kinds = nlohmann::json::object(), total_ranks = nlohmann::json::array();
   for (int k = 0; k < kPathKinds; ++k)
