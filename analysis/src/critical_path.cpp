@@ -16,8 +16,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <regex>
