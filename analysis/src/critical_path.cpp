@@ -169,8 +169,11 @@ class RangeFinder {
         by_thread_[{an.rank[i], an.tid[i]}].idx.push_back(static_cast<uint32_t>(i));
     }
     for (auto& [key, r] : by_thread_) {
-      std::stable_sort(r.idx.begin(), r.idx.end(),
-                       [&](uint32_t x, uint32_t y) { return an.start_ns[x] < an.start_ns[y]; });
+      // By start, and of two ranges starting together the longer first: it encloses the other.
+      std::stable_sort(r.idx.begin(), r.idx.end(), [&](uint32_t x, uint32_t y) {
+        return an.start_ns[x] != an.start_ns[y] ? an.start_ns[x] < an.start_ns[y]
+                                                : an.end_ns[x] > an.end_ns[y];
+      });
       std::vector<int32_t> open;
       r.parent.resize(r.idx.size());
       for (size_t q = 0; q < r.idx.size(); ++q) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernalyse/critical_path.h"
@@ -160,6 +161,27 @@ TEST(CriticalPath, HostLaunchAndSync) {
   // A twice as fast: [10,60]; the sync returns at 65 (50 earlier), so L2 starts at 115 and B at
   // 125, ending at 175: span 165.
   EXPECT_EQ(predicted(r, "kernel=^A$:x2"), 165 * kUs);
+}
+
+// The by-range roll-up: the innermost NVTX range around each launch, also when an inner range
+// starts together with its enclosing one (as a model's "attn" inside "layer 0").
+TEST(CriticalPath, InnermostRangeOfTheLaunch) {
+  Store s = host_chain();
+  Annotations& an = s.annotations;
+  for (auto [name, start, end] :
+       {std::tuple<const char*, int64_t, int64_t>{"outer", 0, 200}, {"inner", 0, 10}}) {
+    an.rank.push_back(0), an.kind.push_back(static_cast<uint8_t>(AnnotationKind::Nvtx));
+    an.pid.push_back(100), an.tid.push_back(1);
+    an.start_ns.push_back(start * kUs), an.end_ns.push_back(end * kUs);
+    an.name_id.push_back(s.strings.intern(name)), an.step.push_back(kNoStep);
+  }
+  const StepPath p = critical_path(s, CriticalPathOptions{}).steps[0];
+  ASSERT_EQ(p.by_range.size(), 2u);
+  // A (launched at 0): its 100 µs; B (launched at 165): compute 50 + launch latency 10.
+  EXPECT_EQ(p.by_range[0].name, "inner");
+  EXPECT_EQ(p.by_range[0].ns, 100 * kUs);
+  EXPECT_EQ(p.by_range[1].name, "outer");
+  EXPECT_EQ(p.by_range[1].ns, 60 * kUs);
 }
 
 // Two streams of one rank, no launches: Y starts 1 µs after X ended on the other stream.
