@@ -295,6 +295,15 @@ class StepGraph {
 
   void measured_pass();
   StepPath walk();
+  // A stretch of the path, without strings (millions of them on a big store).
+  struct Raw {
+    int64_t start, end, tid;
+    int32_t node;   // GPU node, -1 host
+    uint32_t lrow;  // host: the call's launch row
+    PathKind kind;
+  };
+  // The path's roll-ups by kind, rank, kernel and range, and the first segments with names.
+  void summarise(const std::vector<Raw>& segs, StepPath* p);
   // Re-times the graph with scenario w; returns the predicted span (last end - first start).
   int64_t retime(const WhatIf* w, size_t scenario);
   int64_t span() const { return span_end_ - span_start_; }
@@ -696,12 +705,6 @@ StepPath StepGraph::walk() {
     if (e(v) > e(sink)) sink = v;
   p.sink_rank = a_.rank[row_[static_cast<size_t>(sink)]];
   // Raw segments (no strings: millions of them on a big store); names only for those kept.
-  struct Raw {
-    int64_t start, end, tid;
-    int32_t node;   // GPU node, -1 host
-    uint32_t lrow;  // host: the call's launch row
-    PathKind kind;
-  };
   std::vector<Raw> segs;
   int64_t t = e(sink);
   // The path is reported within the step's GPU span: what precedes the step's first GPU work
@@ -783,6 +786,11 @@ StepPath StepGraph::walk() {
   p.path_ns = e(sink) - t;
   p.slack_ns = t - span_start_;
   for (uint8_t x : coll_seen) p.collectives_on_path += x;
+  summarise(segs, &p);
+  return p;
+}
+
+void StepGraph::summarise(const std::vector<Raw>& segs, StepPath* p) {
   std::map<int32_t, PathShare> ranks;
   std::unordered_map<uint32_t, PathShare> kernel_ids, range_ids;  // by name id
   const bool threads = l_.tid.size() == l_.size();
@@ -791,7 +799,7 @@ StepPath StepGraph::walk() {
   };
   for (const Raw& g : segs) {
     const int64_t len = g.end - g.start;
-    p.by_kind[static_cast<int>(g.kind)] += len;
+    p->by_kind[static_cast<int>(g.kind)] += len;
     const int32_t rank = rank_of(g);
     PathShare& rk = ranks[rank];
     rk.rank = rank, rk.ns += len, ++rk.count;
@@ -825,17 +833,17 @@ StepPath StepGraph::walk() {
   auto by_ns = [](const PathShare& x, const PathShare& y) {
     return x.ns != y.ns ? x.ns > y.ns : x.name < y.name;
   };
-  for (auto& [r, x] : ranks) p.by_rank.push_back(x);
-  for (auto& [nm, x] : kernels) p.by_kernel.push_back(x);
-  for (auto& [nm, x] : ranges) p.by_range.push_back(x);
-  std::sort(p.by_kernel.begin(), p.by_kernel.end(), by_ns);
-  std::sort(p.by_range.begin(), p.by_range.end(), by_ns);
+  for (auto& [r, x] : ranks) p->by_rank.push_back(x);
+  for (auto& [nm, x] : kernels) p->by_kernel.push_back(x);
+  for (auto& [nm, x] : ranges) p->by_range.push_back(x);
+  std::sort(p->by_kernel.begin(), p->by_kernel.end(), by_ns);
+  std::sort(p->by_range.begin(), p->by_range.end(), by_ns);
   const size_t top = sh_.opt.top > 0 ? static_cast<size_t>(sh_.opt.top) : SIZE_MAX;
-  if (p.by_kernel.size() > top) p.by_kernel.resize(top);
-  if (p.by_range.size() > top) p.by_range.resize(top);
-  p.segments_total = static_cast<int64_t>(segs.size());
+  if (p->by_kernel.size() > top) p->by_kernel.resize(top);
+  if (p->by_range.size() > top) p->by_range.resize(top);
+  p->segments_total = static_cast<int64_t>(segs.size());
   const size_t keep = std::min(segs.size(), sh_.opt.max_segments);
-  p.segments.reserve(keep);
+  p->segments.reserve(keep);
   for (size_t i = 0; i < keep; ++i) {
     const Raw& r = segs[i];
     PathSegment g;
@@ -853,9 +861,8 @@ StepPath StepGraph::walk() {
       g.tid = r.tid;
       if (l_.name_id.size() == l_.size()) g.name = s_.strings.at(l_.name_id[r.lrow]);
     }
-    p.segments.push_back(std::move(g));
+    p->segments.push_back(std::move(g));
   }
-  return p;
 }
 
 // Point-to-point: a send and its recv complete together (NCCL's pair). The matcher keys them by
