@@ -61,36 +61,89 @@ std::vector<ScenarioSummary> summarise(const std::vector<WhatIfStep>& w) {
   return out;
 }
 
-}  // namespace
+// The `what_if` and `what_if_summary` tables and JSON keys (only when scenarios were given).
+void what_if_report(const CriticalPathResult& r, const std::vector<ScenarioSummary>& sums,
+                    Report* out) {
+  if (r.what_if.empty()) return;
+  Table wt;
+  wt.key = "what_if";
+  wt.title = "What-if: predicted step time (the graph re-timed with the scenario's durations)";
+  wt.columns = {"scenario", "step", "measured_us", "predicted_us", "saved_us", "saved_pct"};
+  wt.in_json = false;
+  nlohmann::json wj = nlohmann::json::array();
+  for (const WhatIfStep& x : r.what_if) {
+    wt.rows.push_back({x.scenario, int64_t{x.step}, us(x.measured_step_ns), us(x.predicted_step_ns),
+                       us(x.saved_ns), pct_cell(x.saved_ns, x.measured_step_ns)});
+    wj.push_back({{"scenario", x.scenario},
+                  {"step", x.step},
+                  {"measured_step_ns", x.measured_step_ns},
+                  {"predicted_step_ns", x.predicted_step_ns},
+                  {"saved_ns", x.saved_ns}});
+  }
+  Table ws;
+  ws.key = "what_if_summary";
+  ws.title = "What-if summary (median over steps)";
+  ws.columns = {"scenario", "steps", "measured_median_us", "predicted_median_us", "saved_total_us"};
+  ws.in_json = false;
+  nlohmann::json wsj = nlohmann::json::array();
+  for (const ScenarioSummary& s : sums) {
+    ws.rows.push_back(
+        {s.scenario, s.steps, us(s.measured_median), us(s.predicted_median), us(s.saved_total)});
+    wsj.push_back({{"scenario", s.scenario},
+                   {"steps", s.steps},
+                   {"measured_median_ns", s.measured_median},
+                   {"predicted_median_ns", s.predicted_median},
+                   {"saved_total_ns", s.saved_total}});
+  }
+  out->json["what_if"] = std::move(wj);
+  out->json["what_if_summary"] = std::move(wsj);
+  out->tables.push_back(std::move(wt));
+  out->tables.push_back(std::move(ws));
+}
 
-void critical_path_report(const CriticalPathResult& r, Report* out) {
-  // Headline: the path over all steps, by kind and by rank.
+// The path over all steps: by kind and by rank.
+struct Totals {
   int64_t path = 0, span = 0, kinds[kPathKinds] = {};
   std::map<int32_t, int64_t> by_rank;
   std::vector<int64_t> spans;
+};
+
+Totals totals(const CriticalPathResult& r) {
+  Totals t;
   for (const StepPath& p : r.steps) {
-    path += p.path_ns, span += p.span_end_ns - p.span_start_ns;
-    spans.push_back(p.span_end_ns - p.span_start_ns);
-    for (int k = 0; k < kPathKinds; ++k) kinds[k] += p.by_kind[k];
-    for (const PathShare& x : p.by_rank) by_rank[x.rank] += x.ns;
+    t.path += p.path_ns, t.span += p.span_end_ns - p.span_start_ns;
+    t.spans.push_back(p.span_end_ns - p.span_start_ns);
+    for (int k = 0; k < kPathKinds; ++k) t.kinds[k] += p.by_kind[k];
+    for (const PathShare& x : p.by_rank) t.by_rank[x.rank] += x.ns;
   }
-  if (r.steps.empty()) {
-    out->headline.push_back("critical path: no GPU work in the selection");
-  } else {
-    std::string line = "critical path over " + std::to_string(r.steps.size()) +
-                       " step(s): " + format_duration(path) + " of " + format_duration(span) +
-                       " GPU span (median step " + format_duration(median(spans)) + "):";
-    for (int k = 0; k < kPathKinds; ++k)
-      if (kinds[k] > 0)
-        line += std::string(" ") + to_string(static_cast<PathKind>(k)) + " " + pct(kinds[k], path) +
-                ",";
-    line.pop_back();
-    auto top = std::max_element(by_rank.begin(), by_rank.end(),
-                                [](const auto& x, const auto& y) { return x.second < y.second; });
-    if (top != by_rank.end())
-      line += "; rank " + std::to_string(top->first) + " holds " + pct(top->second, path);
-    out->headline.push_back(line);
-  }
+  return t;
+}
+
+std::string headline(const CriticalPathResult& r, const Totals& t) {
+  if (r.steps.empty()) return "critical path: no GPU work in the selection";
+  std::string line = "critical path over " + std::to_string(r.steps.size()) +
+                     " step(s): " + format_duration(t.path) + " of " + format_duration(t.span) +
+                     " GPU span (median step " + format_duration(median(t.spans)) + "):";
+  for (int k = 0; k < kPathKinds; ++k)
+    if (t.kinds[k] > 0)
+      line += std::string(" ") + to_string(static_cast<PathKind>(k)) + " " +
+              pct(t.kinds[k], t.path) + ",";
+  line.pop_back();
+  auto top = std::max_element(t.by_rank.begin(), t.by_rank.end(),
+                              [](const auto& x, const auto& y) { return x.second < y.second; });
+  if (top != t.by_rank.end())
+    line += "; rank " + std::to_string(top->first) + " holds " + pct(top->second, t.path);
+  return line;
+}
+
+}  // namespace
+
+void critical_path_report(const CriticalPathResult& r, Report* out) {
+  const Totals tot = totals(r);
+  const int64_t path = tot.path, span = tot.span;
+  const int64_t* kinds = tot.kinds;
+  const std::map<int32_t, int64_t>& by_rank = tot.by_rank;
+  out->headline.push_back(headline(r, tot));
   const std::vector<ScenarioSummary> sums = summarise(r.what_if);
   for (const ScenarioSummary& s : sums)
     out->headline.push_back("what-if " + s.scenario + ": median step " +
@@ -193,47 +246,12 @@ void critical_path_report(const CriticalPathResult& r, Report* out) {
       {"notes", r.notes}};
   out->json["critical_path"]["steps"] = std::move(steps);  // large: moved, not copied
 
-  Table wt;
-  wt.key = "what_if";
-  wt.title = "What-if: predicted step time (the graph re-timed with the scenario's durations)";
-  wt.columns = {"scenario", "step", "measured_us", "predicted_us", "saved_us", "saved_pct"};
-  wt.in_json = false;
-  nlohmann::json wj = nlohmann::json::array();
-  for (const WhatIfStep& x : r.what_if) {
-    wt.rows.push_back({x.scenario, int64_t{x.step}, us(x.measured_step_ns), us(x.predicted_step_ns),
-                       us(x.saved_ns), pct_cell(x.saved_ns, x.measured_step_ns)});
-    wj.push_back({{"scenario", x.scenario},
-                  {"step", x.step},
-                  {"measured_step_ns", x.measured_step_ns},
-                  {"predicted_step_ns", x.predicted_step_ns},
-                  {"saved_ns", x.saved_ns}});
-  }
-  Table ws;
-  ws.key = "what_if_summary";
-  ws.title = "What-if summary (median over steps)";
-  ws.columns = {"scenario", "steps", "measured_median_us", "predicted_median_us", "saved_total_us"};
-  ws.in_json = false;
-  nlohmann::json wsj = nlohmann::json::array();
-  for (const ScenarioSummary& s : sums) {
-    ws.rows.push_back(
-        {s.scenario, s.steps, us(s.measured_median), us(s.predicted_median), us(s.saved_total)});
-    wsj.push_back({{"scenario", s.scenario},
-                   {"steps", s.steps},
-                   {"measured_median_ns", s.measured_median},
-                   {"predicted_median_ns", s.predicted_median},
-                   {"saved_total_ns", s.saved_total}});
-  }
   out->tables.push_back(std::move(st));
   out->tables.push_back(std::move(rt));
   out->tables.push_back(std::move(kt));
   if (!gt.rows.empty()) out->tables.push_back(std::move(gt));
   out->tables.push_back(std::move(sg));
-  if (!r.what_if.empty()) {
-    out->json["what_if"] = wj;
-    out->json["what_if_summary"] = wsj;
-    out->tables.push_back(std::move(wt));
-    out->tables.push_back(std::move(ws));
-  }
+  what_if_report(r, sums, out);
 }
 
 }  // namespace kernalyse
