@@ -903,6 +903,29 @@ void pair_p2p(const Store& s, const Filter& f, Shared* sh) {
   }
 }
 
+// Host synchronisations, by the step of the call: calls whose name contains "Synchronize", and
+// calls that a Sync record (Kineto's cuda_sync) joins, with that record's stream.
+void find_syncs(const Store& s, Shared* shp) {
+  Shared& sh = *shp;
+  const Activities& a = s.activities;
+  const LaunchCalls& l = s.launches;
+  std::vector<uint8_t> sync_name(s.strings.size(), 0);
+  for (uint32_t id = 1; id < s.strings.size(); ++id)
+    sync_name[id] = s.strings.at(id).find("Synchronize") != std::string::npos;
+  if (a.correlation.size() == a.size())
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a.kind[i] == static_cast<uint8_t>(Kind::Sync)) {
+        const int64_t h = sh.launch_rows.find(a.rank[i], a.correlation[i]);
+        if (h >= 0) sh.sync_stream[static_cast<uint32_t>(h)] = a.stream[i];
+      }
+  for (const auto& [h, stream] : sh.sync_stream) sync_name[l.name_id[h]] |= 2;
+  for (size_t i = 0; i < l.size(); ++i) {
+    const uint8_t f = sync_name[l.name_id[i]];
+    if ((f & 1) || ((f & 2) && sh.sync_stream.count(static_cast<uint32_t>(i))))
+      sh.syncs_by_step[l.step[i]].push_back(static_cast<uint32_t>(i));
+  }
+}
+
 }  // namespace
 
 CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt) {
@@ -953,21 +976,7 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
 
   // Host synchronisations: calls whose name says so, or that a Sync record joins.
   if (l.name_id.size() == l.size() && l.tid.size() == l.size()) {
-    std::vector<uint8_t> sync_name(s.strings.size(), 0);
-    for (uint32_t id = 1; id < s.strings.size(); ++id)
-      sync_name[id] = s.strings.at(id).find("Synchronize") != std::string::npos;
-    if (a.correlation.size() == a.size())
-      for (size_t i = 0; i < a.size(); ++i)
-        if (a.kind[i] == static_cast<uint8_t>(Kind::Sync)) {
-          const int64_t h = sh.launch_rows.find(a.rank[i], a.correlation[i]);
-          if (h >= 0) sh.sync_stream[static_cast<uint32_t>(h)] = a.stream[i];
-        }
-    for (const auto& [h, stream] : sh.sync_stream) sync_name[l.name_id[h]] |= 2;
-    for (size_t i = 0; i < l.size(); ++i) {
-      const uint8_t f = sync_name[l.name_id[i]];
-      if ((f & 1) || ((f & 2) && sh.sync_stream.count(static_cast<uint32_t>(i))))
-        sh.syncs_by_step[l.step[i]].push_back(static_cast<uint32_t>(i));
-    }
+    find_syncs(s, &sh);
   } else if (!l.size()) {
     res.notes.push_back("no launch calls: host launch delays and synchronisations not modelled");
   }
