@@ -66,6 +66,11 @@ read -r nl nn <<< "$launches"
 all_col_mb=$(( (rows * 46 + nl * 20 + nn * 64) / 1000000 ))
 timed all_analyses "$bin/kernalyse-merge" "$dir/run.h5" --all --top 20
 log "  all analyses: columns read $all_col_mb MB; peak RSS / columns read = $(awk -v r="$rss_mb" -v c="$all_col_mb" 'BEGIN {printf "%.2f", r / c}')"
+# The cross-rank critical path (issue 14, target <= 2 s): activities (46 B/row), launches with their
+# threads, ends and names (52 B/row) and the nccl table (92 B/row).
+cp_col_mb=$(( (rows * 46 + nl * 52 + nn * 92) / 1000000 ))
+timed critical_path "$bin/kernalyse-merge" "$dir/run.h5" --critical-path --top 20
+log "  critical path: columns read $cp_col_mb MB; peak RSS / columns read = $(awk -v r="$rss_mb" -v c="$cp_col_mb" 'BEGIN {printf "%.2f", r / c}')"
 timed html_report "$bin/kernalyse-merge" "$dir/run.h5" --html "$dir/report.html" --force -q
 log "  HTML report: $(( $(stat -c %s "$dir/report.html") / 1000 )) kB (budget 5000 kB)"
 rm -f "$dir/report.html"

@@ -19,6 +19,7 @@
 #include "kernalyse/analysis.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/clock_infer.h"
+#include "kernalyse/critical_path.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/diff.h"
 #include "kernalyse/energy.h"
@@ -68,6 +69,8 @@ struct Options {
   std::string step_range;                         // --step-range REGEX (nsys import)
   std::vector<std::string> diff;                  // --diff BASE TEST (docs/analyses.md)
   std::string align = "auto";                     // --align: clocks inferred from collectives
+  bool critical_path = false;                     // --critical-path (docs/analyses.md)
+  std::vector<std::string> what_if;               // --what-if SPEC (implies --critical-path)
 };
 
 nlohmann::json inference_json(const ClockInference& inf) {
@@ -455,9 +458,10 @@ void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
               << "\n";
 }
 
-// Runs the analyses' tasks on as many threads as there are cores, the last task first (the ledger,
-// the longest, starts at once), and appends their Reports to `report` in task order. The first
-// failing task's exception (in task order) is rethrown after all have stopped.
+// Runs the analyses' tasks on as many threads as there are cores, the last task first (the
+// longest ones, the ledger and the critical path, are queued last so they start at once), and
+// appends their Reports to `report` in task order. The first failing task's exception (in task
+// order) is rethrown after all have stopped.
 void run_in_parallel(const std::vector<std::function<void(Report*)>>& tasks, Report* report) {
   std::vector<Report> parts(tasks.size());
   std::vector<std::exception_ptr> failed(tasks.size());
@@ -535,6 +539,8 @@ int run_node_stores(const Options& o, const std::vector<std::string>& files,
 }
 
 int run(const Options& o, const std::string& command_line) {
+  std::vector<WhatIf> what_if;  // checked before any input is read
+  for (const auto& w : o.what_if) what_if.push_back(parse_what_if(w));
   if (!o.diff.empty()) return run_diff(o);
   if (!o.spool.empty()) return run_spool(o, command_line);
   if (o.inputs.empty())
@@ -556,13 +562,14 @@ int run(const Options& o, const std::string& command_line) {
   ClockInference inference;
   std::shared_ptr<const CollectiveMatch> match;  // shared with the ledger
   bool inferred = false;
-  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy;
+  bool cross =
+      o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy || o.critical_path;
   bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
     // Read only what the chosen analyses use (peak RSS stays near the columns read).
-    bool need_launches = o.idle || o.stragglers || o.ranges || o.compat == "hta";
+    bool need_launches = o.idle || o.stragglers || o.ranges || o.critical_path || o.compat == "hta";
     // Only --ranges needs the launches' threads, and only when the store has NVTX / user ranges
     // at all: a small read of the annotations tells (the 8 M-kernel benchmark store has none).
     auto has_ranges = [&] {
@@ -585,13 +592,16 @@ int run(const Options& o, const std::string& command_line) {
       // The analyses join launches by correlation and use their start; --ranges also their thread.
       // --energy joins ranges the same way, for its per-range rows.
       sel.launch_detail = (o.ranges || o.energy) && has_ranges();
-      sel.nccl = o.stragglers;
+      // The critical path follows the launching threads and their synchronisations.
+      sel.launch_detail = sel.launch_detail || o.critical_path;
+      sel.nccl = o.stragglers || o.critical_path;
       sel.activity_correlation = need_launches || sel.launch_detail;
       sel.launches = sel.launches || sel.launch_detail;
     }
     // The inference matches collectives like the ledger: it needs the /nccl columns. It runs on
     // a store for the cross-rank views (ledger, exports) or when asked.
-    bool may_align = o.align == "inferred" || (o.align == "auto" && (o.stragglers || exporting));
+    bool may_align = o.align == "inferred" ||
+                     (o.align == "auto" && (o.stragglers || o.critical_path || exporting));
     sel.nccl = sel.nccl || may_align;
     store = read_store(files[0], sel);
     if (may_align) inferred = align_clocks(store, o, &inference, &match);
@@ -806,6 +816,15 @@ int run(const Options& o, const std::string& command_line) {
     });
   }
   if (o.stragglers) task([&store, xo](Report* r) { straggler_analysis(store, xo, r); });
+  if (o.critical_path) {
+    CriticalPathOptions co;
+    co.filter = filter;
+    co.verbose = o.verbose;
+    co.top = o.top > 0 ? o.top : 20;
+    co.match = xo.match;
+    co.what_if = what_if;
+    task([&store, co](Report* r) { critical_path_report(critical_path(store, co), r); });
+  }
   run_in_parallel(tasks, &report);
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
   if (o.json)
@@ -864,6 +883,11 @@ int main(int argc, char** argv) {
   app.add_option("--units-per-step", o.units_per_step,
                  "--energy: also J per unit (sample) per step")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--critical-path", o.critical_path,
+               "cross-rank critical path per step: by rank, kind, kernel and range");
+  app.add_option("--what-if", o.what_if,
+                 "predicted step time with changed durations (implies --critical-path; "
+                 "repeatable): rank=R:median, kernel=REGEX:xF, comm=overlapped");
   app.add_flag("--all", o.all, "every analysis");
   app.add_option("--diff", o.diff,
                  "compare two runs: --diff BASE TEST (each a store, trace file or directory)")
@@ -921,6 +945,7 @@ int main(int argc, char** argv) {
   if (o.all)
     o.summary = o.gaps = o.overlap = o.breakdown = o.idle = o.stragglers = o.ranges = o.energy =
         true;
+  if (!o.what_if.empty()) o.critical_path = true;
   o.mode =
       o.quiet ? ProgressMode::Off : parse_progress_mode(o.progress).value_or(ProgressMode::Off);
   std::string cmd;

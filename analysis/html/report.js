@@ -76,6 +76,37 @@
     }, '');
   })();
 
+  // Critical path: its segments as bars on one lane per rank, coloured by kind.
+  (function () {
+    var P = D.critical_path;
+    if (!P || !P.segments.length) return draw('critpath', 0, null, 'no critical path in the selection');
+    var col = { compute: C.compute, comm_transfer: C.comm, comm_wait: C.exposed, host: C.other,
+                launch_latency: C.memory, idle: C.idle };
+    var rows = P.ranks.map(function (r) { return 'rank ' + r; });
+    var data = P.segments.map(function (g) {
+      return { value: [g[0], g[1] / 1e6, g[2] / 1e6, g[3], g[4]], itemStyle: { color: col[P.kinds[g[3]]] } };
+    });
+    document.getElementById('c-critpath').style.height = Math.max(200, rows.length * 28 + 90) + 'px';
+    draw('critpath', data.length, {
+      tooltip: { formatter: function (p) {
+        var v = p.value;
+        return rows[v[0]] + ' · ' + P.kinds[v[3]] + (v[4] ? ': ' + v[4] : '') + '<br>' + v[1].toFixed(3) +
+          ' to ' + v[2].toFixed(3) + ' ms (' + fmtNs((v[2] - v[1]) * 1e6) + ')';
+      } },
+      grid: { left: 90, right: 20, top: 10, bottom: 60 },
+      xAxis: { type: 'value', name: 'ms (step ' + P.step + ')', nameLocation: 'end', min: 0 },
+      yAxis: { type: 'category', data: rows },
+      dataZoom: zoom({ bottom: 4 }),
+      series: [{ type: 'custom', encode: { x: [1, 2], y: 0 }, data: data,
+        renderItem: function (params, api) {
+          var a = api.coord([api.value(1), api.value(0)]), b = api.coord([api.value(2), api.value(0)]);
+          var h = api.size([0, 1])[1] * 0.6;
+          return { type: 'rect', shape: { x: a[0], y: a[1] - h / 2, width: Math.max(1, b[0] - a[0]), height: h },
+                   style: api.style() };
+        } }]
+    }, '');
+  })();
+
   // Straggler heatmap: rank × collective, colour = wait.
   (function () {
     var S = D.stragglers;

@@ -18,6 +18,7 @@
 
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
+#include "kernalyse/critical_path.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/energy.h"
 #include "kernalyse/error.h"
@@ -149,6 +150,34 @@ json timeline(const Store& s, const std::vector<uint32_t>& rows, const Window& w
   }
   return {{"t0_ns", w.t0 - base}, {"bin_ns", w.bin_ns}, {"bins", w.bins}, {"ranks", jr},
           {"compute", comp},      {"comm", comm},       {"idle", idle}};
+}
+
+// The critical path of the step with the median span as lanes per rank: segments
+// [rank index, start, end (ns from the step's start), kind index, name].
+json critical_path_lanes(const CriticalPathResult& cp) {
+  if (cp.steps.empty()) return nullptr;
+  std::vector<size_t> idx(cp.steps.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  auto span = [&](size_t i) { return cp.steps[i].span_end_ns - cp.steps[i].span_start_ns; };
+  std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(idx.size() / 2),
+                   idx.end(), [&](size_t x, size_t y) { return span(x) < span(y); });
+  const StepPath& p = cp.steps[idx[idx.size() / 2]];
+  std::set<int32_t> ranks;
+  for (const PathSegment& g : p.segments) ranks.insert(g.rank);
+  const std::vector<int32_t> rv(ranks.begin(), ranks.end());
+  json kinds = json::array(), segs = json::array();
+  for (int k = 0; k < kPathKinds; ++k) kinds.push_back(to_string(static_cast<PathKind>(k)));
+  for (const PathSegment& g : p.segments)
+    segs.push_back({std::lower_bound(rv.begin(), rv.end(), g.rank) - rv.begin(),
+                    g.start_ns - p.span_start_ns, g.end_ns - p.span_start_ns,
+                    static_cast<int>(g.kind), g.name});
+  return {{"step", p.step},
+          {"path_ns", p.path_ns},
+          {"span_ns", span(idx[idx.size() / 2])},
+          {"ranks", rv},
+          {"kinds", kinds},
+          {"segments", segs},
+          {"segments_total", p.segments_total}};
 }
 
 // Rank × collective wait from the straggler ledger; columns binned (max wait) beyond max_cols.
@@ -323,6 +352,12 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   energy_report(energy, &erep);
   step();
   const StragglerResult ledger = straggler_ledger(s, xo);
+  CriticalPathOptions co;  // the critical path of the median step, drawn over the rank lanes
+  co.filter = opt.filter;
+  co.top = opt.top;
+  Report crep;
+  const CriticalPathResult cpath = critical_path(s, co);
+  critical_path_report(cpath, &crep);
   step();
 
   // Run summary.
@@ -411,6 +446,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   d["timeline"] = w.valid() ? timeline(s, rows, w, base, &lanes) : json(nullptr);
 
   d["stragglers"] = straggler_heatmap(ledger, opt.max_collectives);
+  d["critical_path"] = critical_path_lanes(cpath);
 
   // Overlap and breakdown per rank, from their tables.
   json ov = {{"ranks", json::array()},
@@ -490,6 +526,8 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   out.tables.push_back(std::move(rt));
   if (!lanes.key.empty()) out.tables.push_back(std::move(lanes));
   for (auto& t : straggler_tables(ledger, xo)) out.tables.push_back(std::move(t));
+  for (const char* k : {"critical_path_steps", "critical_path_ranks"})
+    if (const Table* t = find_table(crep, k)) out.tables.push_back(*t);
   for (const char* k : {"overlap", "breakdown", "gap_histogram", "gaps_per_rank", "gap_transitions",
                         "kernel_summary", "ranges"})
     if (const Table* t = find_table(rep, k)) out.tables.push_back(*t);
@@ -574,7 +612,8 @@ std::string page(const Built& b) {
     h += "<div class=\"emulated\" id=\"emulated\">EMULATED DATA: no real GPU recorded these events "
          "(synthetic / emulated device)</div>";
   h += "<nav><a href=\"#s-summary\">summary</a> <a href=\"#s-timeline\">timeline</a> "
-       "<a href=\"#s-stragglers\">stragglers</a> <a href=\"#s-overlap\">overlap</a> "
+       "<a href=\"#s-stragglers\">stragglers</a> <a href=\"#s-critpath\">critical path</a> "
+       "<a href=\"#s-overlap\">overlap</a> "
        "<a href=\"#s-gaps\">gaps</a> <a href=\"#s-kernels\">top kernels</a> "
        "<a href=\"#s-ranges\">ranges</a> <a href=\"#s-memory\">GPU memory</a> <a "
        "href=\"#s-power\">GPU power</a> <a href=\"#tables\">tables</a></nav></header>\n";
@@ -620,6 +659,11 @@ std::string page(const Built& b) {
            {"stragglers_ranks", "per rank"},
            {"delay_by_kernel", "delay by kernel"}},
           "360px");
+  section(h, "critpath", "Critical path",
+          "The chain of work that sets the step time (the step with the median span), over the "
+          "rank lanes: compute, communication after the last arrival, host time, launch latency "
+          "and idle gaps on the path.",
+          {{"critical_path_steps", "per step"}, {"critical_path_ranks", "by rank"}}, "260px");
   section(h, "overlap", "Overlap and exposed communication",
           "Communication time per rank split into the part overlapped by computation and the "
           "exposed part.",

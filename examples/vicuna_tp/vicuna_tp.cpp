@@ -184,6 +184,7 @@ struct Options {
   double time_scale = 1.0;
   int exit_code = 0;
   bool blocking_mpi = false;  // --mpi-wait block: blocking MPI calls instead of test+sleep polling
+  bool modelled_collectives = false;  // --modelled-collectives: ends from modelled times only
   bool print_model = false;
   // Power model (the emulated NVML): watts per kernel class, sampled every power_ms.
   double power_ms = 100.0;  // 0: no power samples
@@ -218,6 +219,10 @@ const char* kUsage =
     "  --seed S              random seed (default 1)\n"
     "  --time-scale X        multiplier on all modelled times (default 1.0)\n"
     "  --mpi-wait poll|block how the NCCL stream waits on MPI (default poll: test + 20 us sleep)\n"
+    "  --modelled-collectives a collective ends its transfer time after the last member's\n"
+    "                        modelled arrival, even when the real MPI call returned later (a\n"
+    "                        loaded machine's scheduling delays stay out of the records: runs\n"
+    "                        with and without --slow-rank then differ by the slowing alone)\n"
     "  --print-model         print the per-op modelled durations on rank 0\n"
     "  --exit-code N         exit with N after MPI_Finalize\n"
     "  --power-ms P          emulated NVML: sample board power every P ms (default 100; 0: off)\n"
@@ -304,7 +309,9 @@ std::string parse(int argc, char** argv, Options& o) {
     else if (a == "--mpi-wait") {
       ok = take() && (val == "poll" || val == "block");
       o.blocking_mpi = ok && val == "block";
-    } else if (a == "--print-model")
+    } else if (a == "--modelled-collectives")
+      o.modelled_collectives = true;
+    else if (a == "--print-model")
       o.print_model = true;
     else if (a == "--spawn")
       ok = as_int(o.spawn) && o.spawn >= 1 && o.spawn <= 64;
@@ -571,6 +578,7 @@ struct Device {
   bool stop = false;
   int32_t device_id = 0;
   bool blocking_mpi = false;
+  bool modelled_collectives = false;  // end = last modelled arrival + transfer, nothing real
   int64_t epoch = 0;  // raw ns before which no op starts (a common start on one host)
   // The emulated hardware has one physical time; the ranks' raw clocks may not (other hosts,
   // or the time namespaces of the clock tests). physical = raw + phys_offset (rank 0's clock).
@@ -765,8 +773,10 @@ void stream_main(Device& dev, int idx) {
       // Never before the real completion (which follows every member's real entry, so no member
       // ends before the last one started, whatever our estimate of the other clocks), nor before
       // our own arrival plus the transfer; never after the real completion plus the transfer.
-      end = std::clamp(latest + op.duration_ns, std::max(start + op.duration_ns, done),
-                       done + op.duration_ns);
+      end = dev.modelled_collectives
+                ? std::max(start, latest) + op.duration_ns
+                : std::clamp(latest + op.duration_ns, std::max(start + op.duration_ns, done),
+                             done + op.duration_ns);
     }
     sleep_until_raw(end);
 
@@ -1171,6 +1181,7 @@ int main(int argc, char** argv) {
 
   Device dev;
   dev.blocking_mpi = o.blocking_mpi;
+  dev.modelled_collectives = o.modelled_collectives;
   {
     const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     if (!lr) lr = std::getenv("SLURM_LOCALID");

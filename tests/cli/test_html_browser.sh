@@ -78,7 +78,7 @@ PY
     "$( [ "$(stat -c %s "$ART/report-$name.png" 2>/dev/null || echo 0)" -gt 20000 ] && echo yes)" "yes"
 }
 
-all=timeline,stragglers,overlap,gaps,kernels
+all=timeline,stragglers,critpath,overlap,gaps,kernels
 # (a) Real traces: 2 ranks of HTA's DLRM job.
 if [ -d "$TRACES/hta/trace_filter" ]; then
   kernalyse-merge "$TRACES/hta/trace_filter" --html trace_filter.html -q
@@ -99,7 +99,7 @@ expect_contains "emulated: root cause names rank 2" "$(grep -o 'Root cause:</b> 
 check emulated emulated.html "$all,ranges" yes
 # One rank of it: no cross-rank heatmap, the rest drawn, still no error.
 kernalyse-merge emu.h5 --html rank1.html --rank 1 -q
-check rank1 rank1.html timeline,overlap,gaps,kernels yes
+check rank1 rank1.html timeline,critpath,overlap,gaps,kernels yes
 
 # (c) GPU memory counters (hand-built store).
 "$BIN/kernalyse_html_fixture" counters.html
