@@ -19,6 +19,7 @@
 #include "kernalyse/crossrank.h"
 #include "kernalyse/diff.h"
 #include "kernalyse/energy.h"
+#include "kernalyse/roofline.h"
 #include "kernalyse/export.h"
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
@@ -61,6 +62,8 @@ struct Options {
   std::string step_range;                         // --step-range REGEX (nsys import)
   std::vector<std::string> diff;                  // --diff BASE TEST (docs/analyses.md)
   std::string align = "auto";                     // --align: clocks inferred from collectives
+  bool roofline = false, hints = false;           // performance model (docs/analyses.md)
+  std::string peaks;                              // --peaks FILE.json
 };
 
 nlohmann::json inference_json(const ClockInference& inf) {
@@ -392,13 +395,18 @@ int run(const Options& o, const std::string& command_line) {
   ClockInference inference;
   std::shared_ptr<const CollectiveMatch> match;  // shared with the ledger
   bool inferred = false;
-  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy;
+  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy ||
+               o.roofline || o.hints;
+  // Read before any import, so that a bad peaks file fails fast (one line, exit 2).
+  std::optional<DevicePeaks> peaks;
+  if (!o.peaks.empty()) peaks = load_peaks_file(o.peaks);
   bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
     // Read only what the chosen analyses use (peak RSS stays near the columns read).
-    bool need_launches = o.idle || o.stragglers || o.ranges || o.compat == "hta";
+    bool need_launches =
+        o.idle || o.stragglers || o.ranges || o.roofline || o.hints || o.compat == "hta";
     // Only --ranges needs the launches' threads, and only when the store has NVTX / user ranges
     // at all: a small read of the annotations tells (the 8 M-kernel benchmark store has none).
     auto has_ranges = [&] {
@@ -422,6 +430,7 @@ int run(const Options& o, const std::string& command_line) {
       // --energy joins ranges the same way, for its per-range rows.
       sel.launch_detail = (o.ranges || o.energy) && has_ranges();
       sel.nccl = o.stragglers;
+      sel.ops = o.roofline || o.hints;
       sel.activity_correlation = need_launches || sel.launch_detail;
       sel.launches = sel.launches || sel.launch_detail;
     }
@@ -631,6 +640,15 @@ int run(const Options& o, const std::string& command_line) {
     energy_report(energy_analysis(store, eo), &report);
   }
   if (o.stragglers) straggler_analysis(store, xo, &report);
+  if (o.roofline || o.hints) {
+    RooflineOptions ro;
+    ro.filter = filter;
+    ro.peaks = peaks;
+    ro.verbose = o.verbose;
+    const RooflineResult rr = roofline_analysis(store, ro);
+    if (o.roofline) roofline_report(rr, &report);
+    if (o.hints) hints_report(rr, &report);
+  }
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
   if (o.json)
     render_json(report, std::cout);
@@ -682,6 +700,15 @@ int main(int argc, char** argv) {
   app.add_option("--units-per-step", o.units_per_step,
                  "--energy: also J per unit (sample) per step")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--roofline", o.roofline,
+               "performance model: FLOPs/bytes per op from recorded shapes, achieved FLOP/s and "
+               "B/s against the device's roofline, bottleneck class per op and kernel");
+  app.add_flag("--hints", o.hints,
+               "optimisation hints, each from a rule whose measured condition holds, with its "
+               "numbers");
+  app.add_option("--peaks", o.peaks,
+                 "--roofline/--hints: device ceilings from FILE.json (kernalyse-scan's output) "
+                 "instead of the built-in table");
   app.add_flag("--all", o.all, "every analysis");
   app.add_option("--diff", o.diff,
                  "compare two runs: --diff BASE TEST (each a store, trace file or directory)")
