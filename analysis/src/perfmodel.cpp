@@ -27,7 +27,12 @@ std::string_view base_name(std::string_view op) {
   return c == std::string_view::npos ? op : op.substr(c + 2);
 }
 
-bool is_tensor(const OpInput& x) { return dtype_bytes_of(x.type) > 0 && !x.is_list; }
+// A tensor input with at least one dim. Zero-dim inputs are left out: the profiler records
+// Python scalars as dims [] with a type ("double", "long int"), indistinguishable from 0-d
+// tensors, and either moves at most 8 bytes.
+bool is_tensor(const OpInput& x) {
+  return dtype_bytes_of(x.type) > 0 && !x.is_list && !x.dims.empty();
+}
 
 // The first n tensor inputs (position order), or fewer when the op has fewer.
 std::vector<const OpInput*> tensors(const std::vector<OpInput>& in) {
