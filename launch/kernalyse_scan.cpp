@@ -103,8 +103,10 @@ int main(int argc, char** argv) {
     } else if (a == "--help" || a == "-h") {
       std::puts(
           "usage: kernalyse-scan [-o FILE.json [--force]] [--quick]\n"
-          "Measures this GPU's ceilings (dense GEMM FLOP/s per dtype with cuBLAS over square sizes\n"
-          "1024-8192, device-to-device copy bandwidth) and writes them as a kernalyse-merge --peaks\n"
+          "Measures this GPU's ceilings (dense GEMM FLOP/s per dtype with cuBLAS over square "
+          "sizes\n"
+          "1024-8192, device-to-device copy bandwidth) and writes them as a kernalyse-merge "
+          "--peaks\n"
           "file (stdout without -o). --quick: sizes up to 4096, fewer repetitions.");
       return 0;
     } else {
@@ -133,8 +135,8 @@ int main(int argc, char** argv) {
         {"fp16", CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2},
         {"int8", CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, 1, 4},
     };
-    std::vector<int> sizes = quick ? std::vector<int>{1024, 2048, 4096}
-                                   : std::vector<int>{1024, 2048, 4096, 8192};
+    std::vector<int> sizes =
+        quick ? std::vector<int>{1024, 2048, 4096} : std::vector<int>{1024, 2048, 4096, 8192};
     const int reps = quick ? 3 : 10;
     const int nmax = sizes.back();
     void *A = nullptr, *B = nullptr, *C = nullptr;

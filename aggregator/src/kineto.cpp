@@ -630,9 +630,12 @@ std::string compact_json(std::string_view t) {
   for (char c : t) {
     if (in_str) {
       o += c;
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
+      if (esc)
+        esc = false;
+      else if (c == '\\')
+        esc = true;
+      else if (c == '"')
+        in_str = false;
     } else if (!is_ws(c)) {
       o += c;
       in_str = c == '"';
@@ -987,10 +990,9 @@ void Importer::add_event(const RawEvent& ev) {
     // Counted as ignored like any other event the store does not keep as a row of its own;
     // what the performance model needs of it goes to /ops when it launched GPU work.
     pending_ops_.insert_or_assign(
-        ev.external_id,
-        PendingOp{ev.pid, ev.tid, ev.ts, *end, std::string(ev.s[kName]),
-                  compact_json(ev.s[kInputDims]), compact_json(ev.s[kInputType]),
-                  compact_json(ev.s[kConcrete])});
+        ev.external_id, PendingOp{ev.pid, ev.tid, ev.ts, *end, std::string(ev.s[kName]),
+                                  compact_json(ev.s[kInputDims]), compact_json(ev.s[kInputType]),
+                                  compact_json(ev.s[kConcrete])});
   }
   AnnotationKind ak;
   int32_t step = kNoStep;

@@ -47,8 +47,9 @@ const std::vector<DevicePeaks>& builtin_peaks() {
   // specific variants (PCIe, 40GB, NVL) come before the generic name.
   // Columns: fp64, fp32, tf32, bf16, fp16, fp8, int8 (TFLOP/s or TOPS, dense), memory GB/s.
   static const std::vector<DevicePeaks> kTable = {
-      entry("NVIDIA V100 PCIe", {"v100-pcie", "v100 pcie"}, 7, 14, 0, 0, 112, 0, 0, 900,
-            "NVIDIA Tesla V100 datasheet (PCIe): FP64 7, FP32 14, Tensor 112 TFLOPS, HBM2 900 GB/s"),
+      entry(
+          "NVIDIA V100 PCIe", {"v100-pcie", "v100 pcie"}, 7, 14, 0, 0, 112, 0, 0, 900,
+          "NVIDIA Tesla V100 datasheet (PCIe): FP64 7, FP32 14, Tensor 112 TFLOPS, HBM2 900 GB/s"),
       entry("NVIDIA V100 SXM2", {"v100"}, 7.8, 15.7, 0, 0, 125, 0, 0, 900,
             "NVIDIA Tesla V100 datasheet (SXM2): FP64 7.8, FP32 15.7, Tensor 125 TFLOPS, HBM2 "
             "900 GB/s"),
@@ -59,13 +60,12 @@ const std::vector<DevicePeaks>& builtin_peaks() {
       entry("NVIDIA A100 SXM4 40GB", {"a100-sxm4-40gb", "a100 sxm4 40gb", "a100-40gb"}, 19.5, 19.5,
             156, 312, 312, 0, 624, 1555,
             "NVIDIA A100 datasheet: as above, 40GB SXM HBM2 1,555 GB/s"),
-      entry("NVIDIA A100 PCIe 80GB", {"a100-pcie-80gb", "a100 80gb pcie", "a100 pcie"}, 19.5,
-            19.5, 156, 312, 312, 0, 624, 1935,
+      entry("NVIDIA A100 PCIe 80GB", {"a100-pcie-80gb", "a100 80gb pcie", "a100 pcie"}, 19.5, 19.5,
+            156, 312, 312, 0, 624, 1935,
             "NVIDIA A100 datasheet: as above, 80GB PCIe HBM2e 1,935 GB/s"),
       entry("NVIDIA A100 SXM4 80GB", {"a100"}, 19.5, 19.5, 156, 312, 312, 0, 624, 2039,
             "NVIDIA A100 datasheet: as above, 80GB SXM HBM2e 2,039 GB/s"),
-      entry("NVIDIA H100 PCIe", {"h100 pcie", "h100-pcie"}, 51, 51, 378, 756, 756, 1513, 1513,
-            2000,
+      entry("NVIDIA H100 PCIe", {"h100 pcie", "h100-pcie"}, 51, 51, 378, 756, 756, 1513, 1513, 2000,
             "NVIDIA H100 datasheet (PCIe): FP64 TC 51, FP32 51, TF32 756*, BF16/FP16 1,513*, FP8 "
             "3,026*, INT8 3,026* (* sparse, halved here), HBM2e 2 TB/s"),
       entry("NVIDIA H100 NVL", {"h100 nvl"}, 60, 60, 418, 835, 835, 1670, 1670, 3900,
@@ -126,14 +126,14 @@ const std::vector<DevicePeaks>& builtin_peaks() {
             6000,
             "AMD Instinct MI325X datasheet: FP64 matrix 163.4, FP32 163.4, TF32 653.7, FP16/BF16 "
             "1,307.4, FP8 2,614.9, INT8 2,614.9 (dense), HBM3E 6 TB/s"),
-      entry("AMD Instinct MI300X", {"mi300x", "mi300"}, 163.4, 163.4, 653.7, 1307.4, 1307.4,
-            2614.9, 2614.9, 5300,
+      entry("AMD Instinct MI300X", {"mi300x", "mi300"}, 163.4, 163.4, 653.7, 1307.4, 1307.4, 2614.9,
+            2614.9, 5300,
             "AMD Instinct MI300X datasheet: FP64 matrix 163.4, FP32 163.4, TF32 653.7, FP16/BF16 "
             "1,307.4, FP8 2,614.9, INT8 2,614.9 (dense), HBM3 5.3 TB/s"),
-      entry("AMD Instinct MI355X", {"mi355x"}, 78.6, 157.3, 0, 2516.6, 2516.6, 5033.2, 5033.2,
-            8000,
-            "AMD Instinct MI355X datasheet: FP64 78.6, FP32 157.3, FP16/BF16 2.5 P, FP8 5.0 P, INT8 "
-            "5.0 P (dense), HBM3E 8 TB/s"),
+      entry(
+          "AMD Instinct MI355X", {"mi355x"}, 78.6, 157.3, 0, 2516.6, 2516.6, 5033.2, 5033.2, 8000,
+          "AMD Instinct MI355X datasheet: FP64 78.6, FP32 157.3, FP16/BF16 2.5 P, FP8 5.0 P, INT8 "
+          "5.0 P (dense), HBM3E 8 TB/s"),
   };
   return kTable;
 }
@@ -181,13 +181,20 @@ DevicePeaks load_peaks_file(const std::string& path) {
     throw Error(path + ": no flops_per_s object (peak FLOP/s per dtype)");
   for (const auto& [k, v] : j["flops_per_s"].items()) {
     double r = rate(v, "flops_per_s." + k);
-    if (k == "fp64") p.fp64 = r;
-    else if (k == "fp32") p.fp32 = r;
-    else if (k == "tf32") p.tf32 = r;
-    else if (k == "bf16") p.bf16 = r;
-    else if (k == "fp16") p.fp16 = r;
-    else if (k == "fp8") p.fp8 = r;
-    else if (k == "int8") p.int8 = r;
+    if (k == "fp64")
+      p.fp64 = r;
+    else if (k == "fp32")
+      p.fp32 = r;
+    else if (k == "tf32")
+      p.tf32 = r;
+    else if (k == "bf16")
+      p.bf16 = r;
+    else if (k == "fp16")
+      p.fp16 = r;
+    else if (k == "fp8")
+      p.fp8 = r;
+    else if (k == "int8")
+      p.int8 = r;
     else
       throw Error(path + ": unknown dtype \"" + k +
                   "\" in flops_per_s (fp64, fp32, tf32, bf16, fp16, fp8, int8)");

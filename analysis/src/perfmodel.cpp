@@ -154,8 +154,7 @@ OpWork gemm(std::string_view name, const std::vector<OpInput>& in) {
 OpWork attention(std::string_view name, const std::vector<OpInput>& in) {
   OpWork w;
   w.family = OpFamily::Attention;
-  if (in.size() < 3 || in[0].dims.size() != 4 || in[1].dims.size() != 4 ||
-      in[2].dims.size() != 4)
+  if (in.size() < 3 || in[0].dims.size() != 4 || in[1].dims.size() != 4 || in[2].dims.size() != 4)
     return unknown(w.family, "unexpected shapes");
   // _flash_attention_forward / _efficient_attention_forward take [B, S, H, D]; the SDPA entry
   // points take [B, H, S, D].
@@ -227,8 +226,8 @@ OpWork convolution(std::string_view name, const std::vector<OpInput>& in) {
   const double out = N * Cout * out_sp;
   w.flops = 2 * out * CinG * ksz + (bias ? out : 0);
   const double es = static_cast<double>(std::max<int64_t>(dtype_bytes_of(in[0].type), 1));
-  w.bytes = tensor_bytes(in[0]) + tensor_bytes(in[1]) + (bias ? tensor_bytes(in[ib]) : 0) +
-            out * es;
+  w.bytes =
+      tensor_bytes(in[0]) + tensor_bytes(in[1]) + (bias ? tensor_bytes(in[ib]) : 0) + out * es;
   w.dtype = dtype_class(in[0].type);
   w.known = true;
   return w;
@@ -272,42 +271,53 @@ OpWork streaming(OpFamily f, std::string_view name, const std::vector<OpInput>& 
 
 const char* to_string(OpFamily f) {
   switch (f) {
-    case OpFamily::Gemm: return "gemm";
-    case OpFamily::Attention: return "attention";
-    case OpFamily::Conv: return "convolution";
-    case OpFamily::Elementwise: return "elementwise";
-    case OpFamily::Norm: return "normalization";
-    case OpFamily::Softmax: return "softmax";
-    case OpFamily::Copy: return "copy";
-    case OpFamily::Other: return "other";
+    case OpFamily::Gemm:
+      return "gemm";
+    case OpFamily::Attention:
+      return "attention";
+    case OpFamily::Conv:
+      return "convolution";
+    case OpFamily::Elementwise:
+      return "elementwise";
+    case OpFamily::Norm:
+      return "normalization";
+    case OpFamily::Softmax:
+      return "softmax";
+    case OpFamily::Copy:
+      return "copy";
+    case OpFamily::Other:
+      return "other";
   }
   return "other";
 }
 
 OpFamily op_family(std::string_view op) {
   const std::string_view n = base_name(op);
-  static constexpr std::array<std::string_view, 7> kGemm = {"mm",     "addmm",  "bmm",
-                                                            "baddbmm", "matmul", "linear",
-                                                            "_scaled_mm"};
+  static constexpr std::array<std::string_view, 7> kGemm = {
+      "mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_scaled_mm"};
   static constexpr std::array<std::string_view, 7> kAttn = {
-      "scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
-      "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-      "_flash_attention_forward", "_efficient_attention_forward", "flash_attn_func"};
+      "scaled_dot_product_attention",
+      "_scaled_dot_product_flash_attention",
+      "_scaled_dot_product_efficient_attention",
+      "_scaled_dot_product_cudnn_attention",
+      "_flash_attention_forward",
+      "_efficient_attention_forward",
+      "flash_attn_func"};
   static constexpr std::array<std::string_view, 6> kConv = {
       "conv1d", "conv2d", "conv3d", "convolution", "_convolution", "cudnn_convolution"};
   static constexpr std::array<std::string_view, 9> kNorm = {
-      "native_layer_norm", "layer_norm",      "native_group_norm", "group_norm", "rms_norm",
-      "_fused_rms_norm",   "native_batch_norm", "cudnn_batch_norm", "batch_norm"};
-  static constexpr std::array<std::string_view, 5> kSoftmax = {"_softmax", "softmax", "_log_softmax",
-                                                               "log_softmax", "_safe_softmax"};
-  static constexpr std::array<std::string_view, 6> kCopy = {"copy_", "_to_copy", "clone",
-                                                            "contiguous", "cat", "to"};
+      "native_layer_norm", "layer_norm",        "native_group_norm", "group_norm", "rms_norm",
+      "_fused_rms_norm",   "native_batch_norm", "cudnn_batch_norm",  "batch_norm"};
+  static constexpr std::array<std::string_view, 5> kSoftmax = {
+      "_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"};
+  static constexpr std::array<std::string_view, 6> kCopy = {"copy_",      "_to_copy", "clone",
+                                                            "contiguous", "cat",      "to"};
   static constexpr std::array<std::string_view, 40> kElem = {
-      "add",  "add_",  "sub",   "sub_",       "mul",   "mul_",     "div",      "div_",
-      "neg",  "exp",   "log",   "pow",        "sqrt",  "rsqrt",    "sigmoid",  "tanh",
-      "relu", "relu_", "gelu",  "silu",       "silu_", "elu",      "abs",      "sin",
-      "cos",  "where", "clamp", "clamp_",     "fill_", "zero_",    "masked_fill_", "masked_fill",
-      "eq",   "ne",    "lt",    "gt",         "le",    "ge",       "maximum",  "minimum"};
+      "add",  "add_",  "sub",   "sub_",   "mul",   "mul_",  "div",          "div_",
+      "neg",  "exp",   "log",   "pow",    "sqrt",  "rsqrt", "sigmoid",      "tanh",
+      "relu", "relu_", "gelu",  "silu",   "silu_", "elu",   "abs",          "sin",
+      "cos",  "where", "clamp", "clamp_", "fill_", "zero_", "masked_fill_", "masked_fill",
+      "eq",   "ne",    "lt",    "gt",     "le",    "ge",    "maximum",      "minimum"};
   auto in = [&](const auto& set) { return std::find(set.begin(), set.end(), n) != set.end(); };
   if (in(kGemm)) return OpFamily::Gemm;
   if (in(kAttn)) return OpFamily::Attention;
@@ -325,8 +335,8 @@ bool parse_op_inputs(std::string_view dims_json, std::string_view types_json,
   if (dims_json.empty()) return false;
   auto d = nlohmann::json::parse(dims_json, nullptr, false);
   if (!d.is_array()) return false;
-  auto t = nlohmann::json::parse(types_json.empty() ? std::string_view("[]") : types_json,
-                                 nullptr, false);
+  auto t = nlohmann::json::parse(types_json.empty() ? std::string_view("[]") : types_json, nullptr,
+                                 false);
   auto c = nlohmann::json::parse(concrete_json.empty() ? std::string_view("[]") : concrete_json,
                                  nullptr, false);
   for (size_t i = 0; i < d.size(); ++i) {
@@ -356,11 +366,22 @@ bool parse_op_inputs(std::string_view dims_json, std::string_view types_json,
 
 int64_t dtype_bytes_of(std::string_view t) {
   if (starts_with(t, "c10::")) t.remove_prefix(5);
-  static const std::pair<std::string_view, int64_t> kSizes[] = {
-      {"float", 4},         {"double", 8},          {"BFloat16", 2},     {"Half", 2},
-      {"long int", 8},      {"int", 4},             {"short int", 2},    {"bool", 1},
-      {"unsigned char", 1}, {"signed char", 1},     {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
-      {"Float8_e4m3fnuz", 1}, {"Float8_e5m2fnuz", 1}, {"long", 8},        {"char", 1}};
+  static const std::pair<std::string_view, int64_t> kSizes[] = {{"float", 4},
+                                                                {"double", 8},
+                                                                {"BFloat16", 2},
+                                                                {"Half", 2},
+                                                                {"long int", 8},
+                                                                {"int", 4},
+                                                                {"short int", 2},
+                                                                {"bool", 1},
+                                                                {"unsigned char", 1},
+                                                                {"signed char", 1},
+                                                                {"Float8_e4m3fn", 1},
+                                                                {"Float8_e5m2", 1},
+                                                                {"Float8_e4m3fnuz", 1},
+                                                                {"Float8_e5m2fnuz", 1},
+                                                                {"long", 8},
+                                                                {"char", 1}};
   for (const auto& [n, s] : kSizes)
     if (t == n) return s;
   return -1;
@@ -384,14 +405,19 @@ OpWork op_work(std::string_view op, const std::vector<OpInput>& in) {
   // A malformed shape list (wrong arity, strings where ints belong) gives "unexpected shapes",
   // never an exception: the trace is data, not trusted input.
   switch (f) {
-    case OpFamily::Gemm: return gemm(n, in);
-    case OpFamily::Attention: return attention(n, in);
-    case OpFamily::Conv: return convolution(n, in);
+    case OpFamily::Gemm:
+      return gemm(n, in);
+    case OpFamily::Attention:
+      return attention(n, in);
+    case OpFamily::Conv:
+      return convolution(n, in);
     case OpFamily::Elementwise:
     case OpFamily::Norm:
     case OpFamily::Softmax:
-    case OpFamily::Copy: return streaming(f, n, in);
-    case OpFamily::Other: break;
+    case OpFamily::Copy:
+      return streaming(f, n, in);
+    case OpFamily::Other:
+      break;
   }
   return unknown(f, "no formula for this op");
 }

@@ -31,7 +31,8 @@ std::string pct_text(double p) {
 
 bool contains_ci(std::string_view s, std::string_view w) {
   auto it = std::search(s.begin(), s.end(), w.begin(), w.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
   });
   return it != s.end();
 }
@@ -317,10 +318,10 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
       if (p > 0) {
         Hint h;
         h.id = "fused-attention";
-        h.numbers = {{"gpu_time_pct", sh},         {"pct_of_peak", 100 * rate / p},
-                     {"bmm_calls", bmm_n},         {"softmax_calls", sm_n},
-                     {"time_ns", bmm_t + sm_t},    {"flops_per_s", rate},
-                     {"peak_flops_per_s", p},      {"dtype", dt}};
+        h.numbers = {{"gpu_time_pct", sh},      {"pct_of_peak", 100 * rate / p},
+                     {"bmm_calls", bmm_n},      {"softmax_calls", sm_n},
+                     {"time_ns", bmm_t + sm_t}, {"flops_per_s", rate},
+                     {"peak_flops_per_s", p},   {"dtype", dt}};
         h.text = "attention runs as separate bmm + softmax kernels (" + std::to_string(bmm_n) +
                  " bmm, " + std::to_string(sm_n) + " softmax calls): " + pct_text(sh) +
                  " of GPU time at " + pct_text(100 * rate / p) + " of the " + dt +
@@ -343,12 +344,13 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
       if (pct < 50) {
         Hint h;
         h.id = "fp32-gemm";
-        h.numbers = {{"gpu_time_pct", sh},    {"pct_of_bf16_peak", pct}, {"calls", n},
-                     {"time_ns", t},          {"flops_per_s", rate},
-                     {"bf16_peak_flops_per_s", res.peaks->bf16}};
+        h.numbers = {{"gpu_time_pct", sh},  {"pct_of_bf16_peak", pct},
+                     {"calls", n},          {"time_ns", t},
+                     {"flops_per_s", rate}, {"bf16_peak_flops_per_s", res.peaks->bf16}};
         h.text = "fp32 GEMMs (" + std::to_string(n) + " calls, " + pct_text(sh) +
                  " of GPU time) run at " + format_flop_rate(rate) + ", " + pct_text(pct) +
-                 " of the " + res.peaks->name + "'s bf16 peak -> bf16 autocast or TF32 "
+                 " of the " + res.peaks->name +
+                 "'s bf16 peak -> bf16 autocast or TF32 "
                  "(torch.backends.cuda.matmul.allow_tf32)";
         res.hints.push_back(std::move(h));
       }
@@ -364,7 +366,8 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
       if (dur >= kShort) continue;
       bool elem;
       if (row_group[k] >= 0) {
-        const OpFamily f = op_family(s.strings.at(groups[static_cast<size_t>(row_group[k])].name_id));
+        const OpFamily f =
+            op_family(s.strings.at(groups[static_cast<size_t>(row_group[k])].name_id));
         elem = f == OpFamily::Elementwise || f == OpFamily::Norm || f == OpFamily::Softmax ||
                f == OpFamily::Copy;
       } else {
@@ -396,13 +399,17 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
       busy += ru.u.busy_ns;
       exposed += ru.u.comm_excl_ns;
     }
-    const double idle_pct = span ? 100.0 * static_cast<double>(span - busy) / static_cast<double>(span) : 0;
-    const double host_pct = idle ? 100.0 * static_cast<double>(host) / static_cast<double>(idle) : 0;
+    const double idle_pct =
+        span ? 100.0 * static_cast<double>(span - busy) / static_cast<double>(span) : 0;
+    const double host_pct =
+        idle ? 100.0 * static_cast<double>(host) / static_cast<double>(idle) : 0;
     if (host_pct >= 30 && idle_pct >= 10) {
       Hint h;
       h.id = "cuda-graphs";
-      h.numbers = {{"host_wait_pct_of_idle", host_pct}, {"idle_pct_of_span", idle_pct},
-                   {"host_wait_ns", host}, {"stream_idle_ns", idle}};
+      h.numbers = {{"host_wait_pct_of_idle", host_pct},
+                   {"idle_pct_of_span", idle_pct},
+                   {"host_wait_ns", host},
+                   {"stream_idle_ns", idle}};
       h.text = "host launch gaps are " + pct_text(host_pct) + " of stream idle time (" +
                format_duration(host) + "), and the GPU is idle " + pct_text(idle_pct) +
                " of the span -> CUDA graphs (torch.compile mode=\"reduce-overhead\")";
@@ -413,8 +420,8 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
     if (exp_pct >= 10) {
       Hint h;
       h.id = "overlap-communication";
-      h.numbers = {{"exposed_comm_pct_of_span", exp_pct}, {"exposed_comm_ns", exposed},
-                   {"span_ns", span}};
+      h.numbers = {
+          {"exposed_comm_pct_of_span", exp_pct}, {"exposed_comm_ns", exposed}, {"span_ns", span}};
       h.text = "exposed communication (no computation running) is " + pct_text(exp_pct) +
                " of the span (" + format_duration(exposed) +
                ") -> overlap it with computation (bucketing, async collectives)";
@@ -433,10 +440,10 @@ Table rows_table(const std::vector<RooflineRow>& v, const char* key, const char*
   Table t;
   t.key = key;
   t.title = title;
-  t.columns = {"op",        "count",       "flops",     "bytes",
-               "time_ns",   "work_time_ns", "flops_per_s", "bytes_per_s", "intensity",
-               "bound_flops_per_s", "pct_of_bound", "class", "dtype",
-               "family",    "host_wait_ns", "reason"};
+  t.columns = {"op",           "count",       "flops",       "bytes",     "time_ns",
+               "work_time_ns", "flops_per_s", "bytes_per_s", "intensity", "bound_flops_per_s",
+               "pct_of_bound", "class",       "dtype",       "family",    "host_wait_ns",
+               "reason"};
   if (with_shape) t.columns.insert(t.columns.begin() + 1, "shape");
   t.in_text = false;  // the text block below renders it with units
   for (const RooflineRow& r : v) {
@@ -495,10 +502,10 @@ std::string text_rows(const std::vector<RooflineRow>& v, bool ops, size_t top) {
 
 void roofline_report(const RooflineResult& r, Report* out) {
   const double gpu = static_cast<double>(std::max<int64_t>(r.gpu_time_ns, 1));
-  out->headline.push_back("roofline: " + (r.device.empty() ? std::string("device unknown") : r.device) +
-                          "; " + pct_text(100.0 * static_cast<double>(r.attributed_ns) / gpu) +
-                          " of " + format_duration(r.gpu_time_ns) +
-                          " GPU time in ops with known FLOPs/bytes");
+  out->headline.push_back(
+      "roofline: " + (r.device.empty() ? std::string("device unknown") : r.device) + "; " +
+      pct_text(100.0 * static_cast<double>(r.attributed_ns) / gpu) + " of " +
+      format_duration(r.gpu_time_ns) + " GPU time in ops with known FLOPs/bytes");
   for (const std::string& n : r.notes) out->headline.push_back(n);
   out->tables.push_back(rows_table(r.ops, "roofline", "Roofline per op and input shape", true));
   out->tables.push_back(
@@ -512,13 +519,19 @@ void roofline_report(const RooflineResult& r, Report* out) {
   out->tables.push_back(std::move(m));
   nlohmann::json peaks = nullptr;
   if (r.peaks)
-    peaks = {{"name", r.peaks->name},       {"source", r.peaks->source},
+    peaks = {{"name", r.peaks->name},
+             {"source", r.peaks->source},
              {"bytes_per_s", r.peaks->bytes_per_s},
              {"flops_per_s",
-              {{"fp64", r.peaks->fp64}, {"fp32", r.peaks->fp32}, {"tf32", r.peaks->tf32},
-               {"bf16", r.peaks->bf16}, {"fp16", r.peaks->fp16}, {"fp8", r.peaks->fp8},
+              {{"fp64", r.peaks->fp64},
+               {"fp32", r.peaks->fp32},
+               {"tf32", r.peaks->tf32},
+               {"bf16", r.peaks->bf16},
+               {"fp16", r.peaks->fp16},
+               {"fp8", r.peaks->fp8},
                {"int8", r.peaks->int8}}}};
-  out->json["roofline_device"] = {{"device_name", r.device}, {"peaks", peaks},
+  out->json["roofline_device"] = {{"device_name", r.device},
+                                  {"peaks", peaks},
                                   {"gpu_time_ns", r.gpu_time_ns},
                                   {"modelled_time_ns", r.attributed_ns},
                                   {"store_has_ops", r.store_has_ops}};

@@ -76,8 +76,11 @@ std::string si(double v, const char* unit) {
   if (i == 0 && m == std::floor(m))
     std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
   else
-    std::snprintf(buf, sizeof buf, m < 10 ? "%.2f %s%s" : m < 100 ? "%.1f %s%s" : "%.0f %s%s", v,
-                  kPrefix[i], unit);
+    std::snprintf(buf, sizeof buf,
+                  m < 10    ? "%.2f %s%s"
+                  : m < 100 ? "%.1f %s%s"
+                            : "%.0f %s%s",
+                  v, kPrefix[i], unit);
   return buf;
 }
 }  // namespace

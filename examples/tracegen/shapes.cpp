@@ -58,16 +58,16 @@ class Writer {
     const i64 start = std::max(gpu[s], launch_end + 4000);
     const i64 e = ext++, c = corr++;
     cpu = launch_end + 1000;
-    add("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" + op + "\",\"pid\":100,\"tid\":100,\"ts\":" +
-        us3(op_start) + ",\"dur\":" + us3(cpu - op_start) + ",\"args\":{\"External id\":" +
-        std::to_string(e) + (dims.empty() ? "" : ",\"Input Dims\":" + dims) +
+    add("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" + op +
+        "\",\"pid\":100,\"tid\":100,\"ts\":" + us3(op_start) + ",\"dur\":" + us3(cpu - op_start) +
+        ",\"args\":{\"External id\":" + std::to_string(e) +
+        (dims.empty() ? "" : ",\"Input Dims\":" + dims) +
         (types.empty() ? "" : ",\"Input type\":" + types) +
         (concrete.empty() ? "" : ",\"Concrete Inputs\":" + concrete) + "}}");
     add("{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":100,\"tid\":"
         "100,\"ts\":" +
-        us3(launch) + ",\"dur\":" + us3(launch_end - launch) +
-        ",\"args\":{\"External id\":" + std::to_string(e) + ",\"correlation\":" +
-        std::to_string(c) + "}}");
+        us3(launch) + ",\"dur\":" + us3(launch_end - launch) + ",\"args\":{\"External id\":" +
+        std::to_string(e) + ",\"correlation\":" + std::to_string(c) + "}}");
     add(std::string("{\"ph\":\"X\",\"cat\":\"") + cat + "\",\"name\":\"" + kernel +
         "\",\"pid\":0,\"tid\":" + (s ? "23" : "7") + ",\"ts\":" + us3(start) +
         ",\"dur\":" + us3(dur) + ",\"args\":{\"External id\":" + std::to_string(e) +
@@ -100,10 +100,10 @@ const char* kBf16x2 = "[\"c10::BFloat16\",\"c10::BFloat16\"]";
 // Every rule fires: fp32 GEMMs, unfused attention, many short elementwise kernels, host launch
 // gaps, exposed communication.
 void hints_trace(Writer& w, int iters) {
-  const double gemm32 = 2.0 * 2048 * 2048 * 2048;                   // fp32 mm, at 5 TFLOP/s
-  const double qk = 2.0 * 32 * 2048 * 2048 * 128;                   // bmm Q·Kᵀ and P·V
-  const double big_bf16 = 2.0 * 8192 * 8192 * 8192;                 // bf16 mm at 60 % of peak
-  const double add_big_bytes = 3.0 * 8192 * 8192 * 2;               // bf16 add at 80 % of BW
+  const double gemm32 = 2.0 * 2048 * 2048 * 2048;      // fp32 mm, at 5 TFLOP/s
+  const double qk = 2.0 * 32 * 2048 * 2048 * 128;      // bmm Q·Kᵀ and P·V
+  const double big_bf16 = 2.0 * 8192 * 8192 * 8192;    // bf16 mm at 60 % of peak
+  const double add_big_bytes = 3.0 * 8192 * 8192 * 2;  // bf16 add at 80 % of BW
   for (int it = 0; it < iters; ++it) {
     w.call("aten::mm", "[[2048,2048],[2048,2048]]", "[\"float\",\"float\"]", "[\"\",\"\"]",
            "ampere_sgemm_128x64_nn", ns_for(gemm32, 5e12));
@@ -117,7 +117,8 @@ void hints_trace(Writer& w, int iters) {
            "sm90_xmma_gemm_bf16bf16_bf16f32", ns_for(big_bf16, 0.6 * kBf16Peak));
     w.call("aten::add", "[[8192,8192],[8192,8192],[]]",
            "[\"c10::BFloat16\",\"c10::BFloat16\",\"Scalar\"]", "[\"\",\"\",\"1\"]",
-           "at::native::vectorized_elementwise_kernel<4, add_big>", ns_for(add_big_bytes, 0.8 * kBw));
+           "at::native::vectorized_elementwise_kernel<4, add_big>",
+           ns_for(add_big_bytes, 0.8 * kBw));
     for (int k = 0; k < 300; ++k)  // short kernels, launched ahead: latency-bound
       w.call("aten::add", "[[1024,1024],[1024,1024],[]]",
              "[\"c10::BFloat16\",\"c10::BFloat16\",\"Scalar\"]", "[\"\",\"\",\"1\"]",
@@ -127,8 +128,8 @@ void hints_trace(Writer& w, int iters) {
              "at::native::vectorized_elementwise_kernel<4, mul_small>", 3000, 0, 100'000);
     // The all-reduce runs on its own stream after the compute is done: exposed.
     w.gpu[1] = std::max(w.gpu[1], w.gpu[0]);
-    w.call("nccl:all_reduce", "[[16777216]]", "[\"c10::BFloat16\"]", "", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-           2'000'000, 1);
+    w.call("nccl:all_reduce", "[[16777216]]", "[\"c10::BFloat16\"]", "",
+           "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 2'000'000, 1);
     w.gpu[0] = std::max(w.gpu[0], w.gpu[1]);
   }
   const i64 n = iters;
@@ -184,9 +185,10 @@ std::string planted_json(const std::string& file, const Writer& w,
   j += "],\n    \"ops\": [\n";
   for (size_t i = 0; i < w.planted.size(); ++i) {
     const Planted& p = w.planted[i];
-    j += "      {\"op\": \"" + p.op + "\", \"shape\": \"" + p.shape + "\", \"count\": " +
-         std::to_string(p.count) + ", \"flops\": " + (p.flops < 0 ? "null" : num(p.flops)) +
-         ", \"class\": \"" + p.cls + "\"}" + (i + 1 < w.planted.size() ? ",\n" : "\n");
+    j += "      {\"op\": \"" + p.op + "\", \"shape\": \"" + p.shape +
+         "\", \"count\": " + std::to_string(p.count) +
+         ", \"flops\": " + (p.flops < 0 ? "null" : num(p.flops)) + ", \"class\": \"" + p.cls +
+         "\"}" + (i + 1 < w.planted.size() ? ",\n" : "\n");
   }
   return j + "    ]\n  }";
 }
@@ -203,9 +205,9 @@ void write_shapes(const std::string& dir, int iters) {
   c.write((fs::path(dir) / "clean.json").string());
   std::ofstream p(fs::path(dir) / "planted.json", std::ios::trunc);
   p << "{\n  \"generator\": \"kernalyse-tracegen --shapes\",\n  \"synthetic\": true,\n"
-    << planted_json("hints.json", h,
-                    {"fused-attention", "fp32-gemm", "fusion", "cuda-graphs",
-                     "overlap-communication"})
+    << planted_json(
+           "hints.json", h,
+           {"fused-attention", "fp32-gemm", "fusion", "cuda-graphs", "overlap-communication"})
     << ",\n"
     << planted_json("clean.json", c, {}) << "\n}\n";
   if (!p) throw std::runtime_error("cannot write planted.json in " + dir);

@@ -1445,7 +1445,8 @@ const char* kUsage =
     "launch-delayed straggler (D us, default 300) moved from rank 0 to the last rank. Other "
     "kernels keep\n"
     "their exact durations; collective kernels absorb the changed waits.\n"
-    "--shapes: writes DIR/hints.json and DIR/clean.json, one-rank traces with operator shapes, and\n"
+    "--shapes: writes DIR/hints.json and DIR/clean.json, one-rank traces with operator shapes, "
+    "and\n"
     "DIR/planted.json: each op's FLOPs and roofline class, and the hints that must fire (none in "
     "clean.json).\n";
 
@@ -1467,7 +1468,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kernalyse-tracegen: error: %s\n", e.what());
       return 1;
     }
-    std::fprintf(stderr, "kernalyse-tracegen: --shapes -> %s (hints.json, clean.json, planted.json)\n", argv[2]);
+    std::fprintf(stderr,
+                 "kernalyse-tracegen: --shapes -> %s (hints.json, clean.json, planted.json)\n",
+                 argv[2]);
     return 0;
   }
   try {

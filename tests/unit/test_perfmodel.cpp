@@ -68,17 +68,20 @@ TEST(PerfModel, Attention) {
   // _flash_attention_forward: [B, S, H, D], is_causal at position 8.
   const char* types =
       R"(["c10::BFloat16","c10::BFloat16","c10::BFloat16","","","Scalar","Scalar","Scalar","Scalar"])";
-  OpWork w = work("aten::_flash_attention_forward", "[[2,128,4,64],[2,128,4,64],[2,128,4,64],[],[],[],[],[],[]]",
-                  types, R"(["","","","","","128","128","0.","False"])");
+  OpWork w = work("aten::_flash_attention_forward",
+                  "[[2,128,4,64],[2,128,4,64],[2,128,4,64],[],[],[],[],[],[]]", types,
+                  R"(["","","","","","128","128","0.","False"])");
   ASSERT_TRUE(w.known);
   EXPECT_DOUBLE_EQ(w.flops, 2.0 * 2 * 4 * 128 * 128 * (64 + 64));
   EXPECT_DOUBLE_EQ(w.bytes, 4.0 * 2 * 128 * 4 * 64 * 2);
-  w = work("aten::_flash_attention_forward", "[[2,128,4,64],[2,128,4,64],[2,128,4,64],[],[],[],[],[],[]]",
-           types, R"(["","","","","","128","128","0.","True"])");
+  w = work("aten::_flash_attention_forward",
+           "[[2,128,4,64],[2,128,4,64],[2,128,4,64],[],[],[],[],[],[]]", types,
+           R"(["","","","","","128","128","0.","True"])");
   EXPECT_DOUBLE_EQ(w.flops, 2.0 * 2 * 4 * 128 * 128 * (64 + 64) / 2);
   // SDPA entry points: [B, H, S, D]; cross attention Sq ≠ Sk.
-  w = work("aten::_scaled_dot_product_flash_attention", "[[2,4,16,64],[2,4,32,64],[2,4,32,64],[],[]]",
-           R"(["c10::Half","c10::Half","c10::Half","Scalar","Scalar"])", R"(["","","","0.","False"])");
+  w = work(
+      "aten::_scaled_dot_product_flash_attention", "[[2,4,16,64],[2,4,32,64],[2,4,32,64],[],[]]",
+      R"(["c10::Half","c10::Half","c10::Half","Scalar","Scalar"])", R"(["","","","0.","False"])");
   EXPECT_DOUBLE_EQ(w.flops, 2.0 * 2 * 4 * 16 * 32 * 128);
   w = work("aten::_scaled_dot_product_efficient_attention",
            "[[2,4,16,64],[2,4,16,64],[2,4,16,64],[],[],[],[]]",
@@ -95,9 +98,10 @@ TEST(PerfModel, Attention) {
 TEST(PerfModel, Convolution) {
   // The H100 owlv2 patch embedding: cudnn_convolution(x[1,3,1008,1008], w[1024,3,14,14],
   // padding [0,0], stride [14,14], dilation [1,1], groups 1) → out 72×72.
-  OpWork w = work("aten::cudnn_convolution", "[[1,3,1008,1008],[1024,3,14,14],[],[],[],[]]",
-                  R"(["c10::BFloat16","c10::BFloat16","ScalarList","ScalarList","ScalarList","Scalar"])",
-                  R"(["","","[0, 0]","[14, 14]","[1, 1]","1"])");
+  OpWork w =
+      work("aten::cudnn_convolution", "[[1,3,1008,1008],[1024,3,14,14],[],[],[],[]]",
+           R"(["c10::BFloat16","c10::BFloat16","ScalarList","ScalarList","ScalarList","Scalar"])",
+           R"(["","","[0, 0]","[14, 14]","[1, 1]","1"])");
   ASSERT_TRUE(w.known);
   EXPECT_DOUBLE_EQ(w.flops, 2.0 * 1 * 1024 * 72 * 72 * 3 * 14 * 14);
   // conv2d(input, weight, bias, stride, padding, dilation, groups), padded, grouped, with bias.
@@ -108,7 +112,8 @@ TEST(PerfModel, Convolution) {
   const double out = 2.0 * 16 * 10 * 10;
   EXPECT_DOUBLE_EQ(w.flops, 2 * out * 4 * 9 + out);
   // Stride / padding not recorded: not modelled.
-  EXPECT_FALSE(work("aten::conv2d", "[[2,8,10,10],[16,4,3,3],[16]]", R"(["float","float","float"])").known);
+  EXPECT_FALSE(
+      work("aten::conv2d", "[[2,8,10,10],[16,4,3,3],[16]]", R"(["float","float","float"])").known);
 }
 
 TEST(PerfModel, BytesOnlyFamilies) {

@@ -42,8 +42,8 @@ OpFamily op_family(std::string_view op);
 struct OpWork {
   bool known = false;  // a formula applied to the recorded shapes
   OpFamily family = OpFamily::Other;
-  double flops = 0;  // floating-point operations (2 per multiply-add)
-  double bytes = 0;  // minimum device-memory traffic: inputs read once, output written once
+  double flops = 0;   // floating-point operations (2 per multiply-add)
+  double bytes = 0;   // minimum device-memory traffic: inputs read once, output written once
   std::string dtype;  // peak-table column ("bf16", ...), "" when unknown
   std::string why;    // when !known: what was missing ("no shapes recorded", "no formula", ...)
 };

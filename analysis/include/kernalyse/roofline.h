@@ -21,15 +21,15 @@ struct RooflineOptions {
 };
 
 struct RooflineRow {
-  std::string op;      // op name, or kernel name (kernel rows)
-  std::string shape;   // "Input Dims" text (op rows), "" for kernel rows
-  std::string dtype;   // peak-table column the bound uses ("bf16", "tf32", ...), "" if none
-  std::string family;  // to_string(OpFamily), "communication", "memory" (copies), "" unknown
-  int64_t count = 0;   // op calls (op rows) or kernels (kernel rows)
-  int64_t time_ns = 0;  // Σ GPU time of the calls' kernels, copies and memsets
+  std::string op;            // op name, or kernel name (kernel rows)
+  std::string shape;         // "Input Dims" text (op rows), "" for kernel rows
+  std::string dtype;         // peak-table column the bound uses ("bf16", "tf32", ...), "" if none
+  std::string family;        // to_string(OpFamily), "communication", "memory" (copies), "" unknown
+  int64_t count = 0;         // op calls (op rows) or kernels (kernel rows)
+  int64_t time_ns = 0;       // Σ GPU time of the calls' kernels, copies and memsets
   int64_t work_time_ns = 0;  // of time_ns, in kernels whose op work is known (rates use it)
   int64_t host_wait_ns = 0;  // GPU idle before these kernels while their launch was pending
-  bool has_work = false;  // flops/bytes known (op rows: every call; kernel rows: some kernels)
+  bool has_work = false;     // flops/bytes known (op rows: every call; kernel rows: some kernels)
   double flops = 0, bytes = 0;
   // Derived (NaN-free: only meaningful when has_work / bound_flops_per_s > 0).
   double flops_per_s = 0, bytes_per_s = 0, intensity = 0;
