@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace kernalyse {
@@ -199,15 +200,15 @@ OpWork convolution(std::string_view name, const std::vector<OpInput>& in) {
     it = 6, ig = 8;
   }
   const size_t sp = in[0].dims.size() - 2;
-  auto expand = [&](size_t i, int64_t dflt) -> std::optional<Dims> {
+  // One value per spatial dim; a single value applies to all.
+  auto expand = [&](size_t i) -> std::optional<Dims> {
     auto v = concrete_ints(in, i);
     if (!v) return std::nullopt;
     if (v->size() == 1) return Dims(sp, (*v)[0]);
     if (v->size() != sp) return std::nullopt;
-    (void)dflt;
     return v;
   };
-  auto stride = expand(is, 1), pad = expand(ip, 0), dil = expand(id, 1);
+  auto stride = expand(is), pad = expand(ip), dil = expand(id);
   auto groups = concrete_ints(in, ig);
   if (!stride || !pad || !dil || !groups || groups->size() != 1 || (*groups)[0] < 1)
     return unknown(w.family, "stride/padding/dilation/groups not recorded");
@@ -216,9 +217,17 @@ OpWork convolution(std::string_view name, const std::vector<OpInput>& in) {
   const Dims &x = in[0].dims, &wt = in[1].dims;
   double out_sp = 1, ksz = 1;
   for (size_t i = 0; i < sp; ++i) {
-    int64_t o = (x[2 + i] + 2 * (*pad)[i] - (*dil)[i] * (wt[2 + i] - 1) - 1) / (*stride)[i] + 1;
+    // In double: the values come from the trace (a hostile one must not overflow or divide by 0).
+    const double st = static_cast<double>((*stride)[i]), dl = static_cast<double>((*dil)[i]);
+    if (st < 1 || dl < 1 || (*pad)[i] < 0)
+      return unknown(w.family, "invalid stride/padding/dilation");
+    const double o =
+        std::floor((static_cast<double>(x[2 + i]) + 2.0 * static_cast<double>((*pad)[i]) -
+                    dl * (static_cast<double>(wt[2 + i]) - 1) - 1) /
+                   st) +
+        1;
     if (o <= 0) return unknown(w.family, "empty output");
-    out_sp *= static_cast<double>(o);
+    out_sp *= o;
     ksz *= static_cast<double>(wt[2 + i]);
   }
   const double N = x[0], Cout = wt[0], CinG = wt[1];

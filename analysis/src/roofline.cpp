@@ -18,7 +18,9 @@ namespace {
 
 struct PairHash {
   size_t operator()(const std::pair<int32_t, int64_t>& p) const noexcept {
-    return std::hash<int64_t>()(p.second * 1000003 + p.first);
+    // Unsigned: a hostile correlation id near INT64_MAX must not overflow a signed product.
+    return std::hash<uint64_t>()(static_cast<uint64_t>(p.second) * 1000003u +
+                                 static_cast<uint32_t>(p.first));
   }
 };
 using RankCorr = std::pair<int32_t, int64_t>;

@@ -111,6 +111,15 @@ TEST(PerfModel, Convolution) {
   ASSERT_TRUE(w.known);
   const double out = 2.0 * 16 * 10 * 10;
   EXPECT_DOUBLE_EQ(w.flops, 2 * out * 4 * 9 + out);
+  // A hostile stride of 0 (or a huge padding) is "not modelled", never a division by zero.
+  EXPECT_FALSE(work("aten::conv2d", "[[2,8,10,10],[16,4,3,3],[16],[],[],[],[]]",
+                    R"(["float","float","float","ScalarList","ScalarList","ScalarList","Scalar"])",
+                    R"(["","","","[0, 0]","[1, 1]","[1, 1]","1"])")
+                   .known);
+  EXPECT_TRUE(work("aten::conv2d", "[[2,8,10,10],[16,4,3,3],[16],[],[],[],[]]",
+                   R"(["float","float","float","ScalarList","ScalarList","ScalarList","Scalar"])",
+                   R"(["","","","[1, 1]","[9223372036854775807, 1]","[1, 1]","1"])")
+                  .known);
   // Stride / padding not recorded: not modelled.
   EXPECT_FALSE(
       work("aten::conv2d", "[[2,8,10,10],[16,4,3,3],[16]]", R"(["float","float","float"])").known);
