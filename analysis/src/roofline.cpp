@@ -114,6 +114,148 @@ struct KernelAcc {
   std::map<std::string, double> flops_by_dtype;
 };
 
+// The hint rules (docs/analyses.md, "Hints") over the placed rows; each fires only on its
+// measured facts and carries them.
+void add_hints(const Store& s, const RooflineOptions& opt, const std::vector<uint32_t>& rows,
+               const std::vector<int32_t>& row_group, const std::vector<OpGroup>& groups,
+               RooflineResult& res) {
+  const Activities& a = s.activities;
+  // ---- hints: each rule fires only on its measured facts (docs/analyses.md, "Hints").
+  const double gpu = static_cast<double>(std::max<int64_t>(res.gpu_time_ns, 1));
+  auto share = [&](int64_t t) { return 100.0 * static_cast<double>(t) / gpu; };
+  {
+    int64_t bmm_t = 0, sm_t = 0, bmm_n = 0, sm_n = 0, attn_n = 0;
+    double bmm_f = 0;
+    std::string dt;
+    for (const RooflineRow& r : res.ops) {
+      const std::string_view n = r.op;
+      const bool batched = n == "aten::bmm" || n == "aten::baddbmm" || n == "aten::matmul";
+      if (batched) {
+        bmm_t += r.time_ns, bmm_n += r.count;
+        if (r.has_work) bmm_f += r.flops, dt = r.dtype;
+      }
+      if (r.family == "softmax") sm_t += r.time_ns, sm_n += r.count;
+      if (r.family == "attention") attn_n += r.count;
+    }
+    const double sh = share(bmm_t + sm_t);
+    if (bmm_n >= 2 && sm_n >= 1 && attn_n == 0 && sh >= 5.0 && res.peaks && bmm_f > 0) {
+      const double p = peak_flops(*res.peaks, dt);
+      const double rate = bmm_f / (static_cast<double>(bmm_t + sm_t) * 1e-9);
+      if (p > 0) {
+        Hint h;
+        h.id = "fused-attention";
+        h.numbers = {{"gpu_time_pct", sh},      {"pct_of_peak", 100 * rate / p},
+                     {"bmm_calls", bmm_n},      {"softmax_calls", sm_n},
+                     {"time_ns", bmm_t + sm_t}, {"flops_per_s", rate},
+                     {"peak_flops_per_s", p},   {"dtype", dt}};
+        h.text = "attention runs as separate bmm + softmax kernels (" + std::to_string(bmm_n) +
+                 " bmm, " + std::to_string(sm_n) + " softmax calls): " + pct_text(sh) +
+                 " of GPU time at " + pct_text(100 * rate / p) + " of the " + dt +
+                 " peak -> a fused attention kernel (scaled_dot_product_attention / "
+                 "FlashAttention)";
+        res.hints.push_back(std::move(h));
+      }
+    }
+  }
+  {
+    int64_t t = 0, n = 0;
+    double f = 0;
+    for (const RooflineRow& r : res.ops)
+      if (r.family == "gemm" && r.has_work && (r.dtype == "fp32" || r.dtype == "tf32"))
+        t += r.time_ns, n += r.count, f += r.flops;
+    const double sh = share(t);
+    if (res.peaks && res.peaks->bf16 > 0 && t > 0 && sh >= 5.0) {
+      const double rate = f / (static_cast<double>(t) * 1e-9);
+      const double pct = 100 * rate / res.peaks->bf16;
+      if (pct < 50) {
+        Hint h;
+        h.id = "fp32-gemm";
+        h.numbers = {{"gpu_time_pct", sh},  {"pct_of_bf16_peak", pct},
+                     {"calls", n},          {"time_ns", t},
+                     {"flops_per_s", rate}, {"bf16_peak_flops_per_s", res.peaks->bf16}};
+        h.text = "fp32 GEMMs (" + std::to_string(n) + " calls, " + pct_text(sh) +
+                 " of GPU time) run at " + format_flop_rate(rate) + ", " + pct_text(pct) +
+                 " of the " + res.peaks->name +
+                 "'s bf16 peak -> bf16 autocast or TF32 "
+                 "(torch.backends.cuda.matmul.allow_tf32)";
+        res.hints.push_back(std::move(h));
+      }
+    }
+  }
+  {
+    constexpr int64_t kShort = 10000;
+    int64_t n = 0, t = 0;
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const uint32_t i = rows[k];
+      if (a.kind[i] != static_cast<uint8_t>(Kind::Kernel)) continue;
+      const int64_t dur = a.end_ns[i] - a.start_ns[i];
+      if (dur >= kShort) continue;
+      bool elem;
+      if (row_group[k] >= 0) {
+        const OpFamily f =
+            op_family(s.strings.at(groups[static_cast<size_t>(row_group[k])].name_id));
+        elem = f == OpFamily::Elementwise || f == OpFamily::Norm || f == OpFamily::Softmax ||
+               f == OpFamily::Copy;
+      } else {
+        elem = contains_ci(s.strings.at(a.name_id[i]), "elementwise");
+      }
+      if (elem) ++n, t += dur;
+    }
+    const double sh = share(t);
+    if (n >= 100 && sh >= 10.0) {
+      Hint h;
+      h.id = "fusion";
+      h.numbers = {{"kernels", n}, {"gpu_time_pct", sh}, {"time_ns", t}, {"under_ns", kShort}};
+      h.text = std::to_string(n) + " elementwise / normalization kernels under " +
+               format_duration(kShort) + ", " + pct_text(sh) +
+               " of GPU time -> fuse them (torch.compile, fused kernels)";
+      res.hints.push_back(std::move(h));
+    }
+  }
+  if (a.correlation.size() == a.size() && s.launches.size()) {
+    CrossRankOptions xo;
+    xo.filter = opt.filter;
+    int64_t host = 0, idle = 0, span = 0, busy = 0, exposed = 0;
+    for (const StreamIdle& si : stream_idle(s, xo)) {
+      host += si.host_ns;
+      idle += si.host_ns + si.kernel_ns + si.other_ns;
+    }
+    for (const RankUnion& ru : rank_unions(s, xo, false)) {
+      span += ru.u.span_ns;
+      busy += ru.u.busy_ns;
+      exposed += ru.u.comm_excl_ns;
+    }
+    const double idle_pct =
+        span ? 100.0 * static_cast<double>(span - busy) / static_cast<double>(span) : 0;
+    const double host_pct =
+        idle ? 100.0 * static_cast<double>(host) / static_cast<double>(idle) : 0;
+    if (host_pct >= 30 && idle_pct >= 10) {
+      Hint h;
+      h.id = "cuda-graphs";
+      h.numbers = {{"host_wait_pct_of_idle", host_pct},
+                   {"idle_pct_of_span", idle_pct},
+                   {"host_wait_ns", host},
+                   {"stream_idle_ns", idle}};
+      h.text = "host launch gaps are " + pct_text(host_pct) + " of stream idle time (" +
+               format_duration(host) + "), and the GPU is idle " + pct_text(idle_pct) +
+               " of the span -> CUDA graphs (torch.compile mode=\"reduce-overhead\")";
+      res.hints.push_back(std::move(h));
+    }
+    const double exp_pct =
+        span ? 100.0 * static_cast<double>(exposed) / static_cast<double>(span) : 0;
+    if (exp_pct >= 10) {
+      Hint h;
+      h.id = "overlap-communication";
+      h.numbers = {
+          {"exposed_comm_pct_of_span", exp_pct}, {"exposed_comm_ns", exposed}, {"span_ns", span}};
+      h.text = "exposed communication (no computation running) is " + pct_text(exp_pct) +
+               " of the span (" + format_duration(exposed) +
+               ") -> overlap it with computation (bucketing, async collectives)";
+      res.hints.push_back(std::move(h));
+    }
+  }
+}
+
 }  // namespace
 
 RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
@@ -296,140 +438,7 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
   std::sort(res.ops.begin(), res.ops.end(), by_time);
   std::sort(res.kernels.begin(), res.kernels.end(), by_time);
 
-  // ---- hints: each rule fires only on its measured facts (docs/analyses.md, "Hints").
-  const double gpu = static_cast<double>(std::max<int64_t>(res.gpu_time_ns, 1));
-  auto share = [&](int64_t t) { return 100.0 * static_cast<double>(t) / gpu; };
-  {
-    int64_t bmm_t = 0, sm_t = 0, bmm_n = 0, sm_n = 0, attn_n = 0;
-    double bmm_f = 0;
-    std::string dt;
-    for (const RooflineRow& r : res.ops) {
-      const std::string_view n = r.op;
-      const bool batched = n == "aten::bmm" || n == "aten::baddbmm" || n == "aten::matmul";
-      if (batched) {
-        bmm_t += r.time_ns, bmm_n += r.count;
-        if (r.has_work) bmm_f += r.flops, dt = r.dtype;
-      }
-      if (r.family == "softmax") sm_t += r.time_ns, sm_n += r.count;
-      if (r.family == "attention") attn_n += r.count;
-    }
-    const double sh = share(bmm_t + sm_t);
-    if (bmm_n >= 2 && sm_n >= 1 && attn_n == 0 && sh >= 5.0 && res.peaks && bmm_f > 0) {
-      const double p = peak_flops(*res.peaks, dt);
-      const double rate = bmm_f / (static_cast<double>(bmm_t + sm_t) * 1e-9);
-      if (p > 0) {
-        Hint h;
-        h.id = "fused-attention";
-        h.numbers = {{"gpu_time_pct", sh},      {"pct_of_peak", 100 * rate / p},
-                     {"bmm_calls", bmm_n},      {"softmax_calls", sm_n},
-                     {"time_ns", bmm_t + sm_t}, {"flops_per_s", rate},
-                     {"peak_flops_per_s", p},   {"dtype", dt}};
-        h.text = "attention runs as separate bmm + softmax kernels (" + std::to_string(bmm_n) +
-                 " bmm, " + std::to_string(sm_n) + " softmax calls): " + pct_text(sh) +
-                 " of GPU time at " + pct_text(100 * rate / p) + " of the " + dt +
-                 " peak -> a fused attention kernel (scaled_dot_product_attention / "
-                 "FlashAttention)";
-        res.hints.push_back(std::move(h));
-      }
-    }
-  }
-  {
-    int64_t t = 0, n = 0;
-    double f = 0;
-    for (const RooflineRow& r : res.ops)
-      if (r.family == "gemm" && r.has_work && (r.dtype == "fp32" || r.dtype == "tf32"))
-        t += r.time_ns, n += r.count, f += r.flops;
-    const double sh = share(t);
-    if (res.peaks && res.peaks->bf16 > 0 && t > 0 && sh >= 5.0) {
-      const double rate = f / (static_cast<double>(t) * 1e-9);
-      const double pct = 100 * rate / res.peaks->bf16;
-      if (pct < 50) {
-        Hint h;
-        h.id = "fp32-gemm";
-        h.numbers = {{"gpu_time_pct", sh},  {"pct_of_bf16_peak", pct},
-                     {"calls", n},          {"time_ns", t},
-                     {"flops_per_s", rate}, {"bf16_peak_flops_per_s", res.peaks->bf16}};
-        h.text = "fp32 GEMMs (" + std::to_string(n) + " calls, " + pct_text(sh) +
-                 " of GPU time) run at " + format_flop_rate(rate) + ", " + pct_text(pct) +
-                 " of the " + res.peaks->name +
-                 "'s bf16 peak -> bf16 autocast or TF32 "
-                 "(torch.backends.cuda.matmul.allow_tf32)";
-        res.hints.push_back(std::move(h));
-      }
-    }
-  }
-  {
-    constexpr int64_t kShort = 10000;
-    int64_t n = 0, t = 0;
-    for (size_t k = 0; k < rows.size(); ++k) {
-      const uint32_t i = rows[k];
-      if (a.kind[i] != static_cast<uint8_t>(Kind::Kernel)) continue;
-      const int64_t dur = a.end_ns[i] - a.start_ns[i];
-      if (dur >= kShort) continue;
-      bool elem;
-      if (row_group[k] >= 0) {
-        const OpFamily f =
-            op_family(s.strings.at(groups[static_cast<size_t>(row_group[k])].name_id));
-        elem = f == OpFamily::Elementwise || f == OpFamily::Norm || f == OpFamily::Softmax ||
-               f == OpFamily::Copy;
-      } else {
-        elem = contains_ci(s.strings.at(a.name_id[i]), "elementwise");
-      }
-      if (elem) ++n, t += dur;
-    }
-    const double sh = share(t);
-    if (n >= 100 && sh >= 10.0) {
-      Hint h;
-      h.id = "fusion";
-      h.numbers = {{"kernels", n}, {"gpu_time_pct", sh}, {"time_ns", t}, {"under_ns", kShort}};
-      h.text = std::to_string(n) + " elementwise / normalization kernels under " +
-               format_duration(kShort) + ", " + pct_text(sh) +
-               " of GPU time -> fuse them (torch.compile, fused kernels)";
-      res.hints.push_back(std::move(h));
-    }
-  }
-  if (a.correlation.size() == a.size() && s.launches.size()) {
-    CrossRankOptions xo;
-    xo.filter = opt.filter;
-    int64_t host = 0, idle = 0, span = 0, busy = 0, exposed = 0;
-    for (const StreamIdle& si : stream_idle(s, xo)) {
-      host += si.host_ns;
-      idle += si.host_ns + si.kernel_ns + si.other_ns;
-    }
-    for (const RankUnion& ru : rank_unions(s, xo, false)) {
-      span += ru.u.span_ns;
-      busy += ru.u.busy_ns;
-      exposed += ru.u.comm_excl_ns;
-    }
-    const double idle_pct =
-        span ? 100.0 * static_cast<double>(span - busy) / static_cast<double>(span) : 0;
-    const double host_pct =
-        idle ? 100.0 * static_cast<double>(host) / static_cast<double>(idle) : 0;
-    if (host_pct >= 30 && idle_pct >= 10) {
-      Hint h;
-      h.id = "cuda-graphs";
-      h.numbers = {{"host_wait_pct_of_idle", host_pct},
-                   {"idle_pct_of_span", idle_pct},
-                   {"host_wait_ns", host},
-                   {"stream_idle_ns", idle}};
-      h.text = "host launch gaps are " + pct_text(host_pct) + " of stream idle time (" +
-               format_duration(host) + "), and the GPU is idle " + pct_text(idle_pct) +
-               " of the span -> CUDA graphs (torch.compile mode=\"reduce-overhead\")";
-      res.hints.push_back(std::move(h));
-    }
-    const double exp_pct =
-        span ? 100.0 * static_cast<double>(exposed) / static_cast<double>(span) : 0;
-    if (exp_pct >= 10) {
-      Hint h;
-      h.id = "overlap-communication";
-      h.numbers = {
-          {"exposed_comm_pct_of_span", exp_pct}, {"exposed_comm_ns", exposed}, {"span_ns", span}};
-      h.text = "exposed communication (no computation running) is " + pct_text(exp_pct) +
-               " of the span (" + format_duration(exposed) +
-               ") -> overlap it with computation (bucketing, async collectives)";
-      res.hints.push_back(std::move(h));
-    }
-  }
+  add_hints(s, opt, rows, row_group, groups, res);
   return res;
 }
 
