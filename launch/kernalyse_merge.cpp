@@ -30,6 +30,7 @@
 #include "kernalyse/nsys.h"
 #include "kernalyse/power_log.h"
 #include "kernalyse/progress.h"
+#include "kernalyse/roofline.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/utc.h"
@@ -71,6 +72,8 @@ struct Options {
   std::string align = "auto";                     // --align: clocks inferred from collectives
   bool critical_path = false;                     // --critical-path (docs/analyses.md)
   std::vector<std::string> what_if;               // --what-if SPEC (implies --critical-path)
+  bool roofline = false, hints = false;           // performance model (docs/analyses.md)
+  std::string peaks;                              // --peaks FILE.json
 };
 
 nlohmann::json inference_json(const ClockInference& inf) {
@@ -562,14 +565,18 @@ int run(const Options& o, const std::string& command_line) {
   ClockInference inference;
   std::shared_ptr<const CollectiveMatch> match;  // shared with the ledger
   bool inferred = false;
-  bool cross =
-      o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy || o.critical_path;
+  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy ||
+               o.critical_path || o.roofline || o.hints;
+  // Read before any import, so that a bad peaks file fails fast (one line, exit 2).
+  std::optional<DevicePeaks> peaks;
+  if (!o.peaks.empty()) peaks = load_peaks_file(o.peaks);
   bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
     // Read only what the chosen analyses use (peak RSS stays near the columns read).
-    bool need_launches = o.idle || o.stragglers || o.ranges || o.critical_path || o.compat == "hta";
+    bool need_launches = o.idle || o.stragglers || o.ranges || o.critical_path || o.roofline ||
+                         o.hints || o.compat == "hta";
     // Only --ranges needs the launches' threads, and only when the store has NVTX / user ranges
     // at all: a small read of the annotations tells (the 8 M-kernel benchmark store has none).
     auto has_ranges = [&] {
@@ -595,6 +602,7 @@ int run(const Options& o, const std::string& command_line) {
       // The critical path follows the launching threads and their synchronisations.
       sel.launch_detail = sel.launch_detail || o.critical_path;
       sel.nccl = o.stragglers || o.critical_path;
+      sel.ops = o.roofline || o.hints;
       sel.activity_correlation = need_launches || sel.launch_detail;
       sel.launches = sel.launches || sel.launch_detail;
     }
@@ -816,6 +824,17 @@ int run(const Options& o, const std::string& command_line) {
     });
   }
   if (o.stragglers) task([&store, xo](Report* r) { straggler_analysis(store, xo, r); });
+  if (o.roofline || o.hints) {
+    RooflineOptions ro;
+    ro.filter = filter;
+    ro.peaks = peaks;
+    ro.verbose = o.verbose;
+    task([&store, ro, roofline = o.roofline, hints = o.hints](Report* r) {
+      const RooflineResult rr = roofline_analysis(store, ro);
+      if (roofline) roofline_report(rr, r);
+      if (hints) hints_report(rr, r);
+    });
+  }
   if (o.critical_path) {
     CriticalPathOptions co;
     co.filter = filter;
@@ -888,6 +907,15 @@ int main(int argc, char** argv) {
   app.add_option("--what-if", o.what_if,
                  "predicted step time with changed durations (implies --critical-path; "
                  "repeatable): rank=R:median, kernel=REGEX:xF, comm=overlapped");
+  app.add_flag("--roofline", o.roofline,
+               "performance model: FLOPs/bytes per op from recorded shapes, achieved FLOP/s and "
+               "B/s against the device's roofline, bottleneck class per op and kernel");
+  app.add_flag("--hints", o.hints,
+               "optimisation hints, each from a rule whose measured condition holds, with its "
+               "numbers");
+  app.add_option("--peaks", o.peaks,
+                 "--roofline/--hints: device ceilings from FILE.json (kernalyse-scan's output) "
+                 "instead of the built-in table");
   app.add_flag("--all", o.all, "every analysis");
   app.add_option("--diff", o.diff,
                  "compare two runs: --diff BASE TEST (each a store, trace file or directory)")

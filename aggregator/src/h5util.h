@@ -347,6 +347,21 @@ void counter_columns(Tab& k, F&& f) {
   f("value", k.value);
 }
 
+template <class Tab, class F>
+void op_columns(Tab& o, F&& f) {
+  f("rank", o.rank);
+  f("pid", o.pid);
+  f("tid", o.tid);
+  f("start_ns", o.start_ns);
+  f("end_ns", o.end_ns);
+  f("name_id", o.name_id);
+  f("external_id", o.external_id);
+  f("correlation", o.correlation);
+  f("dims_id", o.dims_id);
+  f("types_id", o.types_id);
+  f("concrete_id", o.concrete_id);
+}
+
 // The column visitor of any table type.
 template <class Tab, class F>
 void table_columns(Tab& t, F&& f) {
@@ -356,9 +371,11 @@ void table_columns(Tab& t, F&& f) {
   if constexpr (std::is_same_v<T, Annotations>) annotation_columns(t, f);
   if constexpr (std::is_same_v<T, NcclInfo>) nccl_columns(t, f);
   if constexpr (std::is_same_v<T, Counters>) counter_columns(t, f);
+  if constexpr (std::is_same_v<T, Ops>) op_columns(t, f);
 }
 
-// Every row table of a store with its group name, in file order: f(name, table).
+// Every row table of a store with its group name, in file order: f(name, table). /ops is not
+// among them: it is optional (written only when it has rows, by the serial writer; docs/store.md).
 template <class S, class F>
 void for_each_table(S& s, F&& f) {
   f("activities", s.activities);

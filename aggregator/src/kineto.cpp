@@ -480,6 +480,9 @@ enum Field : uint8_t {
   kPgDesc,
   kPgRanks,
   kArgName,
+  kInputDims,  // cpu_op shapes (record_shapes), raw JSON text
+  kInputType,
+  kConcrete,
   kNumFields
 };
 
@@ -489,6 +492,7 @@ struct RawEvent {
   bool has_ts = false, has_dur = false, has_pid = false;
   bool has_stream = false, has_device = false;
   int64_t stream = -1, device = -1, correlation = kNoCorrelation;
+  int64_t external_id = -1;  // "External id": a cpu_op's call id, on launches the enclosing op's
   int64_t in_nelems = -1, out_nelems = -1, group_size = -1, seq = -1;
   int64_t in_bytes = -1, out_bytes = -1;
   bool has_nccl = false;
@@ -624,6 +628,14 @@ class EventParser {
       if (ev.has_device) ev.device = v;
     } else if (key_is(k, "correlation")) {
       if (int_value(&v)) ev.correlation = v;
+    } else if (key_is(k, "External id")) {
+      if (int_value(&v)) ev.external_id = v;
+    } else if (key_is(k, "Input Dims")) {
+      raw_field(ev, kInputDims);
+    } else if (key_is(k, "Input type")) {
+      raw_field(ev, kInputType);
+    } else if (key_is(k, "Concrete Inputs")) {
+      raw_field(ev, kConcrete);
     } else if (key_is(k, "Collective name")) {
       ev.has_nccl = true;
       string_field(ev, kColl);
@@ -670,6 +682,29 @@ class EventParser {
 };
 
 // ---------------------------------------------------------------- event → tables
+// JSON text without the whitespace outside strings: pretty-printed and compact traces give the
+// same interned shape text ("[[768],[788,768]]"), so equal shapes group together.
+std::string compact_json(std::string_view t) {
+  std::string o;
+  o.reserve(t.size());
+  bool in_str = false, esc = false;
+  for (char c : t) {
+    if (in_str) {
+      o += c;
+      if (esc)
+        esc = false;
+      else if (c == '\\')
+        esc = true;
+      else if (c == '"')
+        in_str = false;
+    } else if (!is_ws(c)) {
+      o += c;
+      in_str = c == '"';
+    }
+  }
+  return o;
+}
+
 int64_t dtype_bytes(std::string_view d) {
   static const std::pair<std::string_view, int64_t> kSizes[] = {
       {"Float", 4}, {"float", 4},   {"Float32", 4},       {"BFloat16", 2},
@@ -745,6 +780,15 @@ class Importer {
   // by process_name "RANK n - GPU/CPU"): pid → rank, and each row's pid until finish() maps it.
   std::unordered_map<int64_t, int32_t> rank_of_pid_;
   std::vector<int64_t> act_pid_, ann_pid_, cnt_pid_;
+  // cpu_op calls by External id, and each launch's External id: joined in finish() into /ops
+  // (only ops that launched GPU work are kept, with their shapes as raw JSON text).
+  struct PendingOp {
+    int64_t pid, tid, start, end;
+    std::string name, dims, types, concrete;
+  };
+  std::unordered_map<int64_t, PendingOp> pending_ops_;
+  std::vector<int64_t> launch_ext_;
+  void join_ops();
   bool have_events_key_ = false;
   bool top_is_array_ = false;
   std::string distributed_info_, device_properties_;
@@ -1000,7 +1044,16 @@ void Importer::add_event(const RawEvent& ev) {
     l.name_id.push_back(store_.strings.intern(ev.s[kName]));
     l.correlation.push_back(ev.correlation);
     l.step.push_back(kNoStep);
+    launch_ext_.push_back(ev.external_id);
     return;
+  }
+  if (cat == "cpu_op" && ev.external_id >= 0) {
+    // Counted as ignored like any other event the store does not keep as a row of its own;
+    // what the performance model needs of it goes to /ops when it launched GPU work.
+    pending_ops_.insert_or_assign(
+        ev.external_id, PendingOp{ev.pid, ev.tid, ev.ts, *end, std::string(ev.s[kName]),
+                                  compact_json(ev.s[kInputDims]), compact_json(ev.s[kInputType]),
+                                  compact_json(ev.s[kConcrete])});
   }
   AnnotationKind ak;
   int32_t step = kNoStep;
@@ -1086,6 +1139,8 @@ bool Importer::split_ranks(const std::optional<int32_t>& fallback, ImportStats* 
   for (size_t i = 0; i < an.size(); ++i) an.rank[i] = rank_of(ann_pid_[i]);
   Counters& cn = store_.counters;
   for (size_t i = 0; i < cn.size(); ++i) cn.rank[i] = rank_of(cnt_pid_[i]);
+  Ops& op = store_.ops;
+  for (size_t i = 0; i < op.size(); ++i) op.rank[i] = rank_of(op.pid[i]);
   if (!unmapped.empty() && !fallback)
     throw NoRankError(
         name_ + ": events of pid " + std::to_string(*unmapped.begin()) +
@@ -1096,6 +1151,32 @@ bool Importer::split_ranks(const std::optional<int32_t>& fallback, ImportStats* 
                            ": a merged multi-rank trace: " + std::to_string(rank_of_pid_.size()) +
                            " processes named \"RANK n\", imported as separate ranks");
   return true;
+}
+
+// One /ops row per launch whose External id names a cpu_op of the trace (the innermost op
+// enclosing the launch: PyTorch pushes each op's id as CUPTI's external correlation).
+void Importer::join_ops() {
+  const LaunchCalls& l = store_.launches;
+  Ops& o = store_.ops;
+  for (size_t i = 0; i < l.size() && i < launch_ext_.size(); ++i) {
+    if (launch_ext_[i] < 0 || l.correlation[i] == kNoCorrelation) continue;
+    auto it = pending_ops_.find(launch_ext_[i]);
+    if (it == pending_ops_.end()) continue;
+    const PendingOp& p = it->second;
+    o.rank.push_back(0);
+    o.pid.push_back(p.pid);
+    o.tid.push_back(p.tid);
+    o.start_ns.push_back(p.start);
+    o.end_ns.push_back(p.end);
+    o.name_id.push_back(store_.strings.intern(p.name));
+    o.external_id.push_back(launch_ext_[i]);
+    o.correlation.push_back(l.correlation[i]);
+    o.dims_id.push_back(store_.strings.intern(p.dims));
+    o.types_id.push_back(store_.strings.intern(p.types));
+    o.concrete_id.push_back(store_.strings.intern(p.concrete));
+  }
+  std::unordered_map<int64_t, PendingOp>().swap(pending_ops_);
+  std::vector<int64_t>().swap(launch_ext_);
 }
 
 void Importer::finish(ImportStats* stats) {
@@ -1148,10 +1229,12 @@ void Importer::finish(ImportStats* stats) {
   if (!time_in_range(base))
     throw Error(name_ + ": baseTimeNanoseconds " + std::to_string(base) +
                 " is outside the supported time range (|t| < 2^62 ns, docs/limits.md)");
+  join_ops();
   Activities& a = store_.activities;
   LaunchCalls& l = store_.launches;
   Annotations& an = store_.annotations;
   Counters& cn = store_.counters;
+  Ops& op = store_.ops;
   if (base != 0) {
     // Both terms are in range, so the sum cannot overflow; a shifted time past the range makes
     // its row malformed (dropped and counted), never wrapped.
@@ -1162,17 +1245,20 @@ void Importer::finish(ImportStats* stats) {
         if (!time_in_range(v[i])) keep[i] = 0;
       }
     };
-    std::vector<char> ka, kl, kn, kc;
+    std::vector<char> ka, kl, kn, kc, ko;
     shift(a.start_ns, ka), shift(a.end_ns, ka), shift(l.start_ns, kl), shift(l.end_ns, kl),
         shift(an.start_ns, kn), shift(an.end_ns, kn), shift(cn.ts_ns, kc);
+    shift(op.start_ns, ko), shift(op.end_ns, ko);
     malformed_ += static_cast<int64_t>(drop_activities(store_, ka) + keep_rows(l, kl) +
                                        keep_rows(an, kn) + keep_rows(cn, kc));
+    keep_rows(op, ko);  // derived rows: their cpu_op events were counted already
   }
 
   if (!split_ranks(rank, stats))
-    for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank})
+    for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank, &op.rank})
       std::fill(col->begin(), col->end(), *rank);
   sort_counters(cn, store_.strings);  // stable: same-ts events keep their file order
+  sort_ops(op);
 
   assign_steps(store_);
 

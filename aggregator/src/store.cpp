@@ -451,6 +451,26 @@ void sort_launches(LaunchCalls& l) {
   });
 }
 
+void sort_ops_rows(Ops& o) {
+  const size_t n = o.size();
+  require_len(o.rank, n, "ops.rank");
+  for (const auto* c : {&o.pid, &o.tid, &o.end_ns, &o.external_id, &o.correlation})
+    require_len(*c, n, "ops");
+  for (const auto* c : {&o.name_id, &o.dims_id, &o.types_id, &o.concrete_id})
+    require_len(*c, n, "ops");
+  sort_by_rank_start(o, [&](const std::vector<Rec>& r) {
+    gather(o.pid, r);
+    gather(o.tid, r);
+    gather(o.end_ns, r);
+    gather(o.name_id, r);
+    gather(o.external_id, r);
+    gather(o.correlation, r);
+    gather(o.dims_id, r);
+    gather(o.types_id, r);
+    gather(o.concrete_id, r);
+  });
+}
+
 void sort_annotations(Annotations& a) {
   const size_t n = a.size();
   require_len(a.rank, n, "annotations.rank");
@@ -757,6 +777,19 @@ Store merge_stores(std::vector<Store> parts) {
     append(out.counters.ts_ns, k.ts_ns);
     append(out.counters.value, k.value);
 
+    Ops& o = p.ops;
+    append(out.ops.rank, o.rank);
+    append(out.ops.pid, o.pid);
+    append(out.ops.tid, o.tid);
+    append(out.ops.start_ns, o.start_ns);
+    append(out.ops.end_ns, o.end_ns);
+    remap(out.ops.name_id, o.name_id);
+    append(out.ops.external_id, o.external_id);
+    append(out.ops.correlation, o.correlation);
+    remap(out.ops.dims_id, o.dims_id);
+    remap(out.ops.types_id, o.types_id);
+    remap(out.ops.concrete_id, o.concrete_id);
+
     for (RankInfo& r : p.ranks) out.ranks.push_back(std::move(r));
     p = Store();  // drop the part's string table too
   }
@@ -767,8 +800,11 @@ Store merge_stores(std::vector<Store> parts) {
   sort_launches(out.launches);
   sort_annotations(out.annotations);
   sort_counters(out.counters, out.strings);
+  sort_ops(out.ops);
   return out;
 }
+
+void sort_ops(Ops& o) { sort_ops_rows(o); }
 
 void fill_optional_nccl_columns(NcclInfo& c) {
   const size_t n = c.size();

@@ -37,6 +37,7 @@ int64_t table_bytes(const Store& s) {
   for_each_table(s, [&](const char*, const auto& t) {
     table_columns(t, [&](const char*, const auto& col) { n += col_bytes(col); });
   });
+  table_columns(s.ops, [&](const char*, const auto& col) { n += col_bytes(col); });
   return n;
 }
 
@@ -61,6 +62,15 @@ void write_file(const Store& s, const std::string& tmp, Progress& progress) {
       progress.advance(col_bytes(col));
     });
   });
+  // Optional, and written only when there is something: stores without op shapes stay exactly
+  // as before (and as the parallel writer, which never has ops, writes them).
+  if (s.ops.size()) {
+    Handle g = create_group(file, "ops");
+    table_columns(s.ops, [&](const char* name, const auto& col) {
+      write_column(g, "ops", name, col, s.ops.size());
+      progress.advance(col_bytes(col));
+    });
+  }
   write_ranks_group(file, s.ranks);
   // Closing flushes metadata: a failure here (disk full) must fail the write.
   ok(file.close(), "cannot finish writing the file");
@@ -437,6 +447,21 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
                  {k.rank.size(), k.device.size(), k.name_id.size(), k.value.size()});
     require_ids("/counters/name_id", k.name_id, nstr);
     require_times("/counters/ts_ns", k.ts_ns);
+  }
+  // Optional (docs/store.md): absent when the source had no op shapes, and in older stores.
+  if (sel.ops && H5Lexists(file, "ops", H5P_DEFAULT) > 0) {
+    Ops& o = s.ops;
+    Handle g = open_group(file, "ops");
+    require_same_lengths<Ops>(g, "ops");
+    op_columns(o, [&](const char* name, auto& col) { read_column(g, "ops", name, col); });
+    require_rows("ops", o.size(),
+                 {o.rank.size(), o.pid.size(), o.tid.size(), o.end_ns.size(), o.name_id.size(),
+                  o.external_id.size(), o.correlation.size(), o.dims_id.size(), o.types_id.size(),
+                  o.concrete_id.size()});
+    for (const auto* ids : {&o.name_id, &o.dims_id, &o.types_id, &o.concrete_id})
+      require_ids("/ops", *ids, nstr);
+    require_times("/ops/start_ns", o.start_ns);
+    require_times("/ops/end_ns", o.end_ns);
   }
   return s;
 }

@@ -200,6 +200,40 @@
     }, '');
   })();
 
+  // Roofline: log-log, ops as points (intensity FLOP/B, TFLOP/s), roofs as dashed lines.
+  (function () {
+    var Rf = D.roofline || { points: [], peaks: [] };
+    if (!Rf.points.length) return draw('roofline', 0, null, Rf.why || 'no op with known FLOPs and bytes');
+    var xmin = Infinity, xmax = 0, tmax = 1, byClass = {}, series = [];
+    Rf.points.forEach(function (p) {
+      xmin = Math.min(xmin, p[0]); xmax = Math.max(xmax, p[0]); tmax = Math.max(tmax, p[2]);
+      (byClass[p[4]] = byClass[p[4]] || []).push([p[0], p[1] / 1e12, p[2], p[3], p[5], p[6]]);
+    });
+    Object.keys(byClass).forEach(function (c) {
+      series.push({ name: c, type: 'scatter', data: byClass[c],
+                    symbolSize: function (v) { return 5 + 25 * Math.sqrt(v[2] / tmax); } });
+    });
+    if (Rf.bytes_per_s) Rf.peaks.forEach(function (pk) {
+      var ridge = pk.flops_per_s / Rf.bytes_per_s, lo = Math.min(xmin, ridge) / 2, hi = Math.max(xmax, ridge) * 2;
+      series.push({ name: pk.dtype + ' roof', type: 'line', showSymbol: false, silent: true,
+                    lineStyle: { type: 'dashed', width: 1 },
+                    data: [[lo, lo * Rf.bytes_per_s / 1e12], [ridge, pk.flops_per_s / 1e12], [hi, pk.flops_per_s / 1e12]] });
+    });
+    draw('roofline', Rf.points.length, {
+      tooltip: { formatter: function (p) {
+        var v = p.value;
+        if (!v || v.length < 6) return p.seriesName;
+        return String(v[3]).replace(/</g, '&lt;') + '<br>' + v[1].toFixed(2) + ' TFLOP/s at ' + v[0].toFixed(1) +
+          ' FLOP/B (' + v[4] + '), ' + v[5].toFixed(1) + ' % of bound, ' + fmtNs(v[2]) + ' GPU time; ' + p.seriesName;
+      } },
+      legend: { top: 0, type: 'scroll' },
+      grid: { left: 80, right: 30, top: 40, bottom: 50 },
+      xAxis: { type: 'log', name: 'FLOP/B', nameLocation: 'middle', nameGap: 28 },
+      yAxis: { type: 'log', name: 'TFLOP/s' },
+      series: series
+    }, '');
+  })();
+
   // Per-device counters (step series): GPU memory in bytes, board power from NVML in mW → W.
   function counterChart(id, series, why, scale, fmt, yAxis) {
     var n = 0;

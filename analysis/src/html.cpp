@@ -23,6 +23,7 @@
 #include "kernalyse/energy.h"
 #include "kernalyse/error.h"
 #include "kernalyse/export.h"
+#include "kernalyse/roofline.h"
 #include "timeline.h"
 
 namespace fs = std::filesystem;
@@ -345,6 +346,13 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   ro.filter = opt.filter;
   ro.top = opt.top;
   range_analysis(s, ro, &rep);
+  // Roofline (docs/analyses.md, "Performance model"): ops with known FLOPs and bytes as points,
+  // the device's roofs as lines; its op table below.
+  RooflineOptions rfo;
+  rfo.filter = opt.filter;
+  const RooflineResult roof = roofline_analysis(s, rfo);
+  Report rrep;
+  roofline_report(roof, &rrep);
   Report erep;  // energy per step and range, shown next to the power chart
   EnergyOptions eo;
   eo.filter = opt.filter;
@@ -517,6 +525,27 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   d["power"] =
       counter_series(s, opt, w, base, kCounterPower, "gpu_power", "GPU board power", "mw", &power);
 
+  {
+    json pts = json::array(), peaks = json::array();
+    std::vector<const RooflineRow*> rs;
+    for (const RooflineRow& r : roof.ops)
+      if (r.has_work && r.flops > 0 && r.bytes > 0 && r.time_ns > 0) rs.push_back(&r);
+    if (rs.size() > 300) rs.resize(300);  // rows come sorted by time: the 300 that matter most
+    for (const RooflineRow* r : rs)
+      pts.push_back({r->intensity, r->flops_per_s, r->time_ns, r->op + " " + r->shape, r->cls,
+                     r->dtype, r->pct_of_bound});
+    if (roof.peaks)
+      for (const char* dt : {"fp32", "tf32", "bf16", "fp8"})
+        if (peak_flops(*roof.peaks, dt) > 0)
+          peaks.push_back({{"dtype", dt}, {"flops_per_s", peak_flops(*roof.peaks, dt)}});
+    d["roofline"] = {
+        {"points", pts},
+        {"peaks", peaks},
+        {"bytes_per_s", roof.peaks ? json(roof.peaks->bytes_per_s) : json(nullptr)},
+        {"device", roof.peaks ? roof.peaks->name : roof.device},
+        {"why", !roof.store_has_ops ? "no operator shapes in this store (record_shapes=True)"
+                                    : "no op with known FLOPs and bytes in the selection"}};
+  }
   d["energy"] = {{"total_j", energy.total_j},
                  {"idle_j", energy.idle_j},
                  {"sampling_period_ns", energy.period_ns},
@@ -531,6 +560,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   for (const char* k : {"overlap", "breakdown", "gap_histogram", "gaps_per_rank", "gap_transitions",
                         "kernel_summary", "ranges"})
     if (const Table* t = find_table(rep, k)) out.tables.push_back(*t);
+  if (const Table* t = find_table(rrep, "roofline")) out.tables.push_back(*t);
   if (!mem.key.empty()) out.tables.push_back(std::move(mem));
   if (!power.key.empty()) out.tables.push_back(std::move(power));
   for (const char* k : {"energy_steps", "energy_ranges"})
@@ -679,6 +709,11 @@ std::string page(const Built& b) {
   section(h, "ranges", "GPU time by annotated range",
           "Kernels launched inside each NVTX / user-annotation range (layers, ops), inclusive.",
           {{"ranges", "ranges"}}, "400px");
+  section(h, "roofline", "Roofline",
+          "Each op and input shape with known FLOPs and bytes (recorded shapes) at its arithmetic "
+          "intensity and achieved FLOP/s, log-log, sized by GPU time; dashed lines: the device's "
+          "memory roof and compute roofs per dtype (peak table or --peaks).",
+          {{"roofline", "roofline per op"}}, "420px");
   section(h, "memory", "GPU memory over time", "GPU memory in use per device (step series).",
           {{"gpu_memory", "GPU memory"}}, "320px");
   // Energy integrated from the same samples (docs/analyses.md, "Energy"), next to the chart.

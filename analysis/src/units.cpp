@@ -65,4 +65,28 @@ std::string format_power(double w) {
   return buf;
 }
 
+namespace {
+// v with a decimal prefix (k, M, G, T, P, E) and unit; 3 significant digits at least.
+std::string si(double v, const char* unit) {
+  static const char* kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  char buf[64];
+  int i = 0;
+  double m = std::fabs(v);
+  while (m >= 1000.0 && i < 6) m /= 1000.0, v /= 1000.0, ++i;
+  if (i == 0 && m == std::floor(m))
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
+  else
+    std::snprintf(buf, sizeof buf,
+                  m < 10    ? "%.2f %s%s"
+                  : m < 100 ? "%.1f %s%s"
+                            : "%.0f %s%s",
+                  v, kPrefix[i], unit);
+  return buf;
+}
+}  // namespace
+
+std::string format_flops(double f) { return si(f, "FLOP"); }
+std::string format_flop_rate(double f) { return si(f, "FLOP/s"); }
+std::string format_bandwidth(double b) { return si(b, "B/s"); }
+
 }  // namespace kernalyse

@@ -38,6 +38,7 @@
 
 #include "kernalyse/kineto.h"
 #include "nsys_writer.h"
+#include "shapes.h"
 
 namespace {
 
@@ -1418,6 +1419,7 @@ const char* kUsage =
     "[--threads T]\n"
     "                          [--clock-skew-us R:US[,R:US...]] [--format json|nsys]\n"
     "                          [--pair [--pair-slow-factor F] [--pair-delay-us D]]\n"
+    "       kernalyse-tracegen --shapes DIR [--iters N]\n"
     "                          [--ranks-per-host K [--host-skew-us H:US,...] [--host-drift-ppm "
     "H:PPM,...]]\n"
     "Writes DIR/rank-<r>.json[.gz]: synthetic PyTorch-profiler (Kineto) traces, exactly K kernel "
@@ -1442,12 +1444,35 @@ const char* kUsage =
     "activation's three eager kernels (user range mlp.act) fused into one Triton kernel, and the\n"
     "launch-delayed straggler (D us, default 300) moved from rank 0 to the last rank. Other "
     "kernels keep\n"
-    "their exact durations; collective kernels absorb the changed waits.\n";
+    "their exact durations; collective kernels absorb the changed waits.\n"
+    "--shapes: writes DIR/hints.json and DIR/clean.json, one-rank traces with operator shapes, "
+    "and\n"
+    "DIR/planted.json: each op's FLOPs and roofline class, and the hints that must fire (none in "
+    "clean.json).\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
+  // --shapes DIR [--iters N]: the performance model's planted traces (shapes.cpp); no other flag.
+  if (argc >= 3 && std::string_view(argv[1]) == "--shapes") {
+    int iters = 3;
+    if (argc == 5 && std::string_view(argv[3]) == "--iters") iters = std::atoi(argv[4]);
+    if ((argc != 3 && argc != 5) || iters < 1 || iters > 1000) {
+      std::fprintf(stderr, "kernalyse-tracegen: usage: --shapes DIR [--iters N (1-1000)]\n");
+      return 2;
+    }
+    try {
+      write_shapes(argv[2], iters);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kernalyse-tracegen: error: %s\n", e.what());
+      return 1;
+    }
+    std::fprintf(stderr,
+                 "kernalyse-tracegen: --shapes -> %s (hints.json, clean.json, planted.json)\n",
+                 argv[2]);
+    return 0;
+  }
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];

@@ -141,6 +141,27 @@ struct Counters {
 inline constexpr const char* kCounterGpuMemory = "gpu_memory_allocated_bytes";
 inline constexpr const char* kCounterPower = "gpu_power_mw";
 
+// PyTorch operator calls (`cpu_op` events recorded with `record_shapes`) that launched GPU work:
+// one row per (op call, launch), joined to /launches and /activities by (rank, correlation). The
+// op is the innermost one enclosing the launch (the launch's "External id"). Shapes are kept as
+// the trace's JSON text; the performance model (analysis/perfmodel.h) parses them. Sorted by
+// (rank, start_ns). Empty for sources without such events (collector, nsys, older stores).
+struct Ops {
+  std::vector<int32_t> rank;
+  std::vector<int64_t> pid;
+  std::vector<int64_t> tid;
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> end_ns;
+  std::vector<uint32_t> name_id;      // "aten::addmm"
+  std::vector<int64_t> external_id;   // the op call's id in the trace (one per call)
+  std::vector<int64_t> correlation;   // the launch's correlation id
+  std::vector<uint32_t> dims_id;      // "Input Dims" JSON text, "" if not recorded
+  std::vector<uint32_t> types_id;     // "Input type" JSON text, "" if not recorded
+  std::vector<uint32_t> concrete_id;  // "Concrete Inputs" JSON text, "" if not recorded
+
+  size_t size() const { return start_ns.size(); }
+};
+
 // One row per rank: where its data came from and how its clock maps to the run's timeline.
 struct RankInfo {
   int32_t rank = 0;
@@ -184,6 +205,7 @@ struct Store {
   Annotations annotations;
   NcclInfo nccl;
   Counters counters;
+  Ops ops;
   std::vector<RankInfo> ranks;  // sorted by rank
 };
 
@@ -197,6 +219,7 @@ struct ColumnSelection {
   bool annotations = true;
   bool nccl = true;
   bool counters = true;
+  bool ops = true;
   static ColumnSelection all() { return {}; }
 };
 
@@ -215,6 +238,9 @@ void fill_optional_nccl_columns(NcclInfo& c);
 // Sorts counters by (rank, device, name, ts), the name by its text (not its id, which differs
 // between a rank's own table and a merged one), stably: same-ts rows keep their order.
 void sort_counters(Counters& k, const StringTable& strings);
+
+// Sorts ops by (rank, start_ns), stably.
+void sort_ops(Ops& o);
 
 // Sorts activities by (rank, device, stream, start, end), keeping nccl.activity consistent.
 void sort_activities(Store& s);

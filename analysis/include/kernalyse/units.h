@@ -18,5 +18,10 @@ std::string format_bytes(int64_t bytes);
 std::string format_energy(double joules);
 // Power: "850 mW", "312.5 W", "1.25 kW".
 std::string format_power(double watts);
+// Work and rates, decimal SI prefixes (as vendors quote peaks): "812 FLOP", "1.23 GFLOP";
+// "456.7 TFLOP/s"; bandwidth "3.35 TB/s", "812.0 GB/s"; intensity "12.3 FLOP/B".
+std::string format_flops(double flops);
+std::string format_flop_rate(double flops_per_s);
+std::string format_bandwidth(double bytes_per_s);
 
 }  // namespace kernalyse
