@@ -27,6 +27,7 @@
 
 #include "kernalyse/classify.h"
 #include "kernalyse/error.h"
+#include "timeline.h"
 
 namespace kernalyse {
 
@@ -159,52 +160,6 @@ class LaunchRows {
   std::map<int32_t, PerRank> ranks_;
 };
 
-// The innermost NVTX / user range on a thread enclosing a time (ranges on one thread nest).
-class RangeFinder {
- public:
-  explicit RangeFinder(const Annotations& an) : an_(an) {
-    for (size_t i = 0; i < an.size(); ++i) {
-      const auto k = static_cast<AnnotationKind>(an.kind[i]);
-      if (k == AnnotationKind::User || k == AnnotationKind::Nvtx)
-        by_thread_[{an.rank[i], an.tid[i]}].idx.push_back(static_cast<uint32_t>(i));
-    }
-    for (auto& [key, r] : by_thread_) {
-      // By start, and of two ranges starting together the longer first: it encloses the other.
-      std::stable_sort(r.idx.begin(), r.idx.end(), [&](uint32_t x, uint32_t y) {
-        return an.start_ns[x] != an.start_ns[y] ? an.start_ns[x] < an.start_ns[y]
-                                                : an.end_ns[x] > an.end_ns[y];
-      });
-      std::vector<int32_t> open;
-      r.parent.resize(r.idx.size());
-      for (size_t q = 0; q < r.idx.size(); ++q) {
-        while (!open.empty() && an.end_ns[r.idx[open.back()]] < an.start_ns[r.idx[q]])
-          open.pop_back();
-        r.parent[q] = open.empty() ? -1 : open.back();
-        open.push_back(static_cast<int32_t>(q));
-      }
-    }
-  }
-  // Name id of the innermost range on (rank, tid) containing t; 0 when none.
-  uint32_t find(int32_t rank, int64_t tid, int64_t t) const {
-    auto it = by_thread_.find({rank, tid});
-    if (it == by_thread_.end()) return 0;
-    const Ranges& r = it->second;
-    auto p = std::upper_bound(r.idx.begin(), r.idx.end(), t,
-                              [&](int64_t ts, uint32_t x) { return ts < an_.start_ns[x]; });
-    int32_t q = static_cast<int32_t>(p - r.idx.begin()) - 1;
-    while (q >= 0 && an_.end_ns[r.idx[static_cast<size_t>(q)]] < t) q = r.parent[q];
-    return q >= 0 ? an_.name_id[r.idx[static_cast<size_t>(q)]] : 0;
-  }
-
- private:
-  struct Ranges {
-    std::vector<uint32_t> idx;
-    std::vector<int32_t> parent;
-  };
-  const Annotations& an_;
-  std::map<std::pair<int32_t, int64_t>, Ranges> by_thread_;
-};
-
 int64_t median_of(std::vector<int64_t>& v) {  // reorders v; v not empty
   const size_t m = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
@@ -245,7 +200,7 @@ struct Shared {
   const Store& s;
   const CriticalPathOptions& opt;
   LaunchRows launch_rows;
-  RangeFinder ranges;
+  detail::RangeFinder ranges;
   std::vector<int64_t> coll_of_row;  // matcher id per activity row, -1
   const CollectiveMatch* match = nullptr;
   std::vector<Collective> p2p;  // send/recv pairs, ids after the matcher's

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "kernalyse/store_io.h"
+#include "timeline.h"
 
 namespace kernalyse {
 
@@ -174,44 +175,12 @@ std::map<std::pair<std::string, std::string>, KernelSide> by_range(
                                [](const auto& e, int64_t v) { return e.first < v; });
     return it != r.sparse.end() && it->first == c ? it->second : std::pair<int64_t, int64_t>{-1, 0};
   };
-  // Ranges per (rank, thread), by start, each with its enclosing range (ranges on one thread
-  // nest), so the innermost range containing a time is found in O(depth), not by a scan back.
-  struct Ranges {
-    std::vector<uint32_t> idx;
-    std::vector<int32_t> parent;
-  };
-  std::map<std::pair<int32_t, int64_t>, Ranges> ranges;
-  const Annotations& an = s.annotations;
-  for (size_t i = 0; i < an.size(); ++i) {
-    const auto k = static_cast<AnnotationKind>(an.kind[i]);
-    if (k == AnnotationKind::User || k == AnnotationKind::Nvtx)
-      ranges[{an.rank[i], an.tid[i]}].idx.push_back(static_cast<uint32_t>(i));
-  }
-  for (auto& [key, r] : ranges) {
-    std::stable_sort(r.idx.begin(), r.idx.end(),
-                     [&](uint32_t x, uint32_t y) { return an.start_ns[x] < an.start_ns[y]; });
-    std::vector<int32_t> open;
-    r.parent.resize(r.idx.size());
-    for (size_t q = 0; q < r.idx.size(); ++q) {
-      while (!open.empty() && an.end_ns[r.idx[open.back()]] < an.start_ns[r.idx[q]])
-        open.pop_back();
-      r.parent[q] = open.empty() ? -1 : open.back();
-      open.push_back(static_cast<int32_t>(q));
-    }
-  }
+  const detail::RangeFinder ranges(s.annotations);
   // The innermost range's name id (0, the empty string: none).
   auto range_of = [&](uint32_t i) -> uint32_t {
     if (!joinable) return 0;
     const auto [tid, t] = launch_of(i);
-    if (tid < 0) return 0;
-    auto rv = ranges.find({a.rank[i], tid});
-    if (rv == ranges.end()) return 0;
-    const Ranges& r = rv->second;
-    auto p = std::upper_bound(r.idx.begin(), r.idx.end(), t,
-                              [&](int64_t ts, uint32_t x) { return ts < an.start_ns[x]; });
-    int32_t q = static_cast<int32_t>(p - r.idx.begin()) - 1;  // last range starting at or before t
-    while (q >= 0 && an.end_ns[r.idx[q]] < t) q = r.parent[q];
-    return q >= 0 ? an.name_id[r.idx[q]] : 0;
+    return tid < 0 ? 0 : ranges.find(a.rank[i], tid, t);
   };
   std::map<std::pair<uint32_t, uint32_t>, KernelSide> by_ids;  // (range, kernel) name ids
   for (uint32_t i : rows) {

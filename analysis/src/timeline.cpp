@@ -91,4 +91,37 @@ int64_t LaunchIndex::find(int32_t rank, int64_t corr) const {
   return (q != p.sparse.end() && q->first == corr) ? q->second : kNone;
 }
 
+RangeFinder::RangeFinder(const Annotations& an) : an_(an) {
+  for (size_t i = 0; i < an.size(); ++i) {
+    const auto k = static_cast<AnnotationKind>(an.kind[i]);
+    if (k == AnnotationKind::User || k == AnnotationKind::Nvtx)
+      by_thread_[{an.rank[i], an.tid[i]}].idx.push_back(static_cast<uint32_t>(i));
+  }
+  for (auto& [key, r] : by_thread_) {
+    std::stable_sort(r.idx.begin(), r.idx.end(), [&](uint32_t x, uint32_t y) {
+      return an.start_ns[x] != an.start_ns[y] ? an.start_ns[x] < an.start_ns[y]
+                                              : an.end_ns[x] > an.end_ns[y];
+    });
+    std::vector<int32_t> open;
+    r.parent.resize(r.idx.size());
+    for (size_t q = 0; q < r.idx.size(); ++q) {
+      while (!open.empty() && an.end_ns[r.idx[open.back()]] < an.start_ns[r.idx[q]])
+        open.pop_back();
+      r.parent[q] = open.empty() ? -1 : open.back();
+      open.push_back(static_cast<int32_t>(q));
+    }
+  }
+}
+
+uint32_t RangeFinder::find(int32_t rank, int64_t tid, int64_t t) const {
+  auto it = by_thread_.find({rank, tid});
+  if (it == by_thread_.end()) return 0;
+  const Ranges& r = it->second;
+  auto p = std::upper_bound(r.idx.begin(), r.idx.end(), t,
+                            [&](int64_t ts, uint32_t x) { return ts < an_.start_ns[x]; });
+  int32_t q = static_cast<int32_t>(p - r.idx.begin()) - 1;  // last range starting at or before t
+  while (q >= 0 && an_.end_ns[r.idx[static_cast<size_t>(q)]] < t) q = r.parent[q];
+  return q >= 0 ? an_.name_id[r.idx[static_cast<size_t>(q)]] : 0;
+}
+
 }  // namespace kernalyse::detail

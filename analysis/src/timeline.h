@@ -31,4 +31,23 @@ class LaunchIndex {
   std::map<int32_t, PerRank> ranks_;
 };
 
+// The innermost NVTX / user range on a CPU thread enclosing a time (ranges on one thread nest).
+// Of two ranges starting together the longer is taken to enclose the other. Used to attribute a
+// kernel to the range its launch ran in (--diff's replaced groups, the critical path's roll-up).
+class RangeFinder {
+ public:
+  explicit RangeFinder(const Annotations& an);
+  bool empty() const { return by_thread_.empty(); }
+  // Name id of the innermost range on (rank, tid) containing t; 0 (the empty string) when none.
+  uint32_t find(int32_t rank, int64_t tid, int64_t t) const;
+
+ private:
+  struct Ranges {
+    std::vector<uint32_t> idx;    // annotation rows by (start, longer first)
+    std::vector<int32_t> parent;  // enclosing range's position in idx, -1 if none
+  };
+  const Annotations& an_;
+  std::map<std::pair<int32_t, int64_t>, Ranges> by_thread_;
+};
+
 }  // namespace kernalyse::detail

@@ -132,6 +132,23 @@ TEST(Diff, SparseCorrelationIdsAndTwoPhaseApiGiveTheSameGroup) {
   EXPECT_EQ(d.only_base[0].side.total_ns, 30);
 }
 
+// Two ranges starting together (the inner one recorded first, as a range closes first): the
+// longer encloses the other, so the group is named after the inner one.
+TEST(Diff, RangesStartingTogetherNameTheInnerOne) {
+  Builder b, t;
+  for (Builder* x : {&b, &t}) {
+    x->range(100, 900, "attn");
+    x->range(100, 10'000, "layer 0");
+  }
+  b.kernel(200, "mul", 50);
+  t.kernel(200, "fused", 60);
+  DiffOptions o;
+  o.cross_rank = false;
+  TraceDiff d = diff_stores(b.done(), t.done(), o);
+  ASSERT_EQ(d.replaced.size(), 1u);
+  EXPECT_EQ(d.replaced[0].range, "attn");
+}
+
 TEST(Diff, NoSharedRangeMeansNoGroup) {
   Builder b, t;
   b.range(0, 1000, "eager");
