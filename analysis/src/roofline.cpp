@@ -9,20 +9,13 @@
 #include <set>
 #include <sstream>
 #include <tuple>
-#include <unordered_map>
 
 #include "kernalyse/crossrank.h"
+#include "timeline.h"
 
 namespace kernalyse {
 namespace {
 
-struct PairHash {
-  size_t operator()(const std::pair<int32_t, int64_t>& p) const noexcept {
-    // Unsigned: a hostile correlation id near INT64_MAX must not overflow a signed product.
-    return std::hash<uint64_t>()(static_cast<uint64_t>(p.second) * 1000003u +
-                                 static_cast<uint32_t>(p.first));
-  }
-};
 using RankCorr = std::pair<int32_t, int64_t>;
 
 std::string pct_text(double p) {
@@ -105,7 +98,7 @@ struct OpGroup {
   OpWork work;
   RooflineRow row;
   bool comm = false;
-  std::set<std::pair<int32_t, int64_t>> calls;
+  int64_t calls = 0;  // distinct op calls (rank, external id) with kernels in the selection
 };
 
 struct KernelAcc {
@@ -296,14 +289,35 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
         "record_shapes=True): kernels are placed by time and name only");
 
   // Joins: (rank, correlation) → op row and → launch start.
-  std::unordered_map<RankCorr, uint32_t, PairHash> op_of;
-  for (size_t i = 0; i < ops.size(); ++i)
-    op_of.emplace(RankCorr{ops.rank[i], ops.correlation[i]}, static_cast<uint32_t>(i));
-  std::unordered_map<RankCorr, int64_t, PairHash> launch_start;
-  for (size_t i = 0; i < s.launches.size(); ++i)
-    if (s.launches.correlation[i] != kNoCorrelation)
-      launch_start.emplace(RankCorr{s.launches.rank[i], s.launches.correlation[i]},
-                           s.launches.start_ns[i]);
+  // Sorted key tables, not hash maps: stores hold millions of op rows (one per op call and launch),
+  // and a node per row made this the slowest analysis.
+  auto sorted_keys = [&](const std::vector<int64_t>& col) {
+    std::vector<std::pair<RankCorr, uint32_t>> v(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i)
+      v[i] = {RankCorr{ops.rank[i], col[i]}, static_cast<uint32_t>(i)};
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const std::vector<std::pair<RankCorr, uint32_t>> op_by_corr = sorted_keys(ops.correlation);
+  auto op_of = [&](int32_t rank, int64_t corr) -> int64_t {  // first op row, -1 if none
+    auto it = std::lower_bound(op_by_corr.begin(), op_by_corr.end(),
+                               std::make_pair(RankCorr{rank, corr}, uint32_t{0}));
+    return it != op_by_corr.end() && it->first == RankCorr{rank, corr}
+               ? static_cast<int64_t>(it->second)
+               : -1;  // int64: a uint32 branch would make -1 unsigned
+  };
+  // Op call of each op row: dense call numbers over the distinct (rank, external id).
+  std::vector<uint32_t> call_of(ops.size(), 0);
+  size_t n_calls = 0;
+  {
+    const std::vector<std::pair<RankCorr, uint32_t>> by_call = sorted_keys(ops.external_id);
+    for (size_t q = 0; q < by_call.size(); ++q) {
+      if (q > 0 && by_call[q].first != by_call[q - 1].first) ++n_calls;
+      call_of[by_call[q].second] = static_cast<uint32_t>(n_calls);
+    }
+    if (!by_call.empty()) ++n_calls;
+  }
+  const detail::LaunchIndex launch_start(s);  // dense per rank: no hash over every launch
 
   // Host wait before each selected activity (the --idle rule: its launch started after the
   // stream's latest end so far).
@@ -321,8 +335,8 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
       }
       int64_t gap = a.start_ns[i] - prev_end;
       if (gap > 0 && a.correlation.size() == a.size()) {
-        auto it = launch_start.find({a.rank[i], a.correlation[i]});
-        if (it != launch_start.end() && it->second > prev_end) host_wait[k] = gap;
+        const int64_t launch = launch_start.find(a.rank[i], a.correlation[i]);
+        if (launch != detail::LaunchIndex::kNone && launch > prev_end) host_wait[k] = gap;
       }
       prev_end = std::max(prev_end, a.end_ns[i]);
     }
@@ -332,16 +346,17 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
   std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, size_t> group_of;
   std::vector<OpGroup> groups;
   std::vector<int32_t> row_group(rows.size(), -1);
-  std::unordered_map<RankCorr, int64_t, PairHash> call_time;
+  std::vector<int64_t> call_time(n_calls, 0);
+  std::vector<uint8_t> call_seen(n_calls, 0);
   std::vector<OpInput> inputs;
   for (size_t k = 0; k < rows.size(); ++k) {
     uint32_t i = rows[k];
     const int64_t dur = a.end_ns[i] - a.start_ns[i];
     res.gpu_time_ns += dur;
     if (a.correlation.size() != a.size()) continue;
-    auto it = op_of.find({a.rank[i], a.correlation[i]});
-    if (it == op_of.end()) continue;
-    const uint32_t o = it->second;
+    const int64_t found = op_of(a.rank[i], a.correlation[i]);
+    if (found < 0) continue;
+    const auto o = static_cast<uint32_t>(found);
     auto key = std::make_tuple(ops.name_id[o], ops.dims_id[o], ops.types_id[o], ops.concrete_id[o]);
     auto [g, fresh] = group_of.try_emplace(key, groups.size());
     if (fresh) {
@@ -359,15 +374,15 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
     }
     OpGroup& G = groups[g->second];
     row_group[k] = static_cast<int32_t>(g->second);
-    G.calls.insert({a.rank[i], ops.external_id[o]});
+    if (!call_seen[call_of[o]]) call_seen[call_of[o]] = 1, ++G.calls;  // a call has one group
     G.row.time_ns += dur;
     G.row.host_wait_ns += host_wait[k];
     G.comm = G.comm || a.category[i] == static_cast<uint8_t>(Category::Communication);
-    call_time[{a.rank[i], ops.external_id[o]}] += dur;
+    call_time[call_of[o]] += dur;
   }
   for (OpGroup& G : groups) {
     RooflineRow& r = G.row;
-    r.count = static_cast<int64_t>(G.calls.size());
+    r.count = G.calls;
     r.has_work = G.work.known;
     r.flops = G.work.flops * static_cast<double>(r.count);
     r.bytes = G.work.bytes * static_cast<double>(r.count);
@@ -397,8 +412,8 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
     const OpGroup& G = groups[static_cast<size_t>(row_group[k])];
     K.any_work = true;
     K.row.work_time_ns += dur;
-    const uint32_t o = op_of.at({a.rank[i], a.correlation[i]});
-    const int64_t ct = call_time[{a.rank[i], ops.external_id[o]}];
+    const auto o = static_cast<uint32_t>(op_of(a.rank[i], a.correlation[i]));
+    const int64_t ct = call_time[call_of[o]];
     const double share = ct > 0 ? static_cast<double>(dur) / static_cast<double>(ct) : 1.0;
     K.row.flops += G.work.flops * share;
     K.row.bytes += G.work.bytes * share;
