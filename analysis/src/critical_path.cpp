@@ -145,10 +145,10 @@ class LaunchRows {
       const int64_t k = corr - p.lo;
       if (k < 0 || k >= static_cast<int64_t>(p.dense.size())) return -1;
       const uint32_t r = p.dense[static_cast<size_t>(k)];
-      return r == UINT32_MAX ? -1 : r;
+      return r == UINT32_MAX ? -1 : static_cast<int64_t>(r);  // int64: -1 must stay signed
     }
     auto it = p.sparse.find(corr);
-    return it == p.sparse.end() ? -1 : it->second;
+    return it == p.sparse.end() ? -1 : static_cast<int64_t>(it->second);
   }
 
  private:

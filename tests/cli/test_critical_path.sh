@@ -182,4 +182,14 @@ for spec in "rank=x:median" "kernel=(:x2" "kernel=gemm:x0" "comm=sometimes" "ran
   rc=$?
   expect_eq "--what-if $spec: exit 2 with one line" "$rc $(wc -l < err.txt)" "2 1"
 done
+# Kernels whose correlation id has no launch (HTA's trace_compare files): the launch lookup said
+# "none" as an unsigned -1 and the path read past the launches (SIGSEGV).
+for f in "$TRACES/kineto/hta_trace_compare/base/base.json.gz" "$TRACES/hta/trace_diff/test/test.json.gz"; do
+  if [ -f "$f" ]; then
+    "$BIN/kernalyse-merge" "$f" --critical-path -q > /dev/null 2> err.txt
+    expect_eq "--critical-path on $(basename "$f"): exit 0" "$?" "0"
+  else
+    echo "# skip: $f absent"
+  fi
+done
 finish
