@@ -104,62 +104,6 @@ enum Bind : uint8_t {
   kEvent = 5,        // inferred: work on another stream of its device
 };
 
-// (rank, correlation) → launch row. Correlation ids are dense per process, so a flat array per
-// rank replaces a hash map where it can.
-class LaunchRows {
- public:
-  explicit LaunchRows(const LaunchCalls& l) {
-    const size_t n = l.size();
-    for (size_t b = 0; b < n;) {
-      size_t e = b;
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
-      while (e < n && l.rank[e] == l.rank[b]) {
-        if (l.correlation[e] >= 0)
-          lo = std::min(lo, l.correlation[e]), hi = std::max(hi, l.correlation[e]);
-        ++e;
-      }
-      PerRank& p = ranks_[l.rank[b]];
-      const bool dense = lo <= hi && p.dense.empty() && p.sparse.empty() &&
-                         static_cast<uint64_t>(hi - lo) < 4 * (e - b) + 1024;
-      if (dense) {
-        p.lo = lo;
-        p.dense.assign(static_cast<size_t>(hi - lo) + 1, UINT32_MAX);
-      }
-      for (size_t i = b; i < e; ++i) {
-        const int64_t c = l.correlation[i];
-        if (c < 0) continue;
-        if (dense)
-          p.dense[static_cast<size_t>(c - lo)] = static_cast<uint32_t>(i);
-        else
-          p.sparse.emplace(c, static_cast<uint32_t>(i));
-      }
-      b = e;
-    }
-  }
-  int64_t find(int32_t rank, int64_t corr) const {  // thread-safe: no cache
-    if (corr < 0) return -1;
-    auto pr = ranks_.find(rank);
-    if (pr == ranks_.end()) return -1;
-    const PerRank& p = pr->second;
-    if (!p.dense.empty()) {
-      const int64_t k = corr - p.lo;
-      if (k < 0 || k >= static_cast<int64_t>(p.dense.size())) return -1;
-      const uint32_t r = p.dense[static_cast<size_t>(k)];
-      return r == UINT32_MAX ? -1 : static_cast<int64_t>(r);  // int64: -1 must stay signed
-    }
-    auto it = p.sparse.find(corr);
-    return it == p.sparse.end() ? -1 : static_cast<int64_t>(it->second);
-  }
-
- private:
-  struct PerRank {
-    int64_t lo = 0;
-    std::vector<uint32_t> dense;
-    std::unordered_map<int64_t, uint32_t> sparse;
-  };
-  std::map<int32_t, PerRank> ranks_;
-};
-
 int64_t median_of(std::vector<int64_t>& v) {  // reorders v; v not empty
   const size_t m = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
@@ -199,7 +143,7 @@ struct CollInstance {
 struct Shared {
   const Store& s;
   const CriticalPathOptions& opt;
-  LaunchRows launch_rows;
+  detail::LaunchRows launch_rows;
   detail::RangeFinder ranges;
   std::vector<int64_t> coll_of_row;  // matcher id per activity row, -1
   const CollectiveMatch* match = nullptr;

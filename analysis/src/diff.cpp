@@ -104,76 +104,15 @@ std::map<std::pair<std::string, std::string>, KernelSide> by_range(
   const auto kernel = static_cast<uint8_t>(Kind::Kernel);
   for (uint32_t i : select_activities(s, f))
     if (a.kind[i] == kernel && wanted[a.name_id[i]]) rows.push_back(i);
-  // The launch (rank, correlation) → (tid, start) of those rows only, in one dense table per rank
-  // over the wanted correlations' span (ids are dense per process in CUPTI and Kineto), so the
-  // millions of other launches cost a bounds check each and no hashing. A rank whose span is
-  // much wider than its rows (sparse ids) gets a sorted table instead.
+  // The launch of kernel row i (its thread and start) through the one (rank, correlation) index;
+  // tid -1 when unknown.
   const LaunchCalls& l = s.launches;
-  struct RankLaunches {
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    size_t rows = 0;
-    std::vector<std::pair<int64_t, int64_t>> dense;  // [c - lo] → (tid, start); tid -1: none
-    std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> sparse;  // sorted by c
-  };
-  std::map<int32_t, RankLaunches> launch;
   const bool joinable = l.tid.size() == l.size() && a.correlation.size() == a.size();
-  if (joinable) {
-    for (uint32_t i : rows) {
-      if (a.correlation[i] == kNoCorrelation) continue;
-      RankLaunches& r = launch[a.rank[i]];
-      r.lo = std::min(r.lo, a.correlation[i]), r.hi = std::max(r.hi, a.correlation[i]);
-      ++r.rows;
-    }
-    bool any_sparse = false;
-    for (auto& [rank, r] : launch) {
-      const uint64_t span = static_cast<uint64_t>(r.hi) - static_cast<uint64_t>(r.lo) + 1;
-      if (span <= 4 * r.rows + 4096)
-        r.dense.assign(span, {-1, 0});
-      else
-        any_sparse = true;
-    }
-    for (size_t q = 0; any_sparse && q < rows.size(); ++q) {
-      const uint32_t i = rows[q];
-      if (a.correlation[i] == kNoCorrelation) continue;
-      RankLaunches& r = launch[a.rank[i]];
-      if (r.dense.empty()) r.sparse.push_back({a.correlation[i], {-1, 0}});
-    }
-    for (auto& [rank, r] : launch) {
-      std::sort(r.sparse.begin(), r.sparse.end());
-      r.sparse.erase(std::unique(r.sparse.begin(), r.sparse.end(),
-                                 [](const auto& x, const auto& y) { return x.first == y.first; }),
-                     r.sparse.end());
-    }
-    int32_t cur_rank = INT32_MIN;
-    RankLaunches* cur = nullptr;
-    for (size_t i = 0; i < l.size(); ++i) {
-      if (l.rank[i] != cur_rank) {  // launches come in rank runs
-        cur_rank = l.rank[i];
-        auto b = launch.find(cur_rank);
-        cur = b == launch.end() ? nullptr : &b->second;
-      }
-      const int64_t c = l.correlation[i];
-      if (!cur || c < cur->lo || c > cur->hi) continue;
-      if (!cur->dense.empty()) {
-        cur->dense[static_cast<size_t>(c - cur->lo)] = {l.tid[i], l.start_ns[i]};
-      } else {
-        auto it = std::lower_bound(cur->sparse.begin(), cur->sparse.end(), c,
-                                   [](const auto& e, int64_t v) { return e.first < v; });
-        if (it != cur->sparse.end() && it->first == c) it->second = {l.tid[i], l.start_ns[i]};
-      }
-    }
-  }
-  // The launch of kernel row i: (tid, start), tid -1 when unknown.
+  const detail::LaunchRows launch_rows(l);
   auto launch_of = [&](uint32_t i) -> std::pair<int64_t, int64_t> {
-    auto b = launch.find(a.rank[i]);
-    const int64_t c = a.correlation[i];
-    if (b == launch.end() || c == kNoCorrelation || c < b->second.lo || c > b->second.hi)
-      return {-1, 0};
-    const RankLaunches& r = b->second;
-    if (!r.dense.empty()) return r.dense[static_cast<size_t>(c - r.lo)];
-    auto it = std::lower_bound(r.sparse.begin(), r.sparse.end(), c,
-                               [](const auto& e, int64_t v) { return e.first < v; });
-    return it != r.sparse.end() && it->first == c ? it->second : std::pair<int64_t, int64_t>{-1, 0};
+    const int64_t h = launch_rows.find(a.rank[i], a.correlation[i]);
+    if (h < 0) return {-1, 0};
+    return {l.tid[static_cast<size_t>(h)], l.start_ns[static_cast<size_t>(h)]};
   };
   const detail::RangeFinder ranges(s.annotations);
   // The innermost range's name id (0, the empty string: none).

@@ -1,8 +1,10 @@
 // Internal helpers shared by the cross-rank analyses (not a public header).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "kernalyse/store.h"
@@ -27,6 +29,63 @@ class LaunchIndex {
     int64_t lo = 0;
     std::vector<int64_t> dense;                       // start by correlation - lo
     std::vector<std::pair<int64_t, int64_t>> sparse;  // (correlation, start), sorted
+  };
+  std::map<int32_t, PerRank> ranks_;
+};
+
+// (rank, correlation) → launch row (-1: none), for joins that need more of the launch than its
+// start (its thread, its name). Correlation ids are dense per process, so a flat array per
+// rank replaces a hash map where it can.
+class LaunchRows {
+ public:
+  explicit LaunchRows(const LaunchCalls& l) {
+    const size_t n = l.size();
+    for (size_t b = 0; b < n;) {
+      size_t e = b;
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      while (e < n && l.rank[e] == l.rank[b]) {
+        if (l.correlation[e] >= 0)
+          lo = std::min(lo, l.correlation[e]), hi = std::max(hi, l.correlation[e]);
+        ++e;
+      }
+      PerRank& p = ranks_[l.rank[b]];
+      const bool dense = lo <= hi && p.dense.empty() && p.sparse.empty() &&
+                         static_cast<uint64_t>(hi - lo) < 4 * (e - b) + 1024;
+      if (dense) {
+        p.lo = lo;
+        p.dense.assign(static_cast<size_t>(hi - lo) + 1, UINT32_MAX);
+      }
+      for (size_t i = b; i < e; ++i) {
+        const int64_t c = l.correlation[i];
+        if (c < 0) continue;
+        if (dense)
+          p.dense[static_cast<size_t>(c - lo)] = static_cast<uint32_t>(i);
+        else
+          p.sparse.emplace(c, static_cast<uint32_t>(i));
+      }
+      b = e;
+    }
+  }
+  int64_t find(int32_t rank, int64_t corr) const {  // thread-safe: no cache
+    if (corr < 0) return -1;
+    auto pr = ranks_.find(rank);
+    if (pr == ranks_.end()) return -1;
+    const PerRank& p = pr->second;
+    if (!p.dense.empty()) {
+      const int64_t k = corr - p.lo;
+      if (k < 0 || k >= static_cast<int64_t>(p.dense.size())) return -1;
+      const uint32_t r = p.dense[static_cast<size_t>(k)];
+      return r == UINT32_MAX ? -1 : static_cast<int64_t>(r);  // int64: -1 must stay signed
+    }
+    auto it = p.sparse.find(corr);
+    return it == p.sparse.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+
+ private:
+  struct PerRank {
+    int64_t lo = 0;
+    std::vector<uint32_t> dense;
+    std::unordered_map<int64_t, uint32_t> sparse;
   };
   std::map<int32_t, PerRank> ranks_;
 };
