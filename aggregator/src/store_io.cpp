@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -156,6 +157,18 @@ void require_times(const std::string& what, const std::vector<int64_t>& ts) {
                     std::to_string(ts[i]) + ", outside the supported time range (|t| < 2^62 ns)");
 }
 
+// A column of millions of rows is fresh memory: with 4 KiB pages, the first touch of each page
+// (the vector's zero-fill) costs a page fault, about half of a big store's read time. Asking for
+// transparent huge pages on the untouched allocation (THP in "madvise" mode, Debian's default)
+// makes that 512 times fewer faults. Advisory: where the kernel refuses, nothing changes.
+void prefer_huge_pages(void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 4 * kHuge) return;
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
+}
+
 // Reads straight into the vector's storage: no staging copy, so peak memory is the column.
 template <class T>
 void read_column(hid_t group, const std::string& table, const char* name, std::vector<T>& out) {
@@ -163,6 +176,8 @@ void read_column(hid_t group, const std::string& table, const char* name, std::v
   size_t rows = 0;
   Handle ds = open_column(group, what, name, H5Traits<T>::cls, &rows);
   std::vector<T>().swap(out);
+  out.reserve(rows);
+  prefer_huge_pages(out.data(), rows * sizeof(T));
   out.resize(rows);
   if (rows)
     ok(H5Dread(ds, H5Traits<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),

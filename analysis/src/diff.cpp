@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -71,29 +72,47 @@ std::map<int32_t, StepSide> step_sides(const Store& s, const Filter& f,
   return out;
 }
 
+// The parts only read the store: each on its own thread, so that the side analysed last (TEST,
+// after its load) uses every core instead of one.
 Side analyse_side(const Store& s, const DiffOptions& opt) {
   Side side;
-  side.kernels = kernel_stats(s, opt.filter, /*verbose=*/true);
-  side.steps = step_sides(s, opt.filter, select_activities(s, opt.filter));
+  std::vector<std::future<void>> parts;
+  auto spawn = [&](auto&& f) { parts.push_back(std::async(std::launch::async, f)); };
+  spawn([&] { side.kernels = kernel_stats(s, opt.filter, /*verbose=*/true); });
+  spawn([&] { side.steps = step_sides(s, opt.filter, select_activities(s, opt.filter)); });
+  CrossRankOptions xo;
+  xo.filter = opt.filter;
+  xo.kernel_wait_ns = opt.kernel_wait_ns;
+  xo.causes = false;  // the ledger: who was last and the waits; not why
   if (opt.cross_rank) {
-    CrossRankOptions xo;
-    xo.filter = opt.filter;
-    xo.kernel_wait_ns = opt.kernel_wait_ns;
-    side.unions = rank_unions(s, xo, /*per_step=*/false);
-    side.idle = stream_idle(s, xo);
-    xo.causes = false;  // who was last and the waits; not why
-    side.ledger = straggler_ledger(s, xo);
+    spawn([&] { side.unions = rank_unions(s, xo, /*per_step=*/false); });
+    spawn([&] { side.idle = stream_idle(s, xo); });
+    spawn([&] { side.ledger = straggler_ledger(s, xo); });
   }
+  for (auto& p : parts) p.get();  // rethrows the first failure
   return side;
 }
 
-// For the kernels of the given names: count and time per (innermost enclosing range, name). The
-// range is the latest-starting NVTX / user range on the launch's CPU thread that contains the
-// launch (ranges on one thread nest); "" when there is none or the launches' threads were not
-// read. Joined through the launch's correlation id, as --ranges does.
-std::map<std::pair<std::string, std::string>, KernelSide> by_range(
-    const Store& s, const Filter& f, const std::set<std::string>& names) {
-  std::map<std::pair<std::string, std::string>, KernelSide> out;
+// What launched one kernel: the innermost NVTX / user range on the launch's CPU thread that
+// contains the launch (ranges on one thread nest; the latest-starting one) and the ATen op that
+// launched it (/ops, traces recorded with shapes). Name ids; 0 (the empty string) when none.
+struct Launcher {
+  uint32_t range = 0, op = 0;
+  bool operator<(const Launcher& o) const { return std::tie(range, op) < std::tie(o.range, o.op); }
+};
+struct LaunchedKey {
+  std::string range, op, kernel;
+  bool operator<(const LaunchedKey& o) const {
+    return std::tie(range, op, kernel) < std::tie(o.range, o.op, o.kernel);
+  }
+};
+
+// For the kernels of the given names: count and time per (range, op, kernel name). Joined
+// through the launch's correlation id, as --ranges and the roofline do; the range is "" when the
+// launches' threads were not read.
+std::map<LaunchedKey, KernelSide> by_launcher(const Store& s, const Filter& f,
+                                              const std::set<std::string>& names) {
+  std::map<LaunchedKey, KernelSide> out;
   const Activities& a = s.activities;
   std::vector<uint8_t> wanted(s.strings.size(), 0);
   bool any = false;
@@ -109,29 +128,104 @@ std::map<std::pair<std::string, std::string>, KernelSide> by_range(
   const LaunchCalls& l = s.launches;
   const bool joinable = l.tid.size() == l.size() && a.correlation.size() == a.size();
   const detail::LaunchRows launch_rows(l);
-  auto launch_of = [&](uint32_t i) -> std::pair<int64_t, int64_t> {
-    const int64_t h = launch_rows.find(a.rank[i], a.correlation[i]);
-    if (h < 0) return {-1, 0};
-    return {l.tid[static_cast<size_t>(h)], l.start_ns[static_cast<size_t>(h)]};
-  };
   const detail::RangeFinder ranges(s.annotations);
-  // The innermost range's name id (0, the empty string: none).
   auto range_of = [&](uint32_t i) -> uint32_t {
     if (!joinable) return 0;
-    const auto [tid, t] = launch_of(i);
-    return tid < 0 ? 0 : ranges.find(a.rank[i], tid, t);
+    const int64_t h = launch_rows.find(a.rank[i], a.correlation[i]);
+    if (h < 0) return 0;
+    const auto row = static_cast<size_t>(h);
+    return ranges.find(a.rank[i], l.tid[row], l.start_ns[row]);
   };
-  std::map<std::pair<uint32_t, uint32_t>, KernelSide> by_ids;  // (range, kernel) name ids
+  // The op of each (rank, correlation), for the few correlations asked about: sorted, searched.
+  std::vector<std::tuple<int32_t, int64_t, uint32_t>> op_of;
+  if (s.ops.size() != 0 && a.correlation.size() == a.size()) {
+    std::vector<std::pair<int32_t, int64_t>> asked;
+    for (uint32_t i : rows) asked.emplace_back(a.rank[i], a.correlation[i]);
+    std::sort(asked.begin(), asked.end());
+    const Ops& o = s.ops;
+    for (size_t k = 0; k < o.size(); ++k)
+      if (std::binary_search(asked.begin(), asked.end(),
+                             std::make_pair(o.rank[k], o.correlation[k])))
+        op_of.emplace_back(o.rank[k], o.correlation[k], o.name_id[k]);
+    std::sort(op_of.begin(), op_of.end());
+  }
+  auto op = [&](uint32_t i) -> uint32_t {
+    auto it = std::lower_bound(op_of.begin(), op_of.end(),
+                               std::make_tuple(a.rank[i], a.correlation[i], uint32_t{0}));
+    return it != op_of.end() && std::get<0>(*it) == a.rank[i] &&
+                   std::get<1>(*it) == a.correlation[i]
+               ? std::get<2>(*it)
+               : 0;
+  };
+  std::map<std::pair<Launcher, uint32_t>, KernelSide> by_ids;  // (launcher, kernel) name ids
   for (uint32_t i : rows) {
-    KernelSide& k = by_ids[{range_of(i), a.name_id[i]}];
+    KernelSide& k = by_ids[{Launcher{range_of(i), op_of.empty() ? 0 : op(i)}, a.name_id[i]}];
     ++k.count;
     k.total_ns += std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);
   }
   for (const auto& [key, k] : by_ids) {
-    KernelSide& o = out[{s.strings.at(key.first), s.strings.at(key.second)}];
+    KernelSide& o =
+        out[{s.strings.at(key.first.range), s.strings.at(key.first.op), s.strings.at(key.second)}];
     o.count += k.count, o.total_ns += k.total_ns;
   }
   return out;
+}
+
+// Moves what the replaced groups explain out of the only-lists.
+void take(std::vector<KernelOnly>& only, const std::string& name, const KernelSide& k) {
+  for (auto it = only.begin(); it != only.end(); ++it)
+    if (it->name == name) {
+      it->side.count -= k.count;
+      it->side.total_ns -= k.total_ns;
+      if (it->side.count <= 0) only.erase(it);
+      return;
+    }
+}
+
+// Forms the replaced groups of one matching rule: `key` names the launcher of an entry ("" if it
+// has none under this rule); entries already in a group (`used`) are left out. A group needs
+// one-sided kernels on both sides.
+template <class Key>
+void form_groups(const std::map<LaunchedKey, KernelSide>& rb,
+                 const std::map<LaunchedKey, KernelSide>& rt, Key key, const char* by,
+                 std::set<LaunchedKey>* used_b, std::set<LaunchedKey>* used_t, TraceDiff* d) {
+  std::map<std::string, ReplacedGroup> groups;
+  std::map<std::string, std::vector<LaunchedKey>> members_b, members_t;
+  for (const auto& [k, side] : rb)
+    if (!used_b->count(k) && !key(k).empty()) {
+      groups[key(k)].before.push_back({k.kernel, side});
+      members_b[key(k)].push_back(k);
+    }
+  for (const auto& [k, side] : rt)
+    if (!used_t->count(k) && !key(k).empty()) {
+      groups[key(k)].after.push_back({k.kernel, side});
+      members_t[key(k)].push_back(k);
+    }
+  for (auto& [name, g] : groups) {
+    if (g.before.empty() || g.after.empty()) continue;
+    g.range = name;
+    g.by = by;
+    // One entry per kernel name (several ranges may share an op and the reverse).
+    auto fold = [](std::vector<KernelOnly>& v) {
+      std::map<std::string, KernelSide> m;
+      for (const auto& k : v)
+        m[k.name].count += k.side.count, m[k.name].total_ns += k.side.total_ns;
+      v.clear();
+      for (const auto& [n, side] : m) v.push_back({n, side});
+    };
+    fold(g.before), fold(g.after);
+    for (const auto& k : g.before) {
+      g.base.count += k.side.count, g.base.total_ns += k.side.total_ns;
+      take(d->only_base, k.name, k.side);
+    }
+    for (const auto& k : g.after) {
+      g.test.count += k.side.count, g.test.total_ns += k.side.total_ns;
+      take(d->only_test, k.name, k.side);
+    }
+    used_b->insert(members_b[name].begin(), members_b[name].end());
+    used_t->insert(members_t[name].begin(), members_t[name].end());
+    d->replaced.push_back(std::move(g));
+  }
 }
 
 // Errors name the side: "BASE run.h5: no ProfilerStep#9 in ranks 0-7".
@@ -175,17 +269,6 @@ bool same(const StepSide& x, const StepSide& y) {
 template <class T>
 bool same_opt(const std::optional<T>& x, const std::optional<T>& y) {
   return x.has_value() == y.has_value() && (!x || same(*x, *y));
-}
-
-// Moves what the replaced groups explain out of the only-lists.
-void take(std::vector<KernelOnly>& only, const std::string& name, const KernelSide& k) {
-  for (auto it = only.begin(); it != only.end(); ++it)
-    if (it->name == name) {
-      it->side.count -= k.count;
-      it->side.total_ns -= k.total_ns;
-      if (it->side.count <= 0) only.erase(it);
-      return;
-    }
 }
 
 }  // namespace
@@ -241,32 +324,23 @@ TraceDiff diff_sides(const Store& base, const DiffSide& b, const Store& test, co
       d.only_test.push_back({t.kernels[i].name, {t.kernels[i].count, t.kernels[i].total_ns}});
   }
 
-  // Replaced groups: one-sided names under the same launching range on both sides.
+  // Replaced groups: one-sided names under the same launching range on both sides; then, for
+  // what no range explains, under the same ATen op (another vendor's or a compiler's kernels for
+  // the same operator).
   if (!d.only_base.empty() && !d.only_test.empty()) {
     std::set<std::string> nb, nt;
     for (const auto& k : d.only_base) nb.insert(k.name);
     for (const auto& k : d.only_test) nt.insert(k.name);
-    auto rf = std::async(std::launch::async, [&] { return by_range(test, opt.filter, nt); });
-    auto rb = by_range(base, opt.filter, nb);
+    auto rf = std::async(std::launch::async, [&] { return by_launcher(test, opt.filter, nt); });
+    auto rb = by_launcher(base, opt.filter, nb);
     auto rt = rf.get();
-    std::map<std::string, ReplacedGroup> groups;
-    for (const auto& [key, k] : rb)
-      if (!key.first.empty()) groups[key.first].before.push_back({key.second, k});
-    for (const auto& [key, k] : rt)
-      if (!key.first.empty()) groups[key.first].after.push_back({key.second, k});
-    for (auto& [range, g] : groups) {
-      if (g.before.empty() || g.after.empty()) continue;
-      g.range = range;
-      for (const auto& k : g.before) {
-        g.base.count += k.side.count, g.base.total_ns += k.side.total_ns;
-        take(d.only_base, k.name, k.side);
-      }
-      for (const auto& k : g.after) {
-        g.test.count += k.side.count, g.test.total_ns += k.side.total_ns;
-        take(d.only_test, k.name, k.side);
-      }
-      d.replaced.push_back(std::move(g));
-    }
+    std::set<LaunchedKey> used_b, used_t;
+    form_groups(
+        rb, rt, [](const LaunchedKey& k) -> const std::string& { return k.range; }, "range",
+        &used_b, &used_t, &d);
+    form_groups(
+        rb, rt, [](const LaunchedKey& k) -> const std::string& { return k.op; }, "op", &used_b,
+        &used_t, &d);
   }
   auto delta = [](const KernelDelta& k) { return std::abs(k.test.total_ns - k.base.total_ns); };
   std::stable_sort(d.kernels.begin(), d.kernels.end(),

@@ -187,17 +187,17 @@ Report diff_report(const TraceDiff& d, int top) {
 
   Table rt;
   rt.key = "diff_replaced";
-  rt.title = "Replaced/fused kernels, matched by the range that launched them";
-  rt.columns = {"range", "side", "kernel", "count", "total_us", "total_ns"};
+  rt.title = "Replaced/fused kernels, matched by the range (else the ATen op) that launched them";
+  rt.columns = {"range", "by", "side", "kernel", "count", "total_us", "total_ns"};
   hide_ns(rt);
   rt.max_text_width = 64;
   for (const auto& g : d.replaced) {
     for (const auto& k : g.before)
-      rt.rows.push_back({g.range, std::string("base"), k.name, k.side.count, us(k.side.total_ns),
-                         k.side.total_ns});
+      rt.rows.push_back({g.range, g.by, std::string("base"), k.name, k.side.count,
+                         us(k.side.total_ns), k.side.total_ns});
     for (const auto& k : g.after)
-      rt.rows.push_back({g.range, std::string("test"), k.name, k.side.count, us(k.side.total_ns),
-                         k.side.total_ns});
+      rt.rows.push_back({g.range, g.by, std::string("test"), k.name, k.side.count,
+                         us(k.side.total_ns), k.side.total_ns});
   }
   rep.tables.push_back(std::move(rt));
 
@@ -273,6 +273,7 @@ Report diff_report(const TraceDiff& d, int top) {
     for (const auto& k : g.before) before.push_back(only_json(k));
     for (const auto& k : g.after) after.push_back(only_json(k));
     rp.push_back({{"range", g.range},
+                  {"by", g.by},
                   {"before", before},
                   {"after", after},
                   {"base", side_json(g.base)},
@@ -382,7 +383,7 @@ int64_t write_diff_html(const TraceDiff& d, const std::string& path, bool force)
     for (const auto& k : g.before) names += (names.empty() ? "" : ", ") + k.name;
     names += " → ";
     for (const auto& k : g.after) names += k.name + " ";
-    h += bar_row("range " + g.range + ": " + names, g.base.total_ns, g.test.total_ns, mx, true,
+    h += bar_row(g.by + " " + g.range + ": " + names, g.base.total_ns, g.test.total_ns, mx, true,
                  true);
   }
   h += "</table>\n";

@@ -3,6 +3,8 @@
 // from the analyses' typed results.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "kernalyse/crossrank.h"
 #include "kernalyse/diff.h"
 
@@ -48,6 +50,21 @@ struct Builder {
     a.name_id.push_back(s.strings.intern(name));
     a.correlation.push_back(corr);
     a.step.push_back(kNoStep);
+  }
+  // The ATen op that launched the last kernel (an /ops row joined by correlation).
+  void op(const char* name) {
+    auto& o = s.ops;
+    o.rank.push_back(0);
+    o.pid.push_back(1);
+    o.tid.push_back(1);
+    o.start_ns.push_back(s.launches.start_ns.back() - 1);
+    o.end_ns.push_back(s.launches.end_ns.back() + 1);
+    o.name_id.push_back(s.strings.intern(name));
+    o.external_id.push_back(corr);
+    o.correlation.push_back(corr);
+    o.dims_id.push_back(0);
+    o.types_id.push_back(0);
+    o.concrete_id.push_back(0);
   }
   Store done() {
     RankInfo ri;
@@ -161,6 +178,58 @@ TEST(Diff, NoSharedRangeMeansNoGroup) {
   EXPECT_TRUE(d.replaced.empty());
   ASSERT_EQ(d.only_base.size(), 1u);
   ASSERT_EQ(d.only_test.size(), 1u);
+}
+
+// Another vendor's kernels for the same ATen ops, no ranges: grouped by the launching op. A range
+// group takes its kernels first; what is left of a name goes to the op rule; an op only one side
+// launched forms nothing.
+TEST(Diff, OneSidedKernelsUnderTheSameAtenOpFormAnOpGroup) {
+  Builder b, t;
+  b.range(0, 1000, "attn");
+  b.kernel(100, "cuda_softmax", 10);
+  b.op("aten::softmax");  // under a range both sides share: a range group, not an op group
+  b.kernel(2000, "cuda_softmax", 20);
+  b.op("aten::softmax");
+  b.kernel(3000, "cuda_gelu_a", 30);
+  b.op("aten::gelu");
+  b.kernel(4000, "cuda_gelu_b", 5);
+  b.op("aten::gelu");
+  b.kernel(5000, "cuda_only_here", 7);
+  b.op("aten::cumsum");
+  t.range(0, 1000, "attn");
+  t.kernel(100, "rocm_softmax", 8);
+  t.op("aten::softmax");
+  t.kernel(2000, "rocm_softmax", 12);
+  t.op("aten::softmax");
+  t.kernel(3000, "rocm_gelu", 25);
+  t.op("aten::gelu");
+  t.kernel(6000, "rocm_new", 9);
+  t.op("aten::sort");
+  DiffOptions o;
+  o.cross_rank = false;
+  TraceDiff d = diff_stores(b.done(), t.done(), o);
+  ASSERT_EQ(d.replaced.size(), 3u);
+  EXPECT_EQ(d.replaced[0].by, "range");
+  EXPECT_EQ(d.replaced[0].range, "attn");
+  EXPECT_EQ(d.replaced[0].base.total_ns, 10);
+  EXPECT_EQ(d.replaced[0].test.total_ns, 8);
+  std::map<std::string, const ReplacedGroup*> ops;
+  for (size_t i = 1; i < d.replaced.size(); ++i) {
+    EXPECT_EQ(d.replaced[i].by, "op");
+    ops[d.replaced[i].range] = &d.replaced[i];
+  }
+  ASSERT_EQ(ops.count("aten::softmax"), 1u);
+  EXPECT_EQ(ops["aten::softmax"]->base.count, 1);  // the one outside "attn"
+  EXPECT_EQ(ops["aten::softmax"]->base.total_ns, 20);
+  EXPECT_EQ(ops["aten::softmax"]->test.total_ns, 12);
+  ASSERT_EQ(ops.count("aten::gelu"), 1u);
+  EXPECT_EQ(ops["aten::gelu"]->before.size(), 2u);  // two kernels became one
+  EXPECT_EQ(ops["aten::gelu"]->base.total_ns, 35);
+  EXPECT_EQ(ops["aten::gelu"]->test.total_ns, 25);
+  ASSERT_EQ(d.only_base.size(), 1u);
+  EXPECT_EQ(d.only_base[0].name, "cuda_only_here");
+  ASSERT_EQ(d.only_test.size(), 1u);
+  EXPECT_EQ(d.only_test[0].name, "rocm_new");
 }
 
 TEST(Diff, SelfIsIdenticalAndRanksComeFromTheAnalyses) {

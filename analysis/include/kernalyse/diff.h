@@ -47,7 +47,8 @@ struct KernelOnly {
 // innermost NVTX / user-annotation range enclosing their launch on its CPU thread): a fusion
 // (eager elementwise kernels → one Triton kernel) or a vendor's other names for the same op.
 struct ReplacedGroup {
-  std::string range;               // the range name both runs share
+  std::string range;               // the range (or op) name both runs share
+  std::string by = "range";        // what matched: "range" (NVTX / user range) or "op" (ATen op)
   std::vector<KernelOnly> before;  // BASE-only names launched inside it
   std::vector<KernelOnly> after;   // TEST-only names launched inside it
   KernelSide base, test;           // the sums of before / after
