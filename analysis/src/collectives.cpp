@@ -43,6 +43,7 @@ struct Instance {
   std::vector<CollectiveArrival> arrivals;
   std::vector<int32_t> expected;
   int64_t msg_bytes = -1;
+  uint32_t pg = 0;  // process group name id (metadata keys only)
 };
 
 }  // namespace
@@ -109,6 +110,16 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
     int32_t g = groups.group_of[a.name_id[i]];
     return g >= 0 ? groups.names[g] : s.strings.at(a.name_id[i]);
   };
+  // The ranks seen using each process group: who an instance expects when the group's rank list
+  // was not recorded (the collector's communicators, older PyTorch). Without it, every rank would
+  // be expected, and sub-communicators (tensor-parallel groups inside a pipeline) never match.
+  std::unordered_map<uint32_t, std::vector<int32_t>> members;
+  if (all_meta)
+    for (const auto& [rank, v] : comm)
+      for (uint32_t i : v) {
+        auto& m = members[nc.pg_name_id[nccl_row(i)]];
+        if (m.empty() || m.back() != rank) m.push_back(rank);  // comm is in rank order
+      }
   using Map = std::unordered_map<std::string, Instance>;
   auto build = [&](bool with_stream, std::vector<std::string>* order) {
     Map inst;
@@ -131,7 +142,10 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
         if (fresh) {
           in.op = op;
           order->push_back(key);
-          if (all_meta) in.expected = parse_ranks(s.strings.at(nc.pg_ranks_id[n]));
+          if (all_meta) {
+            in.pg = nc.pg_name_id[n];
+            in.expected = parse_ranks(s.strings.at(nc.pg_ranks_id[n]));
+          }
         }
         if (std::none_of(in.arrivals.begin(), in.arrivals.end(),
                          [&](const CollectiveArrival& x) { return x.rank == r; }))
@@ -139,12 +153,13 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
         if (n >= 0) in.msg_bytes = std::max(in.msg_bytes, nc.msg_bytes[n]);
       }
     }
-    // Expected ranks: the process group's ranks present in the rows, else every rank.
+    // Expected ranks: the process group's recorded ranks present in the rows; else the ranks seen
+    // using the group; else (no metadata) every rank.
     for (auto& [k, in] : inst) {
       std::vector<int32_t> exp;
       for (int32_t r : in.expected)
         if (std::binary_search(out.ranks.begin(), out.ranks.end(), r)) exp.push_back(r);
-      in.expected = exp.empty() ? out.ranks : exp;
+      in.expected = !exp.empty() ? exp : all_meta ? members[in.pg] : out.ranks;
     }
     return inst;
   };

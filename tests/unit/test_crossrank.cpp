@@ -905,6 +905,30 @@ TEST(Stragglers, NcclSeqBeatsOccurrenceOrder) {
   EXPECT_NEAR(c[1]["wait_us"]["1"].get<double>(), 350.0, kEps);
 }
 
+// Two tensor-parallel groups inside a pipeline (ranks 0,1 and 2,3), their rank lists not recorded
+// (the collector's communicators): each instance expects the ranks seen using its group, not every
+// rank, so both groups' collectives match (before: none did).
+TEST(Stragglers, SubCommunicatorsWithoutRankListsMatch) {
+  auto comm = [](int32_t r, const char* pg, int64_t s, int64_t e, int64_t seq) {
+    Row x{r, 20, s, e, kAllReduce, Category::Communication};
+    x.nccl = Nccl{"allreduce", seq, pg, "", 4096};
+    return x;
+  };
+  const Store s = make_store({comm(0, "comm:a", 100, 200, 0), comm(1, "comm:a", 150, 200, 0),
+                              comm(2, "comm:b", 100, 300, 0), comm(3, "comm:b", 250, 300, 0),
+                              comm(0, "comm:a", 400, 500, 1), comm(1, "comm:a", 400, 500, 1),
+                              comm(3, "comm:b", 600, 700, 1)});  // rank 2 never ran seq 1
+  const nlohmann::json js = stragglers(s);
+  EXPECT_EQ(js["matched"].get<int>(), 3);
+  EXPECT_EQ(js["unmatched_count"].get<int>(), 1);
+  const auto& c = js["collectives"];
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0]["ranks"].get<int>(), 2);
+  EXPECT_EQ(c[0]["last_rank"].get<int>(), 1);  // comm:a seq 0 (first arrival 100, discovered first)
+  EXPECT_EQ(c[1]["last_rank"].get<int>(), 3);  // comm:b seq 0
+  EXPECT_NEAR(c[1]["skew_us"].get<double>(), 150.0, kEps);
+}
+
 TEST(Stragglers, HostLaunchDelayIsTheCause) {
   // Three ranks: gemm [100,1100) (corr 1, launched at 10); AllReduce (corr 2) launched at 20
   // and starting at 1100 on ranks 0 and 2; rank 1's launch comes at 1400, after its GPU went
