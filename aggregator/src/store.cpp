@@ -340,16 +340,13 @@ void check_columns(const Tab& t, const char* table, std::initializer_list<std::s
 }
 
 // Permutes every column of `t` but `skip` (the keys the caller rebuilt) into `order`, one
-// task per column over a few threads.
+// column after the other: one column's copy at a time (peak memory), activities aside.
 template <class Tab>
 void gather_columns(Tab& t, const std::vector<Rec>& order,
                     std::initializer_list<std::string_view> skip) {
-  std::vector<std::function<void()>> tasks;
   for_each_column(t, [&](const auto& def, auto& col) {
-    if (std::find(skip.begin(), skip.end(), def.name) == skip.end())
-      tasks.emplace_back([&col, &order] { gather(col, order); });
+    if (std::find(skip.begin(), skip.end(), def.name) == skip.end()) gather(col, order);
   });
-  parallel_for(tasks.size(), [&](size_t i) { tasks[i](); });
 }
 
 bool activities_sorted(const Activities& a) {
@@ -592,10 +589,23 @@ Store merge_stores(std::vector<Store> parts) {
                    [&](size_t x, size_t y) { return keys[x] < keys[y]; });
 
   Store out;
-  for (const Store& p : parts)
-    for_each_table_pair(out, p, [&](const char*, auto& t, const auto& u) {
-      for_each_column(t, [&](const auto&, auto& col) { col.reserve(col.capacity() + u.size()); });
+  {
+    // One allocation per column: the rows of all parts, table by table (file order).
+    std::vector<size_t> rows;
+    for (const Store& p : parts) {
+      size_t t = 0;
+      for_each_table(p, [&](const char*, const auto& u) {
+        if (rows.size() <= t) rows.push_back(0);
+        rows[t++] += u.size();
+      });
+    }
+    size_t t = 0;
+    for_each_table(out, [&](const char*, auto& tab) {
+      const size_t n = t < rows.size() ? rows[t] : 0;
+      ++t;
+      for_each_column(tab, [n](const auto&, auto& col) { col.reserve(n); });
     });
+  }
   bool first = true;
   for (size_t pi : order) {
     Store& p = parts[pi];
