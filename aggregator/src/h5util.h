@@ -1,7 +1,7 @@
 // Internal HDF5 helpers shared by the serial store writer/reader (store_io.cpp) and the
-// collective writer (store_mpi.cpp): error handling, handle ownership, column types, the column
-// lists of each table and the dataset/attribute creation that defines the on-disk layout
-// (docs/store.md). Not installed; include only from aggregator/src.
+// collective writer (store_mpi.cpp): error handling, handle ownership, column types and the
+// dataset/attribute creation that defines the on-disk layout (docs/store.md; the columns come
+// from store.h's lists). Not installed; include only from aggregator/src.
 #pragma once
 
 #include <hdf5.h>
@@ -233,7 +233,6 @@ inline void write_file_attrs(hid_t file, const StoreAttrs& at) {
   write_attr_int(file, "emulated", at.emulated ? 1 : 0);
 }
 
-// Writes a whole vlen string dataset (serial; HDF5 cannot write vlen data in parallel).
 // ---------------------------------------------------------------------------------------------
 // Serial (one process) writes of whole datasets
 
@@ -260,159 +259,10 @@ inline void write_strings(hid_t loc, const std::string& what, const char* name,
     ok(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + what);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Column lists, in struct (= on-disk creation) order. `f(name, column)` is called once per
-// column; `Tab` may be const or not.
-
-template <class Tab, class F>
-void activity_columns(Tab& a, F&& f) {
-  f("rank", a.rank);
-  f("device", a.device);
-  f("stream", a.stream);
-  f("kind", a.kind);
-  f("category", a.category);
-  f("start_ns", a.start_ns);
-  f("end_ns", a.end_ns);
-  f("name_id", a.name_id);
-  f("correlation", a.correlation);
-  f("step", a.step);
-}
-
-template <class Tab, class F>
-void launch_columns(Tab& l, F&& f) {
-  f("rank", l.rank);
-  f("pid", l.pid);
-  f("tid", l.tid);
-  f("start_ns", l.start_ns);
-  f("end_ns", l.end_ns);
-  f("name_id", l.name_id);
-  f("correlation", l.correlation);
-  f("step", l.step);
-}
-
-template <class Tab, class F>
-void annotation_columns(Tab& a, F&& f) {
-  f("rank", a.rank);
-  f("kind", a.kind);
-  f("pid", a.pid);
-  f("tid", a.tid);
-  f("start_ns", a.start_ns);
-  f("end_ns", a.end_ns);
-  f("name_id", a.name_id);
-  f("step", a.step);
-}
-
-// comm_hash and the columns after it were added after the first files were written: readers fill
-// them in (nccl_default) when a file lacks them.
-template <class Tab, class F>
-void nccl_columns(Tab& c, F&& f) {
-  f("activity", c.activity);
-  f("collective_id", c.collective_id);
-  f("seq", c.seq);
-  f("pg_name_id", c.pg_name_id);
-  f("pg_desc_id", c.pg_desc_id);
-  f("pg_ranks_id", c.pg_ranks_id);
-  f("group_size", c.group_size);
-  f("in_nelems", c.in_nelems);
-  f("out_nelems", c.out_nelems);
-  f("msg_bytes", c.msg_bytes);
-  f("dtype_id", c.dtype_id);
-  f("comm_hash", c.comm_hash);
-  f("peer", c.peer);
-  f("comm_rank", c.comm_rank);
-  f("algo_id", c.algo_id);
-  f("proto_id", c.proto_id);
-  f("n_channels", c.n_channels);
-}
-
-// The value an absent nccl column stands for (writers and readers fill it in): -1 for the
-// signed "unknown / not p2p" columns, 0 (no hash, the empty string) for the others.
-template <class T>
-T nccl_default(const char* name) {
-  const std::string_view n(name);
-  return n == "peer" || n == "comm_rank" || n == "n_channels" ? T(-1) : T(0);
-}
-inline bool nccl_column_optional(const char* name) {
-  const std::string_view n(name);
-  return n == "comm_hash" || n == "peer" || n == "comm_rank" || n == "algo_id" || n == "proto_id" ||
-         n == "n_channels";
-}
-
-template <class Tab, class F>
-void counter_columns(Tab& k, F&& f) {
-  f("rank", k.rank);
-  f("device", k.device);
-  f("name_id", k.name_id);
-  f("ts_ns", k.ts_ns);
-  f("value", k.value);
-}
-
-template <class Tab, class F>
-void op_columns(Tab& o, F&& f) {
-  f("rank", o.rank);
-  f("pid", o.pid);
-  f("tid", o.tid);
-  f("start_ns", o.start_ns);
-  f("end_ns", o.end_ns);
-  f("name_id", o.name_id);
-  f("external_id", o.external_id);
-  f("correlation", o.correlation);
-  f("dims_id", o.dims_id);
-  f("types_id", o.types_id);
-  f("concrete_id", o.concrete_id);
-}
-
-// The column visitor of any table type.
-template <class Tab, class F>
-void table_columns(Tab& t, F&& f) {
-  using T = std::remove_const_t<Tab>;
-  if constexpr (std::is_same_v<T, Activities>) activity_columns(t, f);
-  if constexpr (std::is_same_v<T, LaunchCalls>) launch_columns(t, f);
-  if constexpr (std::is_same_v<T, Annotations>) annotation_columns(t, f);
-  if constexpr (std::is_same_v<T, NcclInfo>) nccl_columns(t, f);
-  if constexpr (std::is_same_v<T, Counters>) counter_columns(t, f);
-  if constexpr (std::is_same_v<T, Ops>) op_columns(t, f);
-}
-
-// Every row table of a store with its group name, in file order: f(name, table). /ops is not
-// among them: it is optional (written only when it has rows, by the serial writer; docs/store.md).
-template <class S, class F>
-void for_each_table(S& s, F&& f) {
-  f("activities", s.activities);
-  f("launches", s.launches);
-  f("annotations", s.annotations);
-  f("nccl", s.nccl);
-  f("counters", s.counters);
-}
-
-// /ranks fields in on-disk order: num(name, member) for numeric fields (bool `emulated` is
-// stored as uint8), str(name, member) for strings.
-template <class Num, class Str>
-void rank_fields(Num&& num, Str&& str) {
-  num("rank", &RankInfo::rank);
-  num("world_size", &RankInfo::world_size);
-  str("host", &RankInfo::host);
-  str("devices", &RankInfo::devices);
-  str("device_name", &RankInfo::device_name);
-  str("source", &RankInfo::source);
-  num("base_time_ns", &RankInfo::base_time_ns);
-  num("clock_offset_ns", &RankInfo::clock_offset_ns);
-  num("clock_drift", &RankInfo::clock_drift);
-  num("clock_uncertainty_ns", &RankInfo::clock_uncertainty_ns);
-  str("clock_method", &RankInfo::clock_method);
-  num("emulated", &RankInfo::emulated);
-  num("events_total", &RankInfo::events_total);
-  num("events_malformed", &RankInfo::events_malformed);
-  num("events_ignored", &RankInfo::events_ignored);
-  num("records_dropped", &RankInfo::records_dropped);
-  // Schema 2; readers of older files leave the defaults.
-  num("records_dropped_cupti", &RankInfo::records_dropped_cupti);
-  str("collector_status", &RankInfo::collector_status);
-}
-inline bool rank_field_optional(const char* name) {
-  const std::string_view n(name);
-  return n == "records_dropped_cupti" || n == "collector_status";
-}
+// The store's column lists (store.h: for_each_column, for_each_rank_field) define the datasets.
+// /ops is written only when it has rows, by the serial writer (docs/store.md); the other tables
+// always. Added columns and fields may be absent from older files.
+inline bool table_optional(std::string_view table) { return table == "ops"; }
 
 // The on-disk element type of a RankInfo field (bool → uint8).
 template <class M>
@@ -439,14 +289,16 @@ inline void write_string_table(hid_t file, const StringTable& strings) {
 inline void write_ranks_group(hid_t file, const std::vector<RankInfo>& r) {
   const size_t n = r.size();
   Handle g = create_group(file, "ranks");
-  rank_fields([&](const char* name,
-                  auto field) { write_column(g, "ranks", name, rank_column(r, field), n); },
-              [&](const char* name, std::string RankInfo::*field) {
-                std::vector<const char*> col;
-                col.reserve(n);
-                for (const RankInfo& x : r) col.push_back((x.*field).c_str());
-                write_strings(g, std::string("/ranks/") + name, name, col);
-              });
+  for_each_rank_field([&](const auto& def, auto field) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(def.unknown)>, std::string>) {
+      std::vector<const char*> col;
+      col.reserve(n);
+      for (const RankInfo& x : r) col.push_back((x.*field).c_str());
+      write_strings(g, std::string("/ranks/") + def.name, def.name, col);
+    } else {
+      write_column(g, "ranks", def.name, rank_column(r, field), n);
+    }
+  });
 }
 
 }  // namespace kernalyse::detail

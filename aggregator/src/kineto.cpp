@@ -22,7 +22,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "h5util.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/store_io.h"
 
@@ -722,7 +721,7 @@ template <class Tab>
 size_t keep_rows(Tab& t, const std::vector<char>& keep) {
   const size_t n = keep.size();
   size_t kept = 0;
-  detail::table_columns(t, [&](const char*, auto& col) {
+  for_each_column(t, [&](const auto&, auto& col) {
     if (col.size() != n) return;
     size_t w = 0;
     for (size_t i = 0; i < n; ++i)
@@ -1018,8 +1017,6 @@ void Importer::add_event(const RawEvent& ev) {
         bytes = -1;
       n.msg_bytes.push_back(bytes);
       n.dtype_id.push_back(store_.strings.intern(ev.s[kDtype]));
-      n.comm_hash.push_back(0);  // Kineto traces carry neither
-      n.peer.push_back(-1);
     }
     a.rank.push_back(0);
     act_pid_.push_back(ev.pid);
@@ -1031,7 +1028,6 @@ void Importer::add_event(const RawEvent& ev) {
     a.end_ns.push_back(*end);
     a.name_id.push_back(name);
     a.correlation.push_back(ev.correlation);
-    a.step.push_back(kNoStep);
     return;
   }
   if (cat == "cuda_runtime" || cat == "cuda_driver") {
@@ -1043,7 +1039,6 @@ void Importer::add_event(const RawEvent& ev) {
     l.end_ns.push_back(*end);
     l.name_id.push_back(store_.strings.intern(ev.s[kName]));
     l.correlation.push_back(ev.correlation);
-    l.step.push_back(kNoStep);
     launch_ext_.push_back(ev.external_id);
     return;
   }

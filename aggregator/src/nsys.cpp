@@ -259,7 +259,6 @@ void Importer::add_activity(Kind k, const Stmt& q, uint32_t name) {
   a.end_ns.push_back(q.i64(1));
   a.name_id.push_back(name);
   a.correlation.push_back(q.is_int(4) ? q.i64(4) : kNoCorrelation);
-  a.step.push_back(kNoStep);
   min_time_ = std::min(min_time_, q.i64(0));
 }
 
@@ -295,21 +294,9 @@ void Importer::kernels() {
     NcclInfo& n = store_.nccl;
     n.activity.push_back(row);
     n.collective_id.push_back(store_.strings.intern(nn.collective));
-    n.seq.push_back(-1);
-    n.pg_name_id.push_back(0);
-    n.pg_desc_id.push_back(0);
-    n.pg_ranks_id.push_back(0);
-    n.group_size.push_back(-1);
-    n.in_nelems.push_back(-1);
-    n.out_nelems.push_back(-1);
-    n.msg_bytes.push_back(-1);
-    n.dtype_id.push_back(0);
-    n.comm_hash.push_back(0);
-    n.peer.push_back(-1);
-    n.comm_rank.push_back(-1);
+    // What the name tells; the other columns stay "unknown" (fill_unknown_columns).
     n.algo_id.push_back(store_.strings.intern(nn.algo));
     n.proto_id.push_back(store_.strings.intern(nn.proto));
-    n.n_channels.push_back(-1);
   }
 }
 
@@ -347,12 +334,8 @@ void Importer::runtime(const std::string& table) {
   if (have.empty()) return;
   Stmt q(db_, select(have, {"start", "end", "globalTid", "correlationId", "nameId"}, table));
   LaunchCalls& l = store_.launches;
-  if (size_t n = row_hint(db_, table)) {
-    for (auto* c : {&l.pid, &l.tid, &l.start_ns, &l.end_ns, &l.correlation})
-      c->reserve(l.size() + n);
-    for (auto* c : {&l.rank, &l.step}) c->reserve(l.size() + n);
-    l.name_id.reserve(l.size() + n);
-  }
+  if (size_t n = row_hint(db_, table))
+    for_each_column(l, [&](const auto&, auto& col) { col.reserve(l.size() + n); });
   uint32_t name;
   while (q.step()) {
     ++events_;
@@ -369,7 +352,6 @@ void Importer::runtime(const std::string& table) {
     l.end_ns.push_back(q.i64(1));
     l.name_id.push_back(name);
     l.correlation.push_back(q.is_int(3) ? q.i64(3) : kNoCorrelation);
-    l.step.push_back(kNoStep);
   }
 }
 

@@ -99,16 +99,11 @@ void StringTable::assign(std::vector<std::string> strings) {
 }
 
 void Activities::reserve(size_t n) {
-  rank.reserve(n);
-  device.reserve(n);
-  stream.reserve(n);
-  kind.reserve(n);
-  category.reserve(n);
-  start_ns.reserve(n);
-  end_ns.reserve(n);
-  name_id.reserve(n);
-  correlation.reserve(n);
-  step.reserve(n);
+  for_each_column(*this, [n](const auto&, auto& col) { col.reserve(n); });
+}
+
+void fill_unknown_columns(Store& s) {
+  for_each_table(s, [](const char*, auto& t) { fill_unknown_columns(t); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,18 +326,27 @@ void decode_keys(std::vector<int64_t>& col, const std::vector<Rec>& order) {
   for (size_t i = 0; i < order.size(); ++i) col[i] = unordered(order[i].key);
 }
 
-template <class T>
-void check_len(const std::vector<T>& col, size_t n, const char* what) {
-  if (!col.empty() && col.size() != n)
-    throw Error(std::string("inconsistent store: column ") + what + " has " +
-                std::to_string(col.size()) + " rows, expected " + std::to_string(n));
+// Every column of `t` has its rows, except that a non-key column may be empty (a column a
+// reader skipped). `keys`: the columns the caller reads for every row.
+template <class Tab>
+void check_columns(const Tab& t, const char* table, std::initializer_list<std::string_view> keys) {
+  const size_t n = t.size();
+  for_each_column(t, [&](const auto& def, const auto& col) {
+    const bool key = std::find(keys.begin(), keys.end(), def.name) != keys.end();
+    if (col.size() != n && (key || !col.empty()))
+      throw Error(std::string("inconsistent store: column ") + table + "." + def.name + " has " +
+                  std::to_string(col.size()) + " rows, expected " + std::to_string(n));
+  });
 }
 
-template <class T>
-void require_len(const std::vector<T>& col, size_t n, const char* what) {
-  if (col.size() != n)
-    throw Error(std::string("inconsistent store: column ") + what + " has " +
-                std::to_string(col.size()) + " rows, expected " + std::to_string(n));
+// Permutes every column of `t` but `skip` (the keys the caller rebuilt) into `order`, one
+// column after the other: one column's copy at a time (peak memory), activities aside.
+template <class Tab>
+void gather_columns(Tab& t, const std::vector<Rec>& order,
+                    std::initializer_list<std::string_view> skip) {
+  for_each_column(t, [&](const auto& def, auto& col) {
+    if (std::find(skip.begin(), skip.end(), def.name) == skip.end()) gather(col, order);
+  });
 }
 
 bool activities_sorted(const Activities& a) {
@@ -357,66 +361,27 @@ bool activities_sorted(const Activities& a) {
 }
 
 void check_activity_columns(const Activities& a) {
-  const size_t n = a.size();
-  // Key columns must be complete; payload columns may be absent (not read).
-  require_len(a.rank, n, "activities.rank");
-  require_len(a.device, n, "activities.device");
-  require_len(a.stream, n, "activities.stream");
-  require_len(a.end_ns, n, "activities.end_ns");
-  check_len(a.kind, n, "activities.kind");
-  check_len(a.category, n, "activities.category");
-  check_len(a.name_id, n, "activities.name_id");
-  check_len(a.correlation, n, "activities.correlation");
-  check_len(a.step, n, "activities.step");
+  check_columns(a, "activities", {"rank", "device", "stream", "start_ns", "end_ns"});
 }
 
 // Stable sort of the nccl rows by activity index (lets analyses binary-search them).
 void sort_nccl_by_activity(NcclInfo& c) {
-  fill_optional_nccl_columns(c);
-  const size_t n = c.size();
-  check_len(c.collective_id, n, "nccl.collective_id");
-  check_len(c.seq, n, "nccl.seq");
-  check_len(c.pg_name_id, n, "nccl.pg_name_id");
-  check_len(c.pg_desc_id, n, "nccl.pg_desc_id");
-  check_len(c.pg_ranks_id, n, "nccl.pg_ranks_id");
-  check_len(c.group_size, n, "nccl.group_size");
-  check_len(c.in_nelems, n, "nccl.in_nelems");
-  check_len(c.out_nelems, n, "nccl.out_nelems");
-  check_len(c.msg_bytes, n, "nccl.msg_bytes");
-  check_len(c.dtype_id, n, "nccl.dtype_id");
-  check_len(c.comm_hash, n, "nccl.comm_hash");
-  check_len(c.peer, n, "nccl.peer");
-  check_len(c.comm_rank, n, "nccl.comm_rank");
-  check_len(c.algo_id, n, "nccl.algo_id");
-  check_len(c.proto_id, n, "nccl.proto_id");
-  check_len(c.n_channels, n, "nccl.n_channels");
+  fill_unknown_columns(c);
+  check_columns(c, "nccl", {"activity"});
   if (std::is_sorted(c.activity.begin(), c.activity.end())) return;
+  const size_t n = c.size();
   std::vector<Rec> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = {c.activity[i], static_cast<uint32_t>(i), 0};
   std::stable_sort(order.begin(), order.end(),
                    [](const Rec& x, const Rec& y) { return x.key < y.key; });
-  gather(c.activity, order);
-  gather(c.collective_id, order);
-  gather(c.seq, order);
-  gather(c.pg_name_id, order);
-  gather(c.pg_desc_id, order);
-  gather(c.pg_ranks_id, order);
-  gather(c.group_size, order);
-  gather(c.in_nelems, order);
-  gather(c.out_nelems, order);
-  gather(c.msg_bytes, order);
-  gather(c.dtype_id, order);
-  gather(c.comm_hash, order);
-  gather(c.peer, order);
-  gather(c.comm_rank, order);
-  gather(c.algo_id, order);
-  gather(c.proto_id, order);
-  gather(c.n_channels, order);
+  gather_columns(c, order, {});
 }
 
 // Stable sort of a table by (rank, start_ns); a no-op when already in order.
+// Stable sort of a table by (rank, start_ns); a no-op when already in order.
 template <class Table>
-void sort_by_rank_start(Table& t, const std::function<void(const std::vector<Rec>&)>& payload) {
+void sort_by_rank_start(Table& t, const char* table) {
+  check_columns(t, table, {"rank", "start_ns"});
   const size_t n = t.size();
   bool sorted = true;
   for (size_t i = 1; i < n && sorted; ++i)
@@ -429,70 +394,13 @@ void sort_by_rank_start(Table& t, const std::function<void(const std::vector<Rec
   for (size_t x = 0; x < g.keys.size(); ++x)
     std::fill(t.rank.begin() + bounds[x], t.rank.begin() + bounds[x + 1], g.keys[x].r);
   decode_keys(t.start_ns, order);
-  payload(order);
-}
-
-void sort_launches(LaunchCalls& l) {
-  const size_t n = l.size();
-  require_len(l.rank, n, "launches.rank");
-  check_len(l.pid, n, "launches.pid");
-  check_len(l.tid, n, "launches.tid");
-  check_len(l.end_ns, n, "launches.end_ns");
-  check_len(l.name_id, n, "launches.name_id");
-  check_len(l.correlation, n, "launches.correlation");
-  check_len(l.step, n, "launches.step");
-  sort_by_rank_start(l, [&](const std::vector<Rec>& o) {
-    gather(l.pid, o);
-    gather(l.tid, o);
-    gather(l.end_ns, o);
-    gather(l.name_id, o);
-    gather(l.correlation, o);
-    gather(l.step, o);
-  });
-}
-
-void sort_ops_rows(Ops& o) {
-  const size_t n = o.size();
-  require_len(o.rank, n, "ops.rank");
-  for (const auto* c : {&o.pid, &o.tid, &o.end_ns, &o.external_id, &o.correlation})
-    require_len(*c, n, "ops");
-  for (const auto* c : {&o.name_id, &o.dims_id, &o.types_id, &o.concrete_id})
-    require_len(*c, n, "ops");
-  sort_by_rank_start(o, [&](const std::vector<Rec>& r) {
-    gather(o.pid, r);
-    gather(o.tid, r);
-    gather(o.end_ns, r);
-    gather(o.name_id, r);
-    gather(o.external_id, r);
-    gather(o.correlation, r);
-    gather(o.dims_id, r);
-    gather(o.types_id, r);
-    gather(o.concrete_id, r);
-  });
-}
-
-void sort_annotations(Annotations& a) {
-  const size_t n = a.size();
-  require_len(a.rank, n, "annotations.rank");
-  check_len(a.kind, n, "annotations.kind");
-  check_len(a.pid, n, "annotations.pid");
-  check_len(a.tid, n, "annotations.tid");
-  check_len(a.end_ns, n, "annotations.end_ns");
-  check_len(a.name_id, n, "annotations.name_id");
-  check_len(a.step, n, "annotations.step");
-  sort_by_rank_start(a, [&](const std::vector<Rec>& o) {
-    gather(a.kind, o);
-    gather(a.pid, o);
-    gather(a.tid, o);
-    gather(a.end_ns, o);
-    gather(a.name_id, o);
-    gather(a.step, o);
-  });
+  gather_columns(t, order, {"rank", "start_ns"});
 }
 
 }  // namespace
 
 void assign_steps(Store& s) {
+  fill_unknown_columns(s);
   struct Mark {
     int64_t start, end;
     int32_t step;
@@ -571,12 +479,6 @@ void sort_activities(Store& s) {
           }
         },
         [&] { decode_keys(a.start_ns, order); },
-        [&] { gather(a.end_ns, order); },
-        [&] { gather(a.kind, order); },
-        [&] { gather(a.category, order); },
-        [&] { gather(a.name_id, order); },
-        [&] { gather(a.correlation, order); },
-        [&] { gather(a.step, order); },
         [&] {
           if (s.nccl.size() == 0) return;
           std::vector<uint32_t> new_pos(n);
@@ -584,6 +486,11 @@ void sort_activities(Store& s) {
           for (auto& x : s.nccl.activity) x = new_pos[x];
         },
     };
+    for_each_column(a, [&](const auto& def, auto& col) {
+      const std::string_view name = def.name;
+      if (name != "rank" && name != "device" && name != "stream" && name != "start_ns")
+        tasks.emplace_back([&col, &order] { gather(col, order); });
+    });
     parallel_for(tasks.size(), [&](size_t i) { tasks[i](); });
   }
   sort_nccl_by_activity(s.nccl);
@@ -593,11 +500,6 @@ void sort_activities(Store& s) {
 // merge_stores
 
 namespace {
-
-template <class... Cols>
-void reserve_all(size_t n, Cols&... cols) {
-  (cols.reserve(n), ...);
-}
 
 template <class T>
 void append(std::vector<T>& dst, std::vector<T>& src) {
@@ -621,6 +523,36 @@ struct Remapper {
     std::vector<uint32_t>().swap(src);
   }
 };
+
+// Appends every column of part `p` to `out`: string ids remapped into out's table, nccl
+// activity rows shifted by out's activity count; the part's columns are released as they go.
+void append_part(Store& out, Store& p, const std::string& where) {
+  Remapper remap{{}, &where};
+  remap.map.resize(p.strings.size());
+  for (size_t i = 0; i < p.strings.size(); ++i) remap.map[i] = out.strings.intern(p.strings.at(i));
+  fill_unknown_columns(p);  // columns the part's producer did not know
+  try {
+    check_activity_columns(p.activities);
+    for_each_table(p, [](const char* table, const auto& t) { check_columns(t, table, {}); });
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+  const uint64_t act_base = out.activities.size();
+  const size_t act_n = p.activities.size();
+  for (uint64_t x : p.nccl.activity)
+    if (x >= act_n)
+      throw Error(where + ": nccl.activity " + std::to_string(x) + " out of range (" +
+                  std::to_string(act_n) + " activities)");
+  for (auto& x : p.nccl.activity) x += act_base;
+  for_each_table_pair(out, p, [&](const char*, auto& t, auto& u) {
+    for_each_column_pair(t, u, [&](const auto&, auto& dst, auto& src) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(dst)>, std::vector<uint32_t>>)
+        remap(dst, src);  // every uint32 column holds string ids (store.h)
+      else
+        append(dst, src);
+    });
+  });
+}
 
 std::string part_name(const Store& p, size_t i) {
   for (const RankInfo& r : p.ranks)
@@ -657,27 +589,23 @@ Store merge_stores(std::vector<Store> parts) {
                    [&](size_t x, size_t y) { return keys[x] < keys[y]; });
 
   Store out;
-  size_t na = 0, nl = 0, nn = 0, nc = 0;
-  for (const Store& p : parts) {
-    na += p.activities.size();
-    nl += p.launches.size();
-    nn += p.annotations.size();
-    nc += p.nccl.size();
+  {
+    // One allocation per column: the rows of all parts, table by table (file order).
+    std::vector<size_t> rows;
+    for (const Store& p : parts) {
+      size_t t = 0;
+      for_each_table(p, [&](const char*, const auto& u) {
+        if (rows.size() <= t) rows.push_back(0);
+        rows[t++] += u.size();
+      });
+    }
+    size_t t = 0;
+    for_each_table(out, [&](const char*, auto& tab) {
+      const size_t n = t < rows.size() ? rows[t] : 0;
+      ++t;
+      for_each_column(tab, [n](const auto&, auto& col) { col.reserve(n); });
+    });
   }
-  out.activities.reserve(na);
-  LaunchCalls& ol = out.launches;
-  reserve_all(nl, ol.rank, ol.pid, ol.tid, ol.start_ns, ol.end_ns, ol.name_id, ol.correlation,
-              ol.step);
-  Annotations& oa = out.annotations;
-  reserve_all(nn, oa.rank, oa.kind, oa.pid, oa.tid, oa.start_ns, oa.end_ns, oa.name_id, oa.step);
-  NcclInfo& oc = out.nccl;
-  reserve_all(nc, oc.activity, oc.collective_id, oc.seq, oc.pg_name_id, oc.pg_desc_id,
-              oc.pg_ranks_id, oc.group_size, oc.in_nelems, oc.out_nelems, oc.msg_bytes, oc.dtype_id,
-              oc.comm_hash, oc.peer, oc.comm_rank, oc.algo_id, oc.proto_id, oc.n_channels);
-  size_t nk = 0;
-  for (const Store& p : parts) nk += p.counters.size();
-  Counters& ok = out.counters;
-  reserve_all(nk, ok.rank, ok.device, ok.name_id, ok.ts_ns, ok.value);
   bool first = true;
   for (size_t pi : order) {
     Store& p = parts[pi];
@@ -690,106 +618,7 @@ Store merge_stores(std::vector<Store> parts) {
     // The run counts as emulated if any part of it is.
     out.attrs.emulated = out.attrs.emulated || p.attrs.emulated;
     for (const RankInfo& r : p.ranks) out.attrs.emulated = out.attrs.emulated || r.emulated;
-
-    Remapper remap{{}, &where};
-    remap.map.resize(p.strings.size());
-    for (size_t i = 0; i < p.strings.size(); ++i)
-      remap.map[i] = out.strings.intern(p.strings.at(i));
-
-    Activities& a = p.activities;
-    try {
-      check_activity_columns(a);
-    } catch (const Error& e) {
-      throw Error(where + ": " + e.what());
-    }
-    const uint64_t act_base = out.activities.size();
-    const size_t act_n = a.size();
-    auto fill_missing = [](auto& col, size_t rows, auto value) {
-      if (col.empty() && rows) col.assign(rows, value);  // a part read without this column
-    };
-    fill_missing(a.kind, act_n, uint8_t(Kind::Other));
-    fill_missing(a.category, act_n, uint8_t(Category::Other));
-    fill_missing(a.name_id, act_n, 0u);
-    fill_missing(a.correlation, act_n, kNoCorrelation);
-    fill_missing(a.step, act_n, kNoStep);
-    append(out.activities.rank, a.rank);
-    append(out.activities.device, a.device);
-    append(out.activities.stream, a.stream);
-    append(out.activities.kind, a.kind);
-    append(out.activities.category, a.category);
-    append(out.activities.start_ns, a.start_ns);
-    append(out.activities.end_ns, a.end_ns);
-    remap(out.activities.name_id, a.name_id);
-    append(out.activities.correlation, a.correlation);
-    append(out.activities.step, a.step);
-
-    LaunchCalls& l = p.launches;
-    append(out.launches.rank, l.rank);
-    append(out.launches.pid, l.pid);
-    append(out.launches.tid, l.tid);
-    append(out.launches.start_ns, l.start_ns);
-    append(out.launches.end_ns, l.end_ns);
-    remap(out.launches.name_id, l.name_id);
-    append(out.launches.correlation, l.correlation);
-    append(out.launches.step, l.step);
-
-    Annotations& an = p.annotations;
-    append(out.annotations.rank, an.rank);
-    append(out.annotations.kind, an.kind);
-    append(out.annotations.pid, an.pid);
-    append(out.annotations.tid, an.tid);
-    append(out.annotations.start_ns, an.start_ns);
-    append(out.annotations.end_ns, an.end_ns);
-    remap(out.annotations.name_id, an.name_id);
-    append(out.annotations.step, an.step);
-
-    NcclInfo& c = p.nccl;
-    fill_optional_nccl_columns(c);  // before c.activity is released below
-    for (uint64_t x : c.activity) {
-      if (x >= act_n)
-        throw Error(where + ": nccl.activity " + std::to_string(x) + " out of range (" +
-                    std::to_string(act_n) + " activities)");
-      out.nccl.activity.push_back(act_base + x);
-    }
-    std::vector<uint64_t>().swap(c.activity);
-    remap(out.nccl.collective_id, c.collective_id);
-    append(out.nccl.seq, c.seq);
-    remap(out.nccl.pg_name_id, c.pg_name_id);
-    remap(out.nccl.pg_desc_id, c.pg_desc_id);
-    remap(out.nccl.pg_ranks_id, c.pg_ranks_id);
-    append(out.nccl.group_size, c.group_size);
-    append(out.nccl.in_nelems, c.in_nelems);
-    append(out.nccl.out_nelems, c.out_nelems);
-    append(out.nccl.msg_bytes, c.msg_bytes);
-    remap(out.nccl.dtype_id, c.dtype_id);
-    // Producers that predate the later columns leave them empty: "unknown" values.
-    append(out.nccl.comm_hash, c.comm_hash);
-    append(out.nccl.peer, c.peer);
-    append(out.nccl.comm_rank, c.comm_rank);
-    remap(out.nccl.algo_id, c.algo_id);
-    remap(out.nccl.proto_id, c.proto_id);
-    append(out.nccl.n_channels, c.n_channels);
-
-    Counters& k = p.counters;
-    append(out.counters.rank, k.rank);
-    append(out.counters.device, k.device);
-    remap(out.counters.name_id, k.name_id);
-    append(out.counters.ts_ns, k.ts_ns);
-    append(out.counters.value, k.value);
-
-    Ops& o = p.ops;
-    append(out.ops.rank, o.rank);
-    append(out.ops.pid, o.pid);
-    append(out.ops.tid, o.tid);
-    append(out.ops.start_ns, o.start_ns);
-    append(out.ops.end_ns, o.end_ns);
-    remap(out.ops.name_id, o.name_id);
-    append(out.ops.external_id, o.external_id);
-    append(out.ops.correlation, o.correlation);
-    remap(out.ops.dims_id, o.dims_id);
-    remap(out.ops.types_id, o.types_id);
-    remap(out.ops.concrete_id, o.concrete_id);
-
+    append_part(out, p, where);
     for (RankInfo& r : p.ranks) out.ranks.push_back(std::move(r));
     p = Store();  // drop the part's string table too
   }
@@ -797,34 +626,18 @@ Store merge_stores(std::vector<Store> parts) {
                    [](const RankInfo& x, const RankInfo& y) { return x.rank < y.rank; });
 
   sort_activities(out);
-  sort_launches(out.launches);
-  sort_annotations(out.annotations);
+  sort_by_rank_start(out.launches, "launches");
+  sort_by_rank_start(out.annotations, "annotations");
   sort_counters(out.counters, out.strings);
   sort_ops(out.ops);
   return out;
 }
 
-void sort_ops(Ops& o) { sort_ops_rows(o); }
-
-void fill_optional_nccl_columns(NcclInfo& c) {
-  const size_t n = c.size();
-  auto fill = [n](auto& col, auto value) {
-    if (col.empty() && n) col.assign(n, value);
-  };
-  fill(c.comm_hash, uint64_t{0});
-  fill(c.peer, int32_t{-1});
-  fill(c.comm_rank, int32_t{-1});
-  fill(c.algo_id, uint32_t{0});
-  fill(c.proto_id, uint32_t{0});
-  fill(c.n_channels, int32_t{-1});
-}
+void sort_ops(Ops& o) { sort_by_rank_start(o, "ops"); }
 
 void sort_counters(Counters& k, const StringTable& strings) {
+  check_columns(k, "counters", {"rank", "device", "name_id", "ts_ns"});
   const size_t n = k.size();
-  check_len(k.rank, n, "counters.rank");
-  check_len(k.device, n, "counters.device");
-  check_len(k.name_id, n, "counters.name_id");
-  check_len(k.value, n, "counters.value");
   auto key = [&](size_t i) {
     return std::make_tuple(k.rank[i], k.device[i], std::string_view(strings.at(k.name_id[i])),
                            k.ts_ns[i]);
@@ -832,18 +645,12 @@ void sort_counters(Counters& k, const StringTable& strings) {
   bool sorted = true;
   for (size_t i = 1; i < n && sorted; ++i) sorted = !(key(i) < key(i - 1));
   if (sorted) return;
-  std::vector<uint32_t> idx(n);
-  for (size_t i = 0; i < n; ++i) idx[i] = static_cast<uint32_t>(i);
-  std::stable_sort(idx.begin(), idx.end(), [&](uint32_t x, uint32_t y) { return key(x) < key(y); });
-  auto apply = [&](auto& col) {
-    auto old = col;
-    for (size_t i = 0; i < n; ++i) col[i] = old[idx[i]];
-  };
-  apply(k.rank);
-  apply(k.device);
-  apply(k.name_id);
-  apply(k.ts_ns);
-  apply(k.value);
+  if (n > std::numeric_limits<uint32_t>::max()) throw Error("table too large to sort");
+  std::vector<Rec> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = {0, static_cast<uint32_t>(i), 0};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const Rec& x, const Rec& y) { return key(x.idx) < key(y.idx); });
+  gather_columns(k, order, {});
 }
 
 }  // namespace kernalyse

@@ -36,9 +36,8 @@ int64_t col_bytes(const Col& c) {
 int64_t table_bytes(const Store& s) {
   int64_t n = 0;
   for_each_table(s, [&](const char*, const auto& t) {
-    table_columns(t, [&](const char*, const auto& col) { n += col_bytes(col); });
+    for_each_column(t, [&](const auto&, const auto& col) { n += col_bytes(col); });
   });
-  table_columns(s.ops, [&](const char*, const auto& col) { n += col_bytes(col); });
   return n;
 }
 
@@ -51,27 +50,20 @@ void write_file(const Store& s, const std::string& tmp, Progress& progress) {
   write_string_table(file, s.strings);
   for_each_table(s, [&](const char* table, const auto& t) {
     const size_t n = t.size();
-    const bool nccl = std::string_view(table) == "nccl";
+    // Optional tables are written only when there is something: stores without op shapes stay
+    // exactly as before (and as the parallel writer, which never has ops, writes them).
+    if (table_optional(table) && !n) return;
     Handle g = create_group(file, table);
-    table_columns(t, [&](const char* name, const auto& col) {
+    for_each_column(t, [&](const auto& def, const auto& col) {
       using T = typename std::decay_t<decltype(col)>::value_type;
-      // Producers that predate the optional nccl columns leave them empty: store "unknown".
-      if (nccl && col.empty() && n && nccl_column_optional(name))
-        write_column(g, table, name, std::vector<T>(n, nccl_default<T>(name)), n);
+      // A producer that does not know a column leaves it empty: store "unknown".
+      if (col.empty() && n && !def.required())
+        write_column(g, table, def.name, std::vector<T>(n, def.unknown), n);
       else
-        write_column(g, table, name, col, n);
+        write_column(g, table, def.name, col, n);
       progress.advance(col_bytes(col));
     });
   });
-  // Optional, and written only when there is something: stores without op shapes stay exactly
-  // as before (and as the parallel writer, which never has ops, writes them).
-  if (s.ops.size()) {
-    Handle g = create_group(file, "ops");
-    table_columns(s.ops, [&](const char* name, const auto& col) {
-      write_column(g, "ops", name, col, s.ops.size());
-      progress.advance(col_bytes(col));
-    });
-  }
   write_ranks_group(file, s.ranks);
   // Closing flushes metadata: a failure here (disk full) must fail the write.
   ok(file.close(), "cannot finish writing the file");
@@ -139,12 +131,12 @@ void require_same_lengths(hid_t group, const std::string& table,
   }
 }
 
-// The same for a row table, whose column visitor names its columns.
+// The same for a row table, whose column list names its columns.
 template <class Tab>
 void require_same_lengths(hid_t group, const std::string& table) {
   std::vector<const char*> names;
-  Tab t;
-  table_columns(t, [&](const char* name, auto&) { names.push_back(name); });
+  const Tab empty;
+  for_each_column(empty, [&](const auto& def, const auto&) { names.push_back(def.name); });
   require_same_lengths(group, table, names);
 }
 
@@ -255,6 +247,61 @@ void require_ids(const std::string& what, const std::vector<uint32_t>& ids, size
                   std::to_string(strings) + " strings");
 }
 
+// /ranks: one column per RankInfo field, transposed into rows. Fields added later may be
+// absent (older stores): their defaults stay.
+void read_ranks(hid_t file, std::vector<RankInfo>& out) {
+  Handle g = open_group(file, "ranks");
+  {
+    std::vector<const char*> names;
+    for_each_rank_field([&](const auto& def, auto) { names.push_back(def.name); });
+    require_same_lengths(g, "ranks", names);
+  }
+  for_each_rank_field([&](const auto& def, auto field) {
+    using M = std::decay_t<decltype(def.unknown)>;
+    if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
+    std::vector<disk_type_t<M>> col;
+    if constexpr (std::is_same_v<M, std::string>)
+      col = read_strings(g, std::string("/ranks/") + def.name, def.name);
+    else
+      read_column(g, "ranks", def.name, col);
+    if (std::string_view(def.name) == "rank") out.resize(col.size());  // the first field
+    require_rows("ranks", out.size(), {col.size()});
+    for (size_t i = 0; i < col.size(); ++i) {
+      if constexpr (std::is_same_v<M, std::string>)
+        out[i].*field = std::move(col[i]);
+      else
+        out[i].*field = static_cast<M>(col[i]);
+    }
+  });
+}
+
+// Reads the columns `wanted` of one table: every one its list names must be there, but for
+// Added ones a file may predate (then "unknown" for every row); string ids and times checked.
+template <class Tab, class Wanted>
+void read_table(hid_t file, const char* table, Tab& t, size_t nstr, Wanted&& wanted) {
+  Handle g = open_group(file, table);
+  require_same_lengths<Tab>(g, table);
+  for_each_column(t, [&](const auto& def, auto& col) {
+    if (!wanted(std::string_view(def.name))) return;
+    if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
+    read_column(g, table, def.name, col);
+  });
+  const size_t n = t.size();
+  for_each_column(t, [&](const auto& def, auto& col) {
+    if (!wanted(std::string_view(def.name))) return;
+    if (def.rule == ColumnRule::Added && col.empty()) col.assign(n, def.unknown);
+    require_rows(table, n, {col.size()});
+  });
+  for_each_column(t, [&](const auto& def, const auto& col) {
+    using T = typename std::decay_t<decltype(col)>::value_type;
+    const std::string what = std::string("/") + table + "/" + def.name;
+    if constexpr (std::is_same_v<T, uint32_t>)  // string ids (store.h)
+      require_ids(what, col, nstr);
+    if constexpr (std::is_same_v<T, int64_t>)  // times (store.h)
+      if (std::string_view(def.name).ends_with("_ns")) require_times(what, col);
+  });
+}
+
 Store read_file(const std::string& path, const ColumnSelection& sel) {
   Handle fapl = file_access();
   Handle file(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
@@ -282,202 +329,30 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   }
   const size_t nstr = s.strings.size();
 
-  {
-    Handle g = open_group(file, "ranks");
-    std::vector<int32_t> rank, world_size;
-    std::vector<int64_t> base, offset, uncertainty, total, malformed, ignored, dropped;
-    std::vector<double> drift;
-    std::vector<uint8_t> emulated;
-    {
-      std::vector<const char*> names;
-      rank_fields([&](const char* name, auto) { names.push_back(name); },
-                  [&](const char* name, auto) { names.push_back(name); });
-      require_same_lengths(g, "ranks", names);
-    }
-    read_column(g, "ranks", "rank", rank);
-    read_column(g, "ranks", "world_size", world_size);
-    auto host = read_strings(g, "/ranks/host", "host");
-    auto devices = read_strings(g, "/ranks/devices", "devices");
-    auto device_name = read_strings(g, "/ranks/device_name", "device_name");
-    auto source = read_strings(g, "/ranks/source", "source");
-    read_column(g, "ranks", "base_time_ns", base);
-    read_column(g, "ranks", "clock_offset_ns", offset);
-    read_column(g, "ranks", "clock_drift", drift);
-    read_column(g, "ranks", "clock_uncertainty_ns", uncertainty);
-    auto method = read_strings(g, "/ranks/clock_method", "clock_method");
-    read_column(g, "ranks", "emulated", emulated);
-    read_column(g, "ranks", "events_total", total);
-    read_column(g, "ranks", "events_malformed", malformed);
-    read_column(g, "ranks", "events_ignored", ignored);
-    read_column(g, "ranks", "records_dropped", dropped);
-    const size_t n = rank.size();
-    require_rows("ranks", n,
-                 {world_size.size(), host.size(), devices.size(), device_name.size(), source.size(),
-                  base.size(), offset.size(), drift.size(), uncertainty.size(), method.size(),
-                  emulated.size(), total.size(), malformed.size(), ignored.size(), dropped.size()});
-    s.ranks.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      RankInfo& r = s.ranks[i];
-      r.rank = rank[i];
-      r.world_size = world_size[i];
-      r.host = std::move(host[i]);
-      r.devices = std::move(devices[i]);
-      r.device_name = std::move(device_name[i]);
-      r.source = std::move(source[i]);
-      r.base_time_ns = base[i];
-      r.clock_offset_ns = offset[i];
-      r.clock_drift = drift[i];
-      r.clock_uncertainty_ns = uncertainty[i];
-      r.clock_method = std::move(method[i]);
-      r.emulated = emulated[i] != 0;
-      r.events_total = total[i];
-      r.events_malformed = malformed[i];
-      r.events_ignored = ignored[i];
-      r.records_dropped = dropped[i];
-    }
-    // Schema 2 fields: absent in older stores.
-    if (H5Lexists(g, "records_dropped_cupti", H5P_DEFAULT) > 0) {
-      std::vector<int64_t> cupti;
-      read_column(g, "ranks", "records_dropped_cupti", cupti);
-      require_rows("ranks", n, {cupti.size()});
-      for (size_t i = 0; i < n; ++i) s.ranks[i].records_dropped_cupti = cupti[i];
-    }
-    if (H5Lexists(g, "collector_status", H5P_DEFAULT) > 0) {
-      auto status = read_strings(g, "/ranks/collector_status", "collector_status");
-      require_rows("ranks", n, {status.size()});
-      for (size_t i = 0; i < n; ++i) s.ranks[i].collector_status = std::move(status[i]);
-    }
-  }
-
-  if (sel.activities) {
-    Activities& a = s.activities;
-    Handle g = open_group(file, "activities");
-    require_same_lengths<Activities>(g, "activities");
-    read_column(g, "activities", "rank", a.rank);
-    read_column(g, "activities", "device", a.device);
-    read_column(g, "activities", "stream", a.stream);
-    read_column(g, "activities", "kind", a.kind);
-    read_column(g, "activities", "category", a.category);
-    read_column(g, "activities", "start_ns", a.start_ns);
-    read_column(g, "activities", "end_ns", a.end_ns);
-    read_column(g, "activities", "name_id", a.name_id);
-    if (sel.activity_correlation) read_column(g, "activities", "correlation", a.correlation);
-    if (sel.activity_step) read_column(g, "activities", "step", a.step);
-    const size_t n = a.size();
-    require_rows(
-        "activities", n,
-        {a.rank.size(), a.device.size(), a.stream.size(), a.kind.size(), a.category.size(),
-         a.end_ns.size(), a.name_id.size(), sel.activity_correlation ? a.correlation.size() : n,
-         sel.activity_step ? a.step.size() : n});
-    require_ids("/activities/name_id", a.name_id, nstr);
-    require_times("/activities/start_ns", a.start_ns);
-    require_times("/activities/end_ns", a.end_ns);
-  }
-  if (sel.launches) {
-    LaunchCalls& l = s.launches;
-    Handle g = open_group(file, "launches");
-    require_same_lengths<LaunchCalls>(g, "launches");
-    read_column(g, "launches", "rank", l.rank);
-    read_column(g, "launches", "start_ns", l.start_ns);
-    read_column(g, "launches", "correlation", l.correlation);
-    size_t n = l.size();
-    if (sel.launch_detail) {
-      read_column(g, "launches", "pid", l.pid);
-      read_column(g, "launches", "tid", l.tid);
-      read_column(g, "launches", "end_ns", l.end_ns);
-      read_column(g, "launches", "name_id", l.name_id);
-      read_column(g, "launches", "step", l.step);
-      require_ids("/launches/name_id", l.name_id, nstr);
-    }
-    require_times("/launches/start_ns", l.start_ns);
-    require_times("/launches/end_ns", l.end_ns);
-    bool d = sel.launch_detail;
-    require_rows("launches", n,
-                 {l.rank.size(), l.correlation.size(), d ? l.pid.size() : n, d ? l.tid.size() : n,
-                  d ? l.end_ns.size() : n, d ? l.name_id.size() : n, d ? l.step.size() : n});
-  }
-  if (sel.annotations) {
-    Annotations& a = s.annotations;
-    Handle g = open_group(file, "annotations");
-    require_same_lengths<Annotations>(g, "annotations");
-    read_column(g, "annotations", "rank", a.rank);
-    read_column(g, "annotations", "kind", a.kind);
-    read_column(g, "annotations", "pid", a.pid);
-    read_column(g, "annotations", "tid", a.tid);
-    read_column(g, "annotations", "start_ns", a.start_ns);
-    read_column(g, "annotations", "end_ns", a.end_ns);
-    read_column(g, "annotations", "name_id", a.name_id);
-    read_column(g, "annotations", "step", a.step);
-    require_rows("annotations", a.size(),
-                 {a.rank.size(), a.kind.size(), a.pid.size(), a.tid.size(), a.end_ns.size(),
-                  a.name_id.size(), a.step.size()});
-    require_ids("/annotations/name_id", a.name_id, nstr);
-    require_times("/annotations/start_ns", a.start_ns);
-    require_times("/annotations/end_ns", a.end_ns);
-  }
-  if (sel.nccl) {
-    NcclInfo& c = s.nccl;
-    Handle g = open_group(file, "nccl");
-    require_same_lengths<NcclInfo>(g, "nccl");
-    read_column(g, "nccl", "activity", c.activity);
-    read_column(g, "nccl", "collective_id", c.collective_id);
-    read_column(g, "nccl", "seq", c.seq);
-    read_column(g, "nccl", "pg_name_id", c.pg_name_id);
-    read_column(g, "nccl", "pg_desc_id", c.pg_desc_id);
-    read_column(g, "nccl", "pg_ranks_id", c.pg_ranks_id);
-    read_column(g, "nccl", "group_size", c.group_size);
-    read_column(g, "nccl", "in_nelems", c.in_nelems);
-    read_column(g, "nccl", "out_nelems", c.out_nelems);
-    read_column(g, "nccl", "msg_bytes", c.msg_bytes);
-    read_column(g, "nccl", "dtype_id", c.dtype_id);
-    // Added after the first stores were written: absent means "unknown" for every row.
-    nccl_columns(c, [&](const char* name, auto& col) {
-      if (nccl_column_optional(name) && H5Lexists(g, name, H5P_DEFAULT) > 0)
-        read_column(g, "nccl", name, col);
+  read_ranks(file, s.ranks);
+  auto all = [](std::string_view) { return true; };
+  if (sel.activities)
+    read_table(file, "activities", s.activities, nstr, [&](std::string_view c) {
+      return (c != "correlation" || sel.activity_correlation) && (c != "step" || sel.activity_step);
     });
-    fill_optional_nccl_columns(c);
-    require_rows(
-        "nccl", c.size(),
-        {c.collective_id.size(), c.seq.size(), c.pg_name_id.size(), c.pg_desc_id.size(),
-         c.pg_ranks_id.size(), c.group_size.size(), c.in_nelems.size(), c.out_nelems.size(),
-         c.msg_bytes.size(), c.dtype_id.size(), c.comm_hash.size(), c.peer.size(),
-         c.comm_rank.size(), c.algo_id.size(), c.proto_id.size(), c.n_channels.size()});
-    for (const auto* ids : {&c.collective_id, &c.pg_name_id, &c.pg_desc_id, &c.pg_ranks_id,
-                            &c.dtype_id, &c.algo_id, &c.proto_id})
-      require_ids("/nccl", *ids, nstr);
-    if (sel.activities) {
-      for (uint64_t x : c.activity)
+  if (sel.launches)
+    read_table(file, "launches", s.launches, nstr, [&](std::string_view c) {
+      return sel.launch_detail || c == "rank" || c == "start_ns" || c == "correlation";
+    });
+  if (sel.annotations) read_table(file, "annotations", s.annotations, nstr, all);
+  if (sel.nccl) {
+    read_table(file, "nccl", s.nccl, nstr, all);
+    if (sel.activities)
+      for (uint64_t x : s.nccl.activity)
         if (x >= s.activities.size())
           throw Failure("corrupt /nccl/activity: row " + std::to_string(x) + " but only " +
                         std::to_string(s.activities.size()) + " activities");
-    }
   }
   // Schema 2: absent in older stores (no counters then).
-  if (sel.counters && H5Lexists(file, "counters", H5P_DEFAULT) > 0) {
-    Counters& k = s.counters;
-    Handle g = open_group(file, "counters");
-    require_same_lengths<Counters>(g, "counters");
-    counter_columns(k, [&](const char* name, auto& col) { read_column(g, "counters", name, col); });
-    require_rows("counters", k.size(),
-                 {k.rank.size(), k.device.size(), k.name_id.size(), k.value.size()});
-    require_ids("/counters/name_id", k.name_id, nstr);
-    require_times("/counters/ts_ns", k.ts_ns);
-  }
+  if (sel.counters && H5Lexists(file, "counters", H5P_DEFAULT) > 0)
+    read_table(file, "counters", s.counters, nstr, all);
   // Optional (docs/store.md): absent when the source had no op shapes, and in older stores.
-  if (sel.ops && H5Lexists(file, "ops", H5P_DEFAULT) > 0) {
-    Ops& o = s.ops;
-    Handle g = open_group(file, "ops");
-    require_same_lengths<Ops>(g, "ops");
-    op_columns(o, [&](const char* name, auto& col) { read_column(g, "ops", name, col); });
-    require_rows("ops", o.size(),
-                 {o.rank.size(), o.pid.size(), o.tid.size(), o.end_ns.size(), o.name_id.size(),
-                  o.external_id.size(), o.correlation.size(), o.dims_id.size(), o.types_id.size(),
-                  o.concrete_id.size()});
-    for (const auto* ids : {&o.name_id, &o.dims_id, &o.types_id, &o.concrete_id})
-      require_ids("/ops", *ids, nstr);
-    require_times("/ops/start_ns", o.start_ns);
-    require_times("/ops/end_ns", o.end_ns);
-  }
+  if (sel.ops && H5Lexists(file, "ops", H5P_DEFAULT) > 0) read_table(file, "ops", s.ops, nstr, all);
   return s;
 }
 

@@ -130,18 +130,23 @@ struct In {
 };
 
 void put_rank(Out& o, const RankInfo& r) {
-  rank_fields([&](const char*, auto field) { o.pod(r.*field); },
-              [&](const char*, std::string RankInfo::*field) { o.str(r.*field); });
+  for_each_rank_field([&](const auto& def, auto field) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(def.unknown)>, std::string>)
+      o.str(r.*field);
+    else
+      o.pod(r.*field);
+  });
 }
 
 RankInfo get_rank(In& in) {
   RankInfo r;
-  rank_fields(
-      [&](const char*, auto field) {
-        using M = std::decay_t<decltype(r.*field)>;
-        r.*field = in.pod<M>();
-      },
-      [&](const char*, std::string RankInfo::*field) { r.*field = in.str(); });
+  for_each_rank_field([&](const auto& def, auto field) {
+    using M = std::decay_t<decltype(def.unknown)>;
+    if constexpr (std::is_same_v<M, std::string>)
+      r.*field = in.str();
+    else
+      r.*field = in.pod<M>();
+  });
   return r;
 }
 
@@ -165,10 +170,14 @@ StoreAttrs get_attrs(In& in) {
   return a;
 }
 
-// What one process holds; exchanged with MPI_Allgather. Row counts, the merge order key and the
-// range of rank numbers its rows use.
+// The tables the collective writer writes: every row table but the optional ones (/ops, which
+// collector stores do not have).
+constexpr size_t kTables = 5;
+
+// What one process holds; exchanged with MPI_Allgather. Row counts (per table, in file order),
+// the merge order key and the range of rank numbers its rows use.
 struct Summary {
-  int64_t act, launch, ann, nccl, cnt;
+  int64_t rows[kTables];
   int64_t key;     // first rank, as merge_stores orders its parts
   int64_t lo, hi;  // min/max rank number over its RankInfo, activity, launch, annotation rows
   int64_t blob;    // bytes of its serialised metadata
@@ -177,6 +186,15 @@ struct Summary {
 constexpr int kSummaryWords = sizeof(Summary) / sizeof(int64_t);
 static_assert(sizeof(Summary) == kSummaryWords * sizeof(int64_t));
 
+// f(index, name, table) for the tables the collective writer writes, in file order.
+template <class S, class F>
+void written_tables(S& s, F&& f) {
+  size_t i = 0;
+  for_each_table(s, [&](const char* table, auto& t) {
+    if (!table_optional(table)) f(i++, table, t);
+  });
+}
+
 template <class T>
 void require_len(const std::vector<T>& col, size_t n, const std::string& what) {
   if (col.size() != n)
@@ -184,16 +202,19 @@ void require_len(const std::vector<T>& col, size_t n, const std::string& what) {
                   std::to_string(n));
 }
 
-// Columns of `t`, each with its on-disk name ("/activities/rank", ...).
+// Columns of `t`, each with its on-disk name ("/activities/rank", ...): f(what, column).
 template <class Tab, class F>
 void named(const char* table, Tab& t, F&& f) {
-  table_columns(
-      t, [&](const char* name, auto& col) { f(std::string("/") + table + "/" + name, col); });
+  for_each_column(
+      t, [&](const auto& def, auto& col) { f(std::string("/") + table + "/" + def.name, col); });
 }
 
+// Every written column of `s`: f(what, column, rows of its table).
 template <class F>
 void all_columns(const Store& s, F&& f) {
-  for_each_table(s, [&](const char* table, const auto& t) { named(table, t, f); });
+  written_tables(s, [&](size_t, const char* table, const auto& t) {
+    named(table, t, [&](const std::string& what, const auto& col) { f(what, col, t.size()); });
+  });
 }
 
 template <class Tab>
@@ -210,15 +231,8 @@ bool sorted_by_rank_start(const Tab& t) {
 bool ready_as_is(const Store& s) {
   bool ok = true;
   const size_t nstr = s.strings.size();
-  auto rows_of = [&](const std::string& what) {
-    if (what.starts_with("/activities/")) return s.activities.size();
-    if (what.starts_with("/launches/")) return s.launches.size();
-    if (what.starts_with("/annotations/")) return s.annotations.size();
-    if (what.starts_with("/counters/")) return s.counters.size();
-    return s.nccl.size();
-  };
-  all_columns(s, [&](const std::string& what, const auto& col) {
-    if (!ok || col.size() != rows_of(what)) {
+  all_columns(s, [&](const std::string&, const auto& col, size_t rows) {
+    if (!ok || col.size() != rows) {
       ok = false;
       return;
     }
@@ -301,27 +315,16 @@ void prepare(const Store& local, Part& part) {
   part.attrs = part.owned.attrs;
   part.ranks = part.owned.ranks;
   // merge_stores accepts some columns short (it only sorts by them); the file needs them whole.
-  auto rows_of = [&](const std::string& what) {
-    const Store& s = part.owned;
-    if (what.starts_with("/activities/")) return s.activities.size();
-    if (what.starts_with("/launches/")) return s.launches.size();
-    if (what.starts_with("/annotations/")) return s.annotations.size();
-    if (what.starts_with("/counters/")) return s.counters.size();
-    return s.nccl.size();
-  };
-  all_columns(part.owned, [&](const std::string& what, const auto& col) {
-    require_len(col, rows_of(what), what);
+  all_columns(part.owned, [&](const std::string& what, const auto& col, size_t rows) {
+    require_len(col, rows, what);
   });
 }
 
 Summary summarise(const Part& part) {
   const Store& s = *part.src;
   Summary m{};
-  m.act = static_cast<int64_t>(s.activities.size());
-  m.launch = static_cast<int64_t>(s.launches.size());
-  m.ann = static_cast<int64_t>(s.annotations.size());
-  m.nccl = static_cast<int64_t>(s.nccl.size());
-  m.cnt = static_cast<int64_t>(s.counters.size());
+  written_tables(
+      s, [&](size_t i, const char*, const auto& t) { m.rows[i] = static_cast<int64_t>(t.size()); });
   m.lo = std::numeric_limits<int64_t>::max();
   m.hi = std::numeric_limits<int64_t>::min();
   auto see = [&](int64_t r) {
@@ -350,7 +353,7 @@ struct Plan {
   StringTable strings;           // the global table (identical everywhere)
   std::vector<RankInfo> ranks;   // global /ranks rows, sorted
   StoreAttrs attrs;              // global file attributes
-  Summary offset{};              // where this process's rows go (act, launch, ann, nccl, ranks)
+  Summary offset{};              // where this process's rows go (rows[] per table)
   std::string path, tmp;         // output and temporary file, as rank 0 chose them
 };
 
@@ -474,11 +477,7 @@ std::string exchange(MPI_Comm comm, const Part* part, const std::string& local_e
     for (int p : plan.order) {
       if (p == me) plan.offset = off;
       const Summary& s = plan.all[p];
-      off.act += s.act;
-      off.launch += s.launch;
-      off.ann += s.ann;
-      off.nccl += s.nccl;
-      off.cnt += s.cnt;
+      for (size_t t = 0; t < kTables; ++t) off.rows[t] += s.rows[t];
       for (RankInfo& r : ranks[p]) plan.ranks.push_back(std::move(r));
     }
   });
@@ -492,7 +491,7 @@ void globalise(Part& part, const Plan& plan) {
   bool identity = true;
   for (size_t i = 0; i < map.size() && identity; ++i) identity = map[i] == i;
   if (!identity)
-    all_columns(*part.src, [&](const std::string& what, const auto& col) {
+    all_columns(*part.src, [&](const std::string& what, const auto& col, size_t) {
       if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<uint32_t>>) {
         std::vector<uint32_t>& out = part.ids[what];
         out.resize(col.size());
@@ -500,7 +499,7 @@ void globalise(Part& part, const Plan& plan) {
         for (size_t i = 0; i < col.size(); ++i) out[i] = map[col[i]];
       }
     });
-  if (const auto base = static_cast<uint64_t>(plan.offset.act); base) {
+  if (const auto base = static_cast<uint64_t>(plan.offset.rows[0]); base) {  // activities
     const auto& a = part.src->nccl.activity;
     part.nccl_activity.resize(a.size());
     for (size_t i = 0; i < a.size(); ++i) part.nccl_activity[i] = a[i] + base;
@@ -567,22 +566,16 @@ class Phase1 {
 void write_phase1(MPI_Comm comm, const std::string& tmp, const Part& part, const Plan& plan) {
   Phase1 w(comm, tmp);
   // The tables in the serial writer's order; /strings and /ranks follow in phase 2.
-  auto table = [&](const char* name, const auto& tab, int64_t Summary::*count) {
+  written_tables(*part.src, [&](size_t i, const char* name, const auto& tab) {
     size_t rows = 0;
-    for (const Summary& x : plan.all) rows += static_cast<size_t>(x.*count);
-    const auto off = static_cast<size_t>(plan.offset.*count);
+    for (const Summary& x : plan.all) rows += static_cast<size_t>(x.rows[i]);
+    const auto off = static_cast<size_t>(plan.offset.rows[i]);
     Handle g = create_group(w.file(), name);
     named(name, tab, [&](const std::string& what, const auto& col) {
       w.column(g, what.substr(what.rfind('/') + 1).c_str(), what, part.column(what, col), rows,
                off);
     });
-  };
-  const Store& s = *part.src;
-  table("activities", s.activities, &Summary::act);
-  table("launches", s.launches, &Summary::launch);
-  table("annotations", s.annotations, &Summary::ann);
-  table("nccl", s.nccl, &Summary::nccl);
-  table("counters", s.counters, &Summary::cnt);
+  });
   w.finish();
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -206,6 +207,46 @@ void write_nccl_args(Writer& w, const Store& s, int32_t n) {
 }
 
 // Rows [lo, hi) of rank r in a table sorted by rank (the store's order); all rows otherwise.
+// The activity columns the exports render in their own way (track, times, name, category and
+// the args above). Every other column of the store's list (store.h) is written as an arg named
+// after it (string ids: the string, under the name without "_id"), when its value is known: a
+// new column reaches the exports without a change here.
+class ExtraActivityArgs {
+ public:
+  explicit ExtraActivityArgs(const Store& s) {
+    static constexpr std::string_view kRendered[] = {"rank",        "device",   "stream", "kind",
+                                                     "category",    "start_ns", "end_ns", "name_id",
+                                                     "correlation", "step"};
+    for_each_column(s.activities, [&](const auto& def, const auto& col) {
+      const std::string_view name = def.name;
+      if (col.empty() ||
+          std::find(std::begin(kRendered), std::end(kRendered), name) != std::end(kRendered))
+        return;
+      using T = typename std::decay_t<decltype(col)>::value_type;
+      const auto unknown = def.unknown;
+      if constexpr (std::is_same_v<T, uint32_t>) {
+        const std::string key =
+            ",\"" + std::string(name.substr(0, name.size() - (name.ends_with("_id") ? 3 : 0))) +
+            "\":";
+        args_.push_back([&col, &s, key, unknown](Writer& w, size_t i) {
+          if (col[i] != unknown) w << key, w.str(s.strings.at(col[i]));
+        });
+      } else {
+        const std::string key = ",\"" + std::string(name) + "\":";
+        args_.push_back([&col, key, unknown](Writer& w, size_t i) {
+          if (col[i] != unknown) w << key, w.num(static_cast<int64_t>(col[i]));
+        });
+      }
+    });
+  }
+  void write(Writer& w, size_t row) const {
+    for (const auto& f : args_) f(w, row);
+  }
+
+ private:
+  std::vector<std::function<void(Writer&, size_t)>> args_;
+};
+
 std::pair<size_t, size_t> rank_rows(const std::vector<int32_t>& col, int32_t r, bool sorted) {
   if (!sorted) return {0, col.size()};
   auto lo = std::lower_bound(col.begin(), col.end(), r);
@@ -286,6 +327,7 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   int64_t base = export_base_ns(s);
   Selection sel{s, opt, base};
   std::vector<int32_t> nccl_of = nccl_index(s);
+  const ExtraActivityArgs extra(s);
   // Collective ids over the whole store (the ledger's ids; --rank/--step/--from cut events only).
   std::vector<uint32_t> all_rows(a.size());
   for (uint32_t i = 0; i < all_rows.size(); ++i) all_rows[i] = i;
@@ -454,6 +496,7 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
     if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
     w << ",\"category\":\"" << to_string(static_cast<Category>(a.category[i])) << "\"";
     if (a.step[i] != kNoStep) w << ",\"step\":", w.num(a.step[i]);
+    extra.write(w, i);
     if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
     if (coll_of[i] >= 0) w << ",\"collective id\":", w.num(coll_of[i]);
     w << "}}";
@@ -620,6 +663,7 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
   int64_t base = export_base_ns(s);
   Selection sel{s, opt, base};
   std::vector<int32_t> nccl_of = nccl_index(s);
+  const ExtraActivityArgs extra(s);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw Error(dir + ": cannot create directory: " + ec.message());
@@ -742,6 +786,7 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       w << ",\"stream\":";
       w.num(a.stream[i]);
       if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
+      extra.write(w, i);
       if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
       w << "}}";
       if (is_gpu_work(kind) && a.correlation[i] != kNoCorrelation && ran.count(a.correlation[i]))

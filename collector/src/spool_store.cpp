@@ -30,160 +30,173 @@ constexpr int64_t kMaxSpoolRanks = 65536;
 
 }  // namespace
 
-Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const ClockModel& clock) {
-  Store s;
-  s.strings.assign(c.strings.empty() ? std::vector<std::string>{""} : c.strings);
-  const uint32_t nstr = static_cast<uint32_t>(s.strings.size());
-  // Local time → epoch ns, checked: a record whose times leave the supported range (corrupt
-  // clock or anchor values) is dropped and counted, never stored wrapped (docs/limits.md).
-  auto t = [&](int64_t local, int64_t* out) {
+namespace {
+
+// One rank's spool records → store tables. Local times are mapped to epoch ns, checked: a record
+// whose times leave the supported range (corrupt clock or anchor values) is dropped and counted,
+// never stored wrapped (docs/limits.md). The records are #pragma pack(1): their fields are copied
+// into aligned locals first, since push_back(const T&) on a packed member binds a misaligned
+// reference (UB; F10). Columns a spool does not know are left empty: assign_steps and
+// sort_activities fill them with their "unknown" values (store.h).
+class SpoolConverter {
+ public:
+  SpoolConverter(Store& s, const SpoolMeta& meta, const ClockModel& clock)
+      : s_(s), meta_(meta), clock_(clock), nstr_(static_cast<uint32_t>(s.strings.size())) {}
+
+  int64_t dropped = 0;   // records whose times or string ids were unusable
+  int64_t unlinked = 0;  // NCCL tags without their kernel
+
+  bool time(int64_t local, int64_t* out) const {
     int64_t r;
-    return clock.try_to_root(local, &r) && checked_add(r, meta.anchor_ns, out) &&
+    return clock_.try_to_root(local, &r) && checked_add(r, meta_.anchor_ns, out) &&
            time_in_range(*out);
-  };
-  const int32_t rank = meta.rank;
-  int64_t dropped = 0;
-  Classifier cls;
-  std::vector<int8_t> cat(s.strings.size(), -1);
-  std::unordered_map<int64_t, uint64_t> act_of_corr;
-  auto& a = s.activities;
-  a.reserve(c.activities.size());
-  // The records are #pragma pack(1): their fields are copied into aligned locals first, since
-  // push_back(const T&) on a packed member binds a misaligned reference (UB; F10).
-  for (const spool::Activity& r : c.activities) {
-    const uint32_t name = r.name;
-    const int32_t device = r.device, stream = r.stream;
-    const int64_t correlation = r.correlation;
-    int64_t start = 0, end = 0;
-    if (name >= nstr || !t(r.start_ns, &start) || !t(r.end_ns, &end)) {
-      ++dropped;
-      continue;
-    }
-    Kind kind = r.kind == KERNALYSE_EMU_MEMCPY   ? Kind::Memcpy
-                : r.kind == KERNALYSE_EMU_MEMSET ? Kind::Memset
-                                                 : Kind::Kernel;
-    if (cat[name] < 0) cat[name] = static_cast<int8_t>(cls.classify(kind, s.strings.at(name)));
-    if (kind == Kind::Kernel) act_of_corr[correlation] = a.size();
-    a.rank.push_back(rank);
-    a.device.push_back(device);
-    a.stream.push_back(stream);
-    a.kind.push_back(static_cast<uint8_t>(kind));
-    a.category.push_back(static_cast<uint8_t>(cat[name]));
-    a.start_ns.push_back(start);
-    a.end_ns.push_back(end);
-    a.name_id.push_back(name);
-    a.correlation.push_back(correlation);
-    a.step.push_back(kNoStep);
   }
-  for (const spool::Launch& r : c.launches) {
-    const uint32_t name = r.name;
-    const int64_t thread = r.thread, correlation = r.correlation;
-    int64_t start = 0, end = 0;
-    if (name >= nstr || !t(r.start_ns, &start) || !t(r.end_ns, &end)) {
-      ++dropped;
-      continue;
+
+  void activities(const std::vector<spool::Activity>& recs) {
+    Classifier cls;
+    std::vector<int8_t> cat(s_.strings.size(), -1);
+    auto& a = s_.activities;
+    a.reserve(recs.size());
+    for (const spool::Activity& r : recs) {
+      const uint32_t name = r.name;
+      const int32_t device = r.device, stream = r.stream;
+      const int64_t correlation = r.correlation;
+      int64_t start = 0, end = 0;
+      if (name >= nstr_ || !time(r.start_ns, &start) || !time(r.end_ns, &end)) {
+        ++dropped;
+        continue;
+      }
+      Kind kind = r.kind == KERNALYSE_EMU_MEMCPY   ? Kind::Memcpy
+                  : r.kind == KERNALYSE_EMU_MEMSET ? Kind::Memset
+                                                   : Kind::Kernel;
+      if (cat[name] < 0) cat[name] = static_cast<int8_t>(cls.classify(kind, s_.strings.at(name)));
+      if (kind == Kind::Kernel) act_of_corr_[correlation] = a.size();
+      a.rank.push_back(meta_.rank);
+      a.device.push_back(device);
+      a.stream.push_back(stream);
+      a.kind.push_back(static_cast<uint8_t>(kind));
+      a.category.push_back(static_cast<uint8_t>(cat[name]));
+      a.start_ns.push_back(start);
+      a.end_ns.push_back(end);
+      a.name_id.push_back(name);
+      a.correlation.push_back(correlation);
     }
-    auto& l = s.launches;
-    l.rank.push_back(rank);
-    l.pid.push_back(meta.pid);
-    l.tid.push_back(thread);
-    l.start_ns.push_back(start);
-    l.end_ns.push_back(end);
-    l.name_id.push_back(name);
-    l.correlation.push_back(correlation);
-    l.step.push_back(kNoStep);
   }
+
+  void launches(const std::vector<spool::Launch>& recs) {
+    auto& l = s_.launches;
+    for (const spool::Launch& r : recs) {
+      const uint32_t name = r.name;
+      const int64_t thread = r.thread, correlation = r.correlation;
+      int64_t start = 0, end = 0;
+      if (name >= nstr_ || !time(r.start_ns, &start) || !time(r.end_ns, &end)) {
+        ++dropped;
+        continue;
+      }
+      l.rank.push_back(meta_.rank);
+      l.pid.push_back(meta_.pid);
+      l.tid.push_back(thread);
+      l.start_ns.push_back(start);
+      l.end_ns.push_back(end);
+      l.name_id.push_back(name);
+      l.correlation.push_back(correlation);
+    }
+  }
+
   // Ranges: "ProfilerStep#N" are steps (which then tag launches and GPU work); others NVTX.
-  for (const spool::Range& r : c.ranges) {
-    const uint32_t name_id = r.name;
-    const int64_t thread = r.thread;
-    int64_t start = 0, end = 0;
-    if (name_id >= nstr || !t(r.start_ns, &start) || !t(r.end_ns, &end)) {
-      ++dropped;
-      continue;
+  void ranges(const std::vector<spool::Range>& recs) {
+    auto& an = s_.annotations;
+    for (const spool::Range& r : recs) {
+      const uint32_t name_id = r.name;
+      const int64_t thread = r.thread;
+      int64_t start = 0, end = 0;
+      if (name_id >= nstr_ || !time(r.start_ns, &start) || !time(r.end_ns, &end)) {
+        ++dropped;
+        continue;
+      }
+      const std::string& name = s_.strings.at(name_id);
+      int32_t step = kNoStep;
+      if (name.rfind("ProfilerStep#", 0) == 0) step = std::atoi(name.c_str() + 13);
+      an.rank.push_back(meta_.rank);
+      an.kind.push_back(
+          static_cast<uint8_t>(step != kNoStep ? AnnotationKind::Step : AnnotationKind::Nvtx));
+      an.pid.push_back(meta_.pid);
+      an.tid.push_back(thread);
+      an.start_ns.push_back(start);
+      an.end_ns.push_back(end);
+      an.name_id.push_back(name_id);
+      an.step.push_back(step);
     }
-    auto& an = s.annotations;
-    const std::string& name = s.strings.at(name_id);
-    int32_t step = kNoStep;
-    if (name.rfind("ProfilerStep#", 0) == 0) step = std::atoi(name.c_str() + 13);
-    an.rank.push_back(rank);
-    an.kind.push_back(
-        static_cast<uint8_t>(step != kNoStep ? AnnotationKind::Step : AnnotationKind::Nvtx));
-    an.pid.push_back(meta.pid);
-    an.tid.push_back(thread);
-    an.start_ns.push_back(start);
-    an.end_ns.push_back(end);
-    an.name_id.push_back(name_id);
-    an.step.push_back(step);
   }
-  assign_steps(s);
-  int64_t unlinked = 0;
-  for (const spool::Nccl& rec : c.nccl) {
-    // An aligned copy of the packed record (see above).
-    const struct {
-      int64_t correlation, seq, count, bytes;
-      uint64_t comm_hash;
-      uint32_t collective, dtype;
-      int32_t nranks, peer;
-      uint32_t algo, proto;
-      int32_t n_channels, comm_rank;
-    } r = {rec.correlation, rec.seq,        rec.count,    rec.bytes, rec.comm_hash,
-           rec.collective,  rec.dtype,      rec.nranks,   rec.peer,  rec.algo,
-           rec.proto,       rec.n_channels, rec.comm_rank};
-    auto it = act_of_corr.find(r.correlation);
-    if (it == act_of_corr.end()) {  // tag without its kernel (kernel dropped, launch not seen)
-      ++unlinked;
-      continue;
+
+  // NCCL tags, joined to their kernel by correlation id (after activities()).
+  void nccl(const std::vector<spool::Nccl>& recs) {
+    auto& n = s_.nccl;
+    for (const spool::Nccl& rec : recs) {
+      const struct {
+        int64_t correlation, seq, count, bytes;
+        uint64_t comm_hash;
+        uint32_t collective, dtype;
+        int32_t nranks, peer;
+        uint32_t algo, proto;
+        int32_t n_channels, comm_rank;
+      } r = {rec.correlation, rec.seq,        rec.count,    rec.bytes, rec.comm_hash,
+             rec.collective,  rec.dtype,      rec.nranks,   rec.peer,  rec.algo,
+             rec.proto,       rec.n_channels, rec.comm_rank};
+      auto it = act_of_corr_.find(r.correlation);
+      if (it == act_of_corr_.end()) {  // tag without its kernel (kernel dropped, launch not seen)
+        ++unlinked;
+        continue;
+      }
+      if (r.collective >= nstr_ || r.dtype >= nstr_ || r.algo >= nstr_ || r.proto >= nstr_) {
+        ++dropped;
+        continue;
+      }
+      n.activity.push_back(it->second);
+      n.collective_id.push_back(r.collective);
+      n.seq.push_back(r.seq);
+      // The collector knows the communicator, not PyTorch's process-group name: the hash
+      // stands in for it (matching uses (communicator, collective, seq)).
+      char pg[32];
+      std::snprintf(pg, sizeof pg, "comm:%016llx", static_cast<unsigned long long>(r.comm_hash));
+      n.pg_name_id.push_back(s_.strings.intern(pg));
+      n.group_size.push_back(r.nranks);
+      n.in_nelems.push_back(r.count);
+      n.out_nelems.push_back(r.count);
+      n.msg_bytes.push_back(r.bytes);
+      n.dtype_id.push_back(r.dtype);
+      n.comm_hash.push_back(r.comm_hash);
+      n.peer.push_back(r.peer);
+      n.comm_rank.push_back(r.comm_rank);
+      n.algo_id.push_back(r.algo);
+      n.proto_id.push_back(r.proto);
+      n.n_channels.push_back(r.n_channels);
     }
-    if (r.collective >= nstr || r.dtype >= nstr || r.algo >= nstr || r.proto >= nstr) {
-      ++dropped;
-      continue;
-    }
-    auto& n = s.nccl;
-    n.activity.push_back(it->second);
-    n.collective_id.push_back(r.collective);
-    n.seq.push_back(r.seq);
-    // The collector knows the communicator, not PyTorch's process-group name: the hash
-    // stands in for it (matching uses (communicator, collective, seq)).
-    char pg[32];
-    std::snprintf(pg, sizeof pg, "comm:%016llx", static_cast<unsigned long long>(r.comm_hash));
-    n.pg_name_id.push_back(s.strings.intern(pg));
-    n.pg_desc_id.push_back(0);
-    n.pg_ranks_id.push_back(0);
-    n.group_size.push_back(r.nranks);
-    n.in_nelems.push_back(r.count);
-    n.out_nelems.push_back(r.count);
-    n.msg_bytes.push_back(r.bytes);
-    n.dtype_id.push_back(r.dtype);
-    n.comm_hash.push_back(r.comm_hash);
-    n.peer.push_back(r.peer);
-    n.comm_rank.push_back(r.comm_rank);
-    n.algo_id.push_back(r.algo);
-    n.proto_id.push_back(r.proto);
-    n.n_channels.push_back(r.n_channels);
   }
-  sort_activities(s);
 
   // Allocations and releases → memory in use per device, a step function from the first record
-  // (memory allocated before profiling started is not known).
-  {
-    struct Mem {  // aligned copies of the packed records (see above)
+  // (memory allocated before profiling started is not known); sampled counters (NVML power,
+  // ...) as they came.
+  void counters(const std::vector<spool::Memory>& memory,
+                const std::vector<spool::Counter>& sampled) {
+    struct Mem {
       int32_t device;
       int64_t ts_ns, bytes;
     };
     std::vector<Mem> mem;
-    mem.reserve(c.memory.size());
-    for (const spool::Memory& r : c.memory) mem.push_back({r.device, r.ts_ns, r.bytes});
+    mem.reserve(memory.size());
+    for (const spool::Memory& r : memory) mem.push_back({r.device, r.ts_ns, r.bytes});
     std::stable_sort(mem.begin(), mem.end(), [](const Mem& x, const Mem& y) {
       return std::tie(x.device, x.ts_ns) < std::tie(y.device, y.ts_ns);
     });
-    const uint32_t name = s.strings.intern(kCounterGpuMemory);
-    auto& k = s.counters;
+    const uint32_t name = s_.strings.intern(kCounterGpuMemory);
+    const int32_t rank = meta_.rank;
+    auto& k = s_.counters;
     int64_t in_use = 0;
     for (size_t i = 0; i < mem.size(); ++i) {
       if (i == 0 || mem[i].device != mem[i - 1].device) in_use = 0;
       int64_t ts = 0, sum = 0;
-      if (!t(mem[i].ts_ns, &ts) || !checked_add(in_use, mem[i].bytes, &sum)) {
+      if (!time(mem[i].ts_ns, &ts) || !checked_add(in_use, mem[i].bytes, &sum)) {
         ++dropped;
         continue;
       }
@@ -200,13 +213,12 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
       k.ts_ns.push_back(ts);
       k.value.push_back(in_use);
     }
-    // Sampled counters (NVML power, ...) as they came.
-    for (const spool::Counter& r : c.counters) {
+    for (const spool::Counter& r : sampled) {
       const uint32_t name_id = r.name;
       const int32_t device = r.device;
       const int64_t value = r.value;
       int64_t ts = 0;
-      if (name_id >= nstr || !t(r.ts_ns, &ts)) {
+      if (name_id >= nstr_ || !time(r.ts_ns, &ts)) {
         ++dropped;
         continue;
       }
@@ -216,14 +228,25 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
       k.ts_ns.push_back(ts);
       k.value.push_back(value);
     }
-    sort_counters(k, s.strings);
+    sort_counters(k, s_.strings);
   }
 
+ private:
+  Store& s_;
+  const SpoolMeta& meta_;
+  const ClockModel& clock_;
+  const uint32_t nstr_;
+  std::unordered_map<int64_t, uint64_t> act_of_corr_;  // kernel row by correlation id
+};
+
+// The rank's /ranks row: identity, clock mapping and the record counts.
+RankInfo spool_rank_info(const spool::Contents& c, const SpoolMeta& meta, const ClockModel& clock,
+                         const Store& s, const SpoolConverter& conv) {
   RankInfo info;
-  info.rank = rank;
+  info.rank = meta.rank;
   info.world_size = meta.world_size;
   info.host = meta.host;
-  std::vector<int32_t> devs(a.device.begin(), a.device.end());
+  std::vector<int32_t> devs(s.activities.device.begin(), s.activities.device.end());
   std::sort(devs.begin(), devs.end());
   devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
   for (size_t i = 0; i < devs.size(); ++i) info.devices += (i ? "," : "") + std::to_string(devs[i]);
@@ -246,15 +269,32 @@ Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const Cloc
   info.emulated = meta.emulated;
   info.events_total = static_cast<int64_t>(c.activities.size() + c.launches.size() + c.nccl.size() +
                                            c.ranges.size());
-  info.records_dropped = dropped + (c.truncated ? 1 : 0) + c.status.dropped_ours;
+  info.records_dropped = conv.dropped + (c.truncated ? 1 : 0) + c.status.dropped_ours;
   info.records_dropped_cupti = c.status.dropped_cupti;
   info.events_malformed = c.status.skipped;
-  info.events_ignored = unlinked;
+  info.events_ignored = conv.unlinked;
   info.events_total += static_cast<int64_t>(c.memory.size() + c.counters.size());
   info.collector_status = c.status_line;
   if (info.collector_status.empty())
     info.collector_status = meta.emulated ? "emulated device (no GPU)" : "no GPU activity recorded";
-  s.ranks = {info};
+  return info;
+}
+
+}  // namespace
+
+Store spool_to_store(const spool::Contents& c, const SpoolMeta& meta, const ClockModel& clock) {
+  Store s;
+  s.strings.assign(c.strings.empty() ? std::vector<std::string>{""} : c.strings);
+  SpoolConverter conv(s, meta, clock);
+  conv.activities(c.activities);
+  conv.launches(c.launches);
+  conv.ranges(c.ranges);
+  assign_steps(s);
+  conv.nccl(c.nccl);
+  sort_activities(s);
+  conv.counters(c.memory, c.counters);
+
+  s.ranks = {spool_rank_info(c, meta, clock, s, conv)};
   s.attrs.tool_version = meta.tool_version;
   s.attrs.produced_by = meta.produced_by;
   s.attrs.command_line = "kernalyse-run " + meta.command;

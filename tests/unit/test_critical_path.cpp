@@ -218,7 +218,7 @@ TEST(CriticalPath, SendRecvPairCompletesTogether) {
     n.in_nelems.push_back(-1), n.out_nelems.push_back(-1), n.msg_bytes.push_back(-1);
     n.dtype_id.push_back(0);
   }
-  fill_optional_nccl_columns(n);
+  fill_unknown_columns(n);
   const CriticalPathResult r = critical_path(s, with({"kernel=^K$:x2"}));
   const StepPath& p = r.steps[0];
   EXPECT_EQ(p.collectives, 1);

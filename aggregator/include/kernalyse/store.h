@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -57,134 +58,228 @@ class StringTable {
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
 };
 
-// GPU-side activities (kernels, copies, memsets, syncs). Sorted by (rank, device, stream, start).
-struct Activities {
-  std::vector<int32_t> rank;
-  std::vector<int32_t> device;
-  std::vector<int32_t> stream;
-  std::vector<uint8_t> kind;      // Kind
-  std::vector<uint8_t> category;  // Category
-  std::vector<int64_t> start_ns;
-  std::vector<int64_t> end_ns;
-  std::vector<uint32_t> name_id;
-  std::vector<int64_t> correlation;  // kNoCorrelation if none
-  std::vector<int32_t> step;         // ProfilerStep number, kNoStep if outside all steps
+// ---------------------------------------------------------------------------------------------
+// The column lists: one per table, the only place a column is named. Everything else derives
+// from them: the struct members, the HDF5 datasets (same names, this order; docs/store.md),
+// reading and writing (serial and parallel), merging, sorting, the length checks, the filling
+// of columns a producer left empty, and the exports' extra args.
+//
+// X(type, name, unknown, rule):
+//   type     element type (a uint32_t column holds string ids into Store::strings, an int64_t
+//            column named *_ns holds times; the one row-index column is nccl.activity)
+//   unknown  the value a row holds when its producer does not know it (defined only here)
+//   rule     Required: every producer fills it (a key; `unknown` unused);
+//            Defaulted: a producer may leave the column empty, fill_unknown_columns() fills it;
+//            Added: as Defaulted, and absent from files written before it existed (readers
+//            fill it in).
+// A new column is a line here plus the producer that fills it. Comments must be /* */ ones.
 
-  size_t size() const { return start_ns.size(); }
-  void reserve(size_t n);
-};
+// GPU-side activities (kernels, copies, memsets, syncs). Sorted by (rank, device, stream, start).
+#define KERNALYSE_ACTIVITY_COLUMNS(X)                             \
+  X(int32_t, rank, 0, Required)                                   \
+  X(int32_t, device, 0, Required)                                 \
+  X(int32_t, stream, 0, Required)                                 \
+  X(uint8_t, kind, Kind::Other, Defaulted)         /* Kind */     \
+  X(uint8_t, category, Category::Other, Defaulted) /* Category */ \
+  X(int64_t, start_ns, 0, Required)                               \
+  X(int64_t, end_ns, 0, Required)                                 \
+  X(uint32_t, name_id, 0, Defaulted)                              \
+  X(int64_t, correlation, kNoCorrelation, Defaulted)              \
+  X(int32_t, step, kNoStep, Defaulted) /* ProfilerStep number */
 
 // CPU runtime/driver API calls (launches), joined to activities by (rank, correlation).
-struct LaunchCalls {
-  std::vector<int32_t> rank;
-  std::vector<int64_t> pid;
-  std::vector<int64_t> tid;
-  std::vector<int64_t> start_ns;
-  std::vector<int64_t> end_ns;
-  std::vector<uint32_t> name_id;
-  std::vector<int64_t> correlation;
-  std::vector<int32_t> step;
-
-  size_t size() const { return start_ns.size(); }
-};
+#define KERNALYSE_LAUNCH_COLUMNS(X)                  \
+  X(int32_t, rank, 0, Required)                      \
+  X(int64_t, pid, 0, Required)                       \
+  X(int64_t, tid, 0, Required)                       \
+  X(int64_t, start_ns, 0, Required)                  \
+  X(int64_t, end_ns, 0, Required)                    \
+  X(uint32_t, name_id, 0, Defaulted)                 \
+  X(int64_t, correlation, kNoCorrelation, Defaulted) \
+  X(int32_t, step, kNoStep, Defaulted)
 
 // ProfilerStep#N, user annotations, GPU user annotations, NVTX ranges.
-struct Annotations {
-  std::vector<int32_t> rank;
-  std::vector<uint8_t> kind;  // AnnotationKind
-  std::vector<int64_t> pid;   // process (CPU) or device (GPU annotations)
-  std::vector<int64_t> tid;   // thread (CPU) or stream (GPU annotations)
-  std::vector<int64_t> start_ns;
-  std::vector<int64_t> end_ns;
-  std::vector<uint32_t> name_id;
-  std::vector<int32_t> step;  // N for ProfilerStep#N, else kNoStep
-
-  size_t size() const { return start_ns.size(); }
-};
+#define KERNALYSE_ANNOTATION_COLUMNS(X)                                         \
+  X(int32_t, rank, 0, Required)                                                 \
+  X(uint8_t, kind, 0, Required) /* AnnotationKind */                            \
+  X(int64_t, pid, 0, Required)  /* process (CPU) or device (GPU annotations) */ \
+  X(int64_t, tid, 0, Required)  /* thread (CPU) or stream (GPU annotations) */  \
+  X(int64_t, start_ns, 0, Required)                                             \
+  X(int64_t, end_ns, 0, Required)                                               \
+  X(uint32_t, name_id, 0, Defaulted)                                            \
+  X(int32_t, step, kNoStep, Defaulted) /* N for ProfilerStep#N */
 
 // NCCL metadata attached to one communication activity (row index into Activities).
-struct NcclInfo {
-  std::vector<uint64_t> activity;
-  std::vector<uint32_t> collective_id;  // "allreduce", "_allgather_base", ...
-  std::vector<int64_t> seq;             // -1 if unknown
-  std::vector<uint32_t> pg_name_id;
-  std::vector<uint32_t> pg_desc_id;
-  std::vector<uint32_t> pg_ranks_id;  // "[0, 1]" as recorded
-  std::vector<int32_t> group_size;    // -1 if unknown
-  std::vector<int64_t> in_nelems;     // -1 if unknown
-  std::vector<int64_t> out_nelems;
-  std::vector<int64_t> msg_bytes;  // -1 if unknown
-  std::vector<uint32_t> dtype_id;
-  std::vector<uint64_t> comm_hash;  // communicator hash from the collector, 0 if unknown
-  std::vector<int32_t> peer;        // p2p peer, -1 for collectives
-  std::vector<int32_t> comm_rank;   // this rank's rank in the communicator, -1 if unknown
-  std::vector<uint32_t> algo_id;    // "RING", "TREE", ... ("" if unknown)
-  std::vector<uint32_t> proto_id;   // "LL", "LL128", "SIMPLE", ... ("" if unknown)
-  std::vector<int32_t> n_channels;  // -1 if unknown
-
-  size_t size() const { return activity.size(); }
-};
+#define KERNALYSE_NCCL_COLUMNS(X)                                                   \
+  X(uint64_t, activity, 0, Required)                                                \
+  X(uint32_t, collective_id, 0, Required) /* "allreduce", "_allgather_base", ... */ \
+  X(int64_t, seq, -1, Defaulted)                                                    \
+  X(uint32_t, pg_name_id, 0, Defaulted)                                             \
+  X(uint32_t, pg_desc_id, 0, Defaulted)                                             \
+  X(uint32_t, pg_ranks_id, 0, Defaulted) /* "[0, 1]" as recorded */                 \
+  X(int32_t, group_size, -1, Defaulted)                                             \
+  X(int64_t, in_nelems, -1, Defaulted)                                              \
+  X(int64_t, out_nelems, -1, Defaulted)                                             \
+  X(int64_t, msg_bytes, -1, Defaulted)                                              \
+  X(uint32_t, dtype_id, 0, Defaulted)                                               \
+  X(uint64_t, comm_hash, 0, Added) /* communicator hash from the collector */       \
+  X(int32_t, peer, -1, Added)      /* p2p peer; -1 for collectives too */           \
+  X(int32_t, comm_rank, -1, Added) /* this rank's rank in the communicator */       \
+  X(uint32_t, algo_id, 0, Added)   /* "RING", "TREE", ... */                        \
+  X(uint32_t, proto_id, 0, Added)  /* "LL", "LL128", "SIMPLE", ... */               \
+  X(int32_t, n_channels, -1, Added)
 
 // Per-device values over time, one row per change (a step function): GPU memory in use from
 // the collector's allocation records, power when sampled, the profiler's memory events on
 // import. Sorted by (rank, device, name, ts).
-struct Counters {
-  std::vector<int32_t> rank;
-  std::vector<int32_t> device;
-  std::vector<uint32_t> name_id;  // kCounterGpuMemory, ...
-  std::vector<int64_t> ts_ns;
-  std::vector<int64_t> value;  // integer units named by the counter (bytes, mW)
-
-  size_t size() const { return ts_ns.size(); }
-};
-// Counter names (interned in the store's string table).
-inline constexpr const char* kCounterGpuMemory = "gpu_memory_allocated_bytes";
-inline constexpr const char* kCounterPower = "gpu_power_mw";
+#define KERNALYSE_COUNTER_COLUMNS(X)                             \
+  X(int32_t, rank, 0, Required)                                  \
+  X(int32_t, device, 0, Required)                                \
+  X(uint32_t, name_id, 0, Required) /* kCounterGpuMemory, ... */ \
+  X(int64_t, ts_ns, 0, Required)                                 \
+  X(int64_t, value, 0, Required) /* integer units named by the counter (bytes, mW) */
 
 // PyTorch operator calls (`cpu_op` events recorded with `record_shapes`) that launched GPU work:
 // one row per (op call, launch), joined to /launches and /activities by (rank, correlation). The
 // op is the innermost one enclosing the launch (the launch's "External id"). Shapes are kept as
 // the trace's JSON text; the performance model (analysis/perfmodel.h) parses them. Sorted by
 // (rank, start_ns). Empty for sources without such events (collector, nsys, older stores).
-struct Ops {
-  std::vector<int32_t> rank;
-  std::vector<int64_t> pid;
-  std::vector<int64_t> tid;
-  std::vector<int64_t> start_ns;
-  std::vector<int64_t> end_ns;
-  std::vector<uint32_t> name_id;      // "aten::addmm"
-  std::vector<int64_t> external_id;   // the op call's id in the trace (one per call)
-  std::vector<int64_t> correlation;   // the launch's correlation id
-  std::vector<uint32_t> dims_id;      // "Input Dims" JSON text, "" if not recorded
-  std::vector<uint32_t> types_id;     // "Input type" JSON text, "" if not recorded
-  std::vector<uint32_t> concrete_id;  // "Concrete Inputs" JSON text, "" if not recorded
+#define KERNALYSE_OP_COLUMNS(X)                                                             \
+  X(int32_t, rank, 0, Required)                                                             \
+  X(int64_t, pid, 0, Required)                                                              \
+  X(int64_t, tid, 0, Required)                                                              \
+  X(int64_t, start_ns, 0, Required)                                                         \
+  X(int64_t, end_ns, 0, Required)                                                           \
+  X(uint32_t, name_id, 0, Required)      /* "aten::addmm" */                                \
+  X(int64_t, external_id, 0, Required)   /* the op call's id in the trace (one per call) */ \
+  X(int64_t, correlation, 0, Required)   /* the launch's correlation id */                  \
+  X(uint32_t, dims_id, 0, Defaulted)     /* "Input Dims" JSON text */                       \
+  X(uint32_t, types_id, 0, Defaulted)    /* "Input type" JSON text */                       \
+  X(uint32_t, concrete_id, 0, Defaulted) /* "Concrete Inputs" JSON text */
 
+// One row per rank (/ranks): where its data came from and how its clock maps to the run's
+// timeline. `bool` is stored as uint8, std::string as a variable-length string.
+#define KERNALYSE_RANK_FIELDS(X)                                                                  \
+  X(int32_t, rank, 0, Required)                                                                   \
+  X(int32_t, world_size, -1, Required)                                                            \
+  X(std::string, host, "", Required)                                                              \
+  X(std::string, devices, "", Required)     /* "0" or "0,1" */                                    \
+  X(std::string, device_name, "", Required) /* from deviceProperties, "" if unknown */            \
+  X(std::string, source, "", Required)      /* input file or spool */                             \
+  X(int64_t, base_time_ns, 0, Required)     /* absolute anchor of this rank's clock (epoch ns) */ \
+  X(int64_t, clock_offset_ns, 0, Required)  /* add to local time to get run time */               \
+  X(double, clock_drift, 0.0, Required)     /* ns per ns, applied relative to the sync point */   \
+  X(int64_t, clock_uncertainty_ns, 0, Required) /* ± bound on the alignment error */             \
+  X(std::string, clock_method, "", Required)    /* "none (per-rank wall clock)", ... */           \
+  X(bool, emulated, false, Required)            /* synthetic / emulated device data */            \
+  X(int64_t, events_total, 0, Required)                                                           \
+  X(int64_t, events_malformed, 0, Required)                                                       \
+  X(int64_t, events_ignored, 0, Required)     /* well-formed but not kept (cpu_op, ...) */        \
+  X(int64_t, records_dropped, 0, Required)    /* lost by kernalyse (buffer pool full, ...) */     \
+  X(int64_t, records_dropped_cupti, 0, Added) /* cuptiActivityGetNumDroppedRecords */             \
+  /* What the collector could record on this rank, one line: "cupti: 1 CUDA device", "no CUDA     \
+     device: ...", "emulated device", "imported" ...; "" if unknown (older stores). */            \
+  X(std::string, collector_status, "", Added)
+
+// How a column behaves when a producer or a file does not provide it (see above).
+enum class ColumnRule : uint8_t { Required, Defaulted, Added };
+
+// What the visitors pass along with each column.
+template <class T>
+struct ColumnDef {
+  const char* name;
+  T unknown;
+  ColumnRule rule;
+  bool required() const { return rule == ColumnRule::Required; }
+};
+
+#define KERNALYSE_COLUMN_MEMBER(T, name, unknown, rule) std::vector<T> name;
+
+struct Activities {
+  KERNALYSE_ACTIVITY_COLUMNS(KERNALYSE_COLUMN_MEMBER)
+  size_t size() const { return start_ns.size(); }
+  void reserve(size_t n);
+};
+
+struct LaunchCalls {
+  KERNALYSE_LAUNCH_COLUMNS(KERNALYSE_COLUMN_MEMBER)
   size_t size() const { return start_ns.size(); }
 };
 
-// One row per rank: where its data came from and how its clock maps to the run's timeline.
-struct RankInfo {
-  int32_t rank = 0;
-  int32_t world_size = -1;
-  std::string host;
-  std::string devices;          // "0" or "0,1"
-  std::string device_name;      // from deviceProperties, "" if unknown
-  std::string source;           // input file or spool
-  int64_t base_time_ns = 0;     // absolute anchor of this rank's clock (epoch ns), 0 if unknown
-  int64_t clock_offset_ns = 0;  // add to local time to get run time
-  double clock_drift = 0.0;     // dimensionless (ns per ns), applied relative to sync point
-  int64_t clock_uncertainty_ns = 0;  // ± bound on the alignment error, 0 if unknown
-  std::string clock_method;          // "none (per-rank wall clock)", "mpi-pingpong", ...
-  bool emulated = false;             // synthetic / emulated device data
-  int64_t events_total = 0;
-  int64_t events_malformed = 0;
-  int64_t events_ignored = 0;         // well-formed but not kept (cpu_op, python_function, ...)
-  int64_t records_dropped = 0;        // lost by kernalyse (buffer pool full, spool cut, ...)
-  int64_t records_dropped_cupti = 0;  // CUPTI's own count (cuptiActivityGetNumDroppedRecords)
-  // What the collector could record on this rank, one line: "cupti: 1 CUDA device",
-  // "no CUDA device: ...", "emulated device", "imported" ...; "" if unknown (older stores).
-  std::string collector_status;
+struct Annotations {
+  KERNALYSE_ANNOTATION_COLUMNS(KERNALYSE_COLUMN_MEMBER)
+  size_t size() const { return start_ns.size(); }
 };
+
+struct NcclInfo {
+  KERNALYSE_NCCL_COLUMNS(KERNALYSE_COLUMN_MEMBER)
+  size_t size() const { return activity.size(); }
+};
+
+struct Counters {
+  KERNALYSE_COUNTER_COLUMNS(KERNALYSE_COLUMN_MEMBER)
+  size_t size() const { return ts_ns.size(); }
+};
+// Counter names (interned in the store's string table).
+inline constexpr const char* kCounterGpuMemory = "gpu_memory_allocated_bytes";
+inline constexpr const char* kCounterPower = "gpu_power_mw";
+
+struct Ops {
+  KERNALYSE_OP_COLUMNS(KERNALYSE_COLUMN_MEMBER)
+  size_t size() const { return start_ns.size(); }
+};
+
+#define KERNALYSE_FIELD_MEMBER(T, name, unknown, rule) T name{unknown};
+
+struct RankInfo {
+  KERNALYSE_RANK_FIELDS(KERNALYSE_FIELD_MEMBER)
+};
+
+// for_each_column(table, f): f(const ColumnDef<T>&, std::vector<T>& column) for each column of
+// `table` (const or not) in list (= on-disk) order.
+// for_each_column_pair(a, b, f): f(def, a's column, b's column) for two tables of one type.
+#define KERNALYSE_VISIT_COLUMN(T, name, unknown, rule) \
+  f(ColumnDef<T>{#name, static_cast<T>(unknown), ColumnRule::rule}, t.name);
+#define KERNALYSE_VISIT_COLUMN_PAIR(T, name, unknown, rule) \
+  f(ColumnDef<T>{#name, static_cast<T>(unknown), ColumnRule::rule}, t.name, u.name);
+#define KERNALYSE_COLUMN_VISITOR(Table, LIST)                          \
+  template <class Tab, class F>                                        \
+  requires std::is_same_v<std::remove_const_t<Tab>, Table>             \
+  void for_each_column(Tab& t, F&& f) { LIST(KERNALYSE_VISIT_COLUMN) } \
+  template <class Tab, class Uab, class F>                             \
+  requires std::is_same_v<std::remove_const_t<Tab>, Table> &&          \
+      std::is_same_v<std::remove_const_t<Uab>, Table>                  \
+  void for_each_column_pair(Tab& t, Uab& u, F&& f) { LIST(KERNALYSE_VISIT_COLUMN_PAIR) }
+KERNALYSE_COLUMN_VISITOR(Activities, KERNALYSE_ACTIVITY_COLUMNS)
+KERNALYSE_COLUMN_VISITOR(LaunchCalls, KERNALYSE_LAUNCH_COLUMNS)
+KERNALYSE_COLUMN_VISITOR(Annotations, KERNALYSE_ANNOTATION_COLUMNS)
+KERNALYSE_COLUMN_VISITOR(NcclInfo, KERNALYSE_NCCL_COLUMNS)
+KERNALYSE_COLUMN_VISITOR(Counters, KERNALYSE_COUNTER_COLUMNS)
+KERNALYSE_COLUMN_VISITOR(Ops, KERNALYSE_OP_COLUMNS)
+#undef KERNALYSE_COLUMN_VISITOR
+#undef KERNALYSE_VISIT_COLUMN
+#undef KERNALYSE_VISIT_COLUMN_PAIR
+
+// for_each_rank_field(f): f(const ColumnDef<M>&, M RankInfo::*member) for each RankInfo field
+// in on-disk order.
+template <class F>
+void for_each_rank_field(F&& f) {
+#define KERNALYSE_VISIT_FIELD(T, name, unknown, rule) \
+  f(ColumnDef<T>{#name, T(unknown), ColumnRule::rule}, &RankInfo::name);
+  KERNALYSE_RANK_FIELDS(KERNALYSE_VISIT_FIELD)
+#undef KERNALYSE_VISIT_FIELD
+}
+
+// Fills every non-Required column that is empty while its table has rows with its unknown
+// value (a producer that does not know the column, a file that predates it).
+template <class Tab>
+void fill_unknown_columns(Tab& t) {
+  const size_t n = t.size();
+  if (!n) return;
+  for_each_column(t, [n](const auto& def, auto& col) {
+    if (col.empty() && !def.required()) col.assign(n, def.unknown);
+  });
+}
 
 // File-level attributes.
 struct StoreAttrs {
@@ -209,6 +304,31 @@ struct Store {
   std::vector<RankInfo> ranks;  // sorted by rank
 };
 
+// The row tables of a store, by group name, in file order.
+#define KERNALYSE_TABLES(X) X(activities) X(launches) X(annotations) X(nccl) X(counters) X(ops)
+
+// for_each_table(store, f): f(name, table) for every row table of `store` (const or not);
+// for_each_table_pair(a, b, f): f(name, a's table, b's table).
+template <class S, class F>
+requires std::is_same_v<std::remove_const_t<S>, Store>
+void for_each_table(S& s, F&& f) {
+#define KERNALYSE_VISIT_TABLE(name) f(#name, s.name);
+  KERNALYSE_TABLES(KERNALYSE_VISIT_TABLE)
+#undef KERNALYSE_VISIT_TABLE
+}
+template <class S, class T, class F>
+requires std::is_same_v<std::remove_const_t<S>, Store> &&
+    std::is_same_v<std::remove_const_t<T>, Store>
+void for_each_table_pair(S& s, T& t, F&& f) {
+#define KERNALYSE_VISIT_TABLE(name) f(#name, s.name, t.name);
+  KERNALYSE_TABLES(KERNALYSE_VISIT_TABLE)
+#undef KERNALYSE_VISIT_TABLE
+}
+
+// fill_unknown_columns for every table. Every producer goes through it (assign_steps calls it),
+// as does merge_stores for each part: a producer fills only the columns it knows.
+void fill_unknown_columns(Store& s);
+
 // Which columns a reader loads; analyses ask only for what they use (peak RSS budget).
 struct ColumnSelection {
   bool activities = true;
@@ -226,14 +346,11 @@ struct ColumnSelection {
 // Joins per-rank stores into one; string ids are remapped. Fails on duplicate ranks.
 Store merge_stores(std::vector<Store> parts);
 
-// Fills the step columns from each rank's ProfilerStep#N annotations: launches and other
-// annotations by CPU time; GPU work through its launch's correlation id (HTA's rule), else by
-// its own start. Every producer (importer, collector) calls this one function.
+// Fills the columns the producer left empty (fill_unknown_columns), then the step columns from
+// each rank's ProfilerStep#N annotations: launches and other annotations by CPU time; GPU work
+// through its launch's correlation id (HTA's rule), else by its own start. Every producer
+// (importer, collector) calls this one function.
 void assign_steps(Store& s);
-
-// Fills the nccl columns later schema versions added (comm_hash, peer, comm_rank, algo_id,
-// proto_id, n_channels) with their "unknown" values when a producer left them empty.
-void fill_optional_nccl_columns(NcclInfo& c);
 
 // Sorts counters by (rank, device, name, ts), the name by its text (not its id, which differs
 // between a rank's own table and a merged one), stably: same-ts rows keep their order.
