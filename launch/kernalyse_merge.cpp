@@ -76,35 +76,6 @@ struct Options {
   std::string peaks;                              // --peaks FILE.json
 };
 
-nlohmann::json inference_json(const ClockInference& inf) {
-  nlohmann::json hosts = nlohmann::json::array();
-  for (const auto& h : inf.hosts)
-    hosts.push_back({{"host", h.host},
-                     {"ranks", h.ranks},
-                     {"reference", h.reference},
-                     {"offset_ns", h.offset_ns},
-                     {"drift", h.drift},
-                     {"uncertainty_ns", h.uncertainty_ns},
-                     {"samples", h.samples},
-                     {"bound_lo_ns", h.bound_lo_ns},
-                     {"bound_hi_ns", h.bound_hi_ns}});
-  return {{"ok", inf.ok},
-          {"why", inf.why},
-          {"method", inf.method},
-          {"t_ref_ns", inf.t_ref_ns},
-          {"collectives", inf.collectives},
-          {"messages", inf.messages},
-          {"constrained", inf.constrained},
-          {"violations_before", inf.violations_before},
-          {"violations_after", inf.violations_after},
-          {"completion_skew_before_ns", inf.skew_before_ns},
-          {"completion_skew_after_ns", inf.skew_after_ns},
-          {"drift_fitted", inf.drift_fitted},
-          {"notes", inf.notes},
-          {"hosts", hosts},
-          {"summary", describe(inf)}};
-}
-
 bool is_trace_name(const fs::path& p) {
   std::string n = p.filename().string();
   auto ends = [&](std::string_view s) {
@@ -236,41 +207,7 @@ void print_hang(const HangReport& h, bool json) {
     for (const auto& line : h.lines()) std::cout << line << "\n";
     return;
   }
-  nlohmann::json comms = nlohmann::json::array();
-  for (const auto& c : h.comms) {
-    nlohmann::json ranks = nlohmann::json::array();
-    for (const auto& p : c.ranks)
-      ranks.push_back({{"rank", p.rank},
-                       {"comm_rank", p.comm_rank},
-                       {"last_entered", p.last_entered},
-                       {"last_entered_op", p.last_entered_op},
-                       {"last_entered_bytes", p.last_entered_bytes},
-                       {"last_completed", p.last_completed},
-                       {"waiting", p.waiting}});
-    comms.push_back({{"comm", comm_name(c.comm_hash)},
-                     {"nranks", c.nranks},
-                     {"stuck_seq", c.stuck_seq},
-                     {"stuck_op", c.stuck_op},
-                     {"stuck_bytes", c.stuck_bytes},
-                     {"waiting", c.waiting},
-                     {"never_entered", c.never_entered},
-                     {"unseen", c.unseen},
-                     {"front_seq", c.front_seq},
-                     {"behind", c.behind},
-                     {"ranks", ranks}});
-  }
-  nlohmann::json mism = nlohmann::json::array();
-  for (const auto& m : h.mismatches) {
-    nlohmann::json sides = nlohmann::json::array();
-    for (const auto& sd : m.sides)
-      sides.push_back({{"op", sd.op}, {"bytes", sd.bytes}, {"ranks", sd.ranks}});
-    mism.push_back({{"comm", comm_name(m.comm_hash)}, {"seq", m.seq}, {"sides", sides}});
-  }
-  std::cout << nlohmann::json{{"spool", h.dir},    {"ranks", h.ranks}, {"marks", h.marks},
-                              {"hung", h.hung()},  {"comms", comms},   {"mismatches", mism},
-                              {"lines", h.lines()}}
-                   .dump(1)
-            << "\n";
+  std::cout << hang_json(h).dump(1) << "\n";
 }
 
 int run_spool(const Options& o, const std::string& command_line) {
@@ -537,7 +474,7 @@ int run_node_stores(const Options& o, const std::vector<std::string>& files,
   if (!o.quiet)
     std::cerr << "wrote " << o.output << ": " << store.ranks.size() << " ranks on " << hosts.size()
               << " host(s) from " << files.size() << " stores\n";
-  if (o.json) std::cout << inference_json(inference).dump(1) << "\n";
+  if (o.json) std::cout << clock_inference_json(inference).dump(1) << "\n";
   return 0;
 }
 
@@ -692,74 +629,11 @@ int run(const Options& o, const std::string& command_line) {
   if (!analyse) return 0;
 
   Report report;
-  if (store.attrs.emulated)
-    report.headline.push_back("DATA IS SYNTHETIC/EMULATED: no real GPU recorded these events");
-  std::string ranks;
-  for (const auto& r : store.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r.rank);
-  report.headline.push_back("ranks: " + ranks + "; clocks: " + store.attrs.clock_domain);
-  // What each rank's collector could record, and what it lost: said, never silent.
-  std::map<std::pair<int32_t, int32_t>, int64_t> peak_mem, peak_power;  // (rank, device) → peak
-  {
-    const Counters& k = store.counters;
-    for (size_t i = 0; i < k.size(); ++i) {
-      const std::string& name = store.strings.at(k.name_id[i]);
-      auto* peaks = name == kCounterGpuMemory ? &peak_mem
-                    : name == kCounterPower   ? &peak_power
-                                              : nullptr;
-      if (!peaks) continue;
-      int64_t& m = (*peaks)[{k.rank[i], k.device[i]}];
-      m = std::max(m, k.value[i]);
-    }
-  }
-  for (const auto& r : store.ranks) {
-    const std::string& st = r.collector_status;
-    if (!st.empty() && st.rfind("cupti:", 0) != 0 && !r.emulated)
-      report.headline.push_back("rank " + std::to_string(r.rank) + ": " + st);
-    if (r.records_dropped + r.records_dropped_cupti > 0)
-      report.headline.push_back("rank " + std::to_string(r.rank) + ": " +
-                                std::to_string(r.records_dropped + r.records_dropped_cupti) +
-                                " records dropped (CUPTI " +
-                                std::to_string(r.records_dropped_cupti) + ", kernalyse " +
-                                std::to_string(r.records_dropped) + ")");
-  }
-  if (!peak_mem.empty()) {
-    std::string line = "peak GPU memory in use:";
-    for (const auto& [rd, bytes] : peak_mem)
-      line += " rank " + std::to_string(rd.first) + " GPU " + std::to_string(rd.second) + " " +
-              format_bytes(bytes) + ";";
-    line.pop_back();
-    report.headline.push_back(line);
-  }
-  nlohmann::json jr = nlohmann::json::array();
-  for (const auto& r : store.ranks) {
-    nlohmann::json mem = nlohmann::json::object(), power = nlohmann::json::object();
-    for (const auto& [rd, bytes] : peak_mem)
-      if (rd.first == r.rank) mem[std::to_string(rd.second)] = bytes;
-    for (const auto& [rd, mw] : peak_power)
-      if (rd.first == r.rank) power[std::to_string(rd.second)] = mw;
-    jr.push_back({{"rank", r.rank},
-                  {"source", r.source},
-                  {"host", r.host},
-                  {"devices", r.devices},
-                  {"device_name", r.device_name},
-                  {"emulated", r.emulated},
-                  {"clock_method", r.clock_method},
-                  {"clock_offset_ns", r.clock_offset_ns},
-                  {"clock_drift", r.clock_drift},
-                  {"clock_uncertainty_ns", r.clock_uncertainty_ns},
-                  {"events_malformed", r.events_malformed},
-                  {"collector_status", r.collector_status},
-                  {"records_dropped", r.records_dropped},
-                  {"records_dropped_cupti", r.records_dropped_cupti},
-                  {"peak_gpu_memory_bytes", mem},
-                  {"peak_gpu_power_mw", power}});
-  }
-  report.json["ranks"] = jr;
+  store_overview(store, &report);
   if (inferred) {
-    report.json["clock_inference"] = inference_json(inference);
+    report.json["clock_inference"] = clock_inference_json(inference);
     report.headline.push_back(describe(inference));
   }
-  report.json["emulated"] = store.attrs.emulated;
 
   if (o.compat == "hta") {
     store = hta_view(store);

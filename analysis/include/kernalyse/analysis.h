@@ -19,6 +19,11 @@ struct Filter {
   std::optional<int32_t> step;
 };
 
+// What every analysis report starts with: the emulated-data warning, the ranks and clock domain,
+// each rank's collector status and dropped records, peak GPU memory (headline); per rank its
+// source, clock alignment and peak memory and power counters (JSON "ranks"), and "emulated".
+void store_overview(const Store& s, Report* out);
+
 // Indices of activities passing the filter (all kinds), in store order. Throws Error when
 // --rank names a rank the store lacks or --step a ProfilerStep#N that no selected rank has.
 std::vector<uint32_t> select_activities(const Store& s, const Filter& f);
