@@ -2,7 +2,6 @@
 // import, store and analysis libraries.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -14,7 +13,6 @@
 #include <mutex>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/atomic_file.h"
@@ -28,6 +26,7 @@
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/nsys.h"
+#include "kernalyse/parallel.h"
 #include "kernalyse/power_log.h"
 #include "kernalyse/progress.h"
 #include "kernalyse/roofline.h"
@@ -113,7 +112,6 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
   std::vector<ImportStats> st(files.size());
   std::vector<std::string> errors(files.size());
   std::vector<char> rankless(files.size(), 0);
-  std::atomic<size_t> next{0};
   // One bar for all files, in on-disk bytes: parallel imports advance it together.
   int64_t total = 0;
   for (const auto& f : files) total += input_bytes(f);
@@ -136,29 +134,21 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
                   files[nsys[i] ? 0 : i] + "); import one kind at a time");
   if (!o.step_range.empty() && (files.empty() || !nsys[0]))
     throw Error("--step-range applies to Nsight Systems reports (.sqlite) only");
-  auto worker = [&] {
-    for (size_t i; (i = next++) < files.size();) {
-      try {
-        parts[i] = nsys[i] ? import_nsys_file(files[i], iopt, &st[i])
-                           : import_kineto_file(files[i], iopt, &st[i]);
-      } catch (const NoRankError& e) {
-        errors[i] = e.what();
-        rankless[i] = 1;
-      } catch (const Error& e) {
-        errors[i] = e.what();
-      } catch (const std::bad_alloc&) {
-        errors[i] = files[i] + ": out of memory while importing";
-      } catch (const std::exception& e) {  // anything else: still one line naming the file
-        errors[i] = files[i] + ": cannot import: " + e.what();
-      }
+  parallel_for(files.size(), [&](size_t i) {
+    try {
+      parts[i] = nsys[i] ? import_nsys_file(files[i], iopt, &st[i])
+                         : import_kineto_file(files[i], iopt, &st[i]);
+    } catch (const NoRankError& e) {
+      errors[i] = e.what();
+      rankless[i] = 1;
+    } catch (const Error& e) {
+      errors[i] = e.what();
+    } catch (const std::bad_alloc&) {
+      errors[i] = files[i] + ": out of memory while importing";
+    } catch (const std::exception& e) {  // anything else: still one line naming the file
+      errors[i] = files[i] + ": cannot import: " + e.what();
     }
-  };
-  size_t nthreads =
-      std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < nthreads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  });
   // Several files that do not say their rank: one error that lists them all.
   if (std::count(rankless.begin(), rankless.end(), 1) > 1) {
     std::string list;
@@ -404,27 +394,9 @@ void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
 // order) is rethrown after all have stopped.
 void run_in_parallel(const std::vector<std::function<void(Report*)>>& tasks, Report* report) {
   std::vector<Report> parts(tasks.size());
-  std::vector<std::exception_ptr> failed(tasks.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t k; (k = next++) < tasks.size();) {
-      const size_t t = tasks.size() - 1 - k;
-      try {
-        tasks[t](&parts[t]);
-      } catch (...) {
-        failed[t] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t t = 1; t < std::min(cores, tasks.size()); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    if (failed[t]) std::rethrow_exception(failed[t]);
-    append_report(report, std::move(parts[t]));
-  }
+  parallel_for(
+      tasks.size(), [&](size_t t) { tasks[t](&parts[t]); }, 0, /*reverse=*/true);
+  for (size_t t = 0; t < tasks.size(); ++t) append_report(report, std::move(parts[t]));
 }
 
 // Several stores (one kernalyse-run per node): one store, the later ones' ranks moved past the
