@@ -2,7 +2,6 @@
 // import, store and analysis libraries.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -14,7 +13,6 @@
 #include <mutex>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/atomic_file.h"
@@ -28,6 +26,7 @@
 #include "kernalyse/html.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/nsys.h"
+#include "kernalyse/parallel.h"
 #include "kernalyse/power_log.h"
 #include "kernalyse/progress.h"
 #include "kernalyse/roofline.h"
@@ -76,35 +75,6 @@ struct Options {
   std::string peaks;                              // --peaks FILE.json
 };
 
-nlohmann::json inference_json(const ClockInference& inf) {
-  nlohmann::json hosts = nlohmann::json::array();
-  for (const auto& h : inf.hosts)
-    hosts.push_back({{"host", h.host},
-                     {"ranks", h.ranks},
-                     {"reference", h.reference},
-                     {"offset_ns", h.offset_ns},
-                     {"drift", h.drift},
-                     {"uncertainty_ns", h.uncertainty_ns},
-                     {"samples", h.samples},
-                     {"bound_lo_ns", h.bound_lo_ns},
-                     {"bound_hi_ns", h.bound_hi_ns}});
-  return {{"ok", inf.ok},
-          {"why", inf.why},
-          {"method", inf.method},
-          {"t_ref_ns", inf.t_ref_ns},
-          {"collectives", inf.collectives},
-          {"messages", inf.messages},
-          {"constrained", inf.constrained},
-          {"violations_before", inf.violations_before},
-          {"violations_after", inf.violations_after},
-          {"completion_skew_before_ns", inf.skew_before_ns},
-          {"completion_skew_after_ns", inf.skew_after_ns},
-          {"drift_fitted", inf.drift_fitted},
-          {"notes", inf.notes},
-          {"hosts", hosts},
-          {"summary", describe(inf)}};
-}
-
 bool is_trace_name(const fs::path& p) {
   std::string n = p.filename().string();
   auto ends = [&](std::string_view s) {
@@ -142,7 +112,6 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
   std::vector<ImportStats> st(files.size());
   std::vector<std::string> errors(files.size());
   std::vector<char> rankless(files.size(), 0);
-  std::atomic<size_t> next{0};
   // One bar for all files, in on-disk bytes: parallel imports advance it together.
   int64_t total = 0;
   for (const auto& f : files) total += input_bytes(f);
@@ -165,29 +134,21 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
                   files[nsys[i] ? 0 : i] + "); import one kind at a time");
   if (!o.step_range.empty() && (files.empty() || !nsys[0]))
     throw Error("--step-range applies to Nsight Systems reports (.sqlite) only");
-  auto worker = [&] {
-    for (size_t i; (i = next++) < files.size();) {
-      try {
-        parts[i] = nsys[i] ? import_nsys_file(files[i], iopt, &st[i])
-                           : import_kineto_file(files[i], iopt, &st[i]);
-      } catch (const NoRankError& e) {
-        errors[i] = e.what();
-        rankless[i] = 1;
-      } catch (const Error& e) {
-        errors[i] = e.what();
-      } catch (const std::bad_alloc&) {
-        errors[i] = files[i] + ": out of memory while importing";
-      } catch (const std::exception& e) {  // anything else: still one line naming the file
-        errors[i] = files[i] + ": cannot import: " + e.what();
-      }
+  parallel_for(files.size(), [&](size_t i) {
+    try {
+      parts[i] = nsys[i] ? import_nsys_file(files[i], iopt, &st[i])
+                         : import_kineto_file(files[i], iopt, &st[i]);
+    } catch (const NoRankError& e) {
+      errors[i] = e.what();
+      rankless[i] = 1;
+    } catch (const Error& e) {
+      errors[i] = e.what();
+    } catch (const std::bad_alloc&) {
+      errors[i] = files[i] + ": out of memory while importing";
+    } catch (const std::exception& e) {  // anything else: still one line naming the file
+      errors[i] = files[i] + ": cannot import: " + e.what();
     }
-  };
-  size_t nthreads =
-      std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < nthreads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  });
   // Several files that do not say their rank: one error that lists them all.
   if (std::count(rankless.begin(), rankless.end(), 1) > 1) {
     std::string list;
@@ -236,41 +197,7 @@ void print_hang(const HangReport& h, bool json) {
     for (const auto& line : h.lines()) std::cout << line << "\n";
     return;
   }
-  nlohmann::json comms = nlohmann::json::array();
-  for (const auto& c : h.comms) {
-    nlohmann::json ranks = nlohmann::json::array();
-    for (const auto& p : c.ranks)
-      ranks.push_back({{"rank", p.rank},
-                       {"comm_rank", p.comm_rank},
-                       {"last_entered", p.last_entered},
-                       {"last_entered_op", p.last_entered_op},
-                       {"last_entered_bytes", p.last_entered_bytes},
-                       {"last_completed", p.last_completed},
-                       {"waiting", p.waiting}});
-    comms.push_back({{"comm", comm_name(c.comm_hash)},
-                     {"nranks", c.nranks},
-                     {"stuck_seq", c.stuck_seq},
-                     {"stuck_op", c.stuck_op},
-                     {"stuck_bytes", c.stuck_bytes},
-                     {"waiting", c.waiting},
-                     {"never_entered", c.never_entered},
-                     {"unseen", c.unseen},
-                     {"front_seq", c.front_seq},
-                     {"behind", c.behind},
-                     {"ranks", ranks}});
-  }
-  nlohmann::json mism = nlohmann::json::array();
-  for (const auto& m : h.mismatches) {
-    nlohmann::json sides = nlohmann::json::array();
-    for (const auto& sd : m.sides)
-      sides.push_back({{"op", sd.op}, {"bytes", sd.bytes}, {"ranks", sd.ranks}});
-    mism.push_back({{"comm", comm_name(m.comm_hash)}, {"seq", m.seq}, {"sides", sides}});
-  }
-  std::cout << nlohmann::json{{"spool", h.dir},    {"ranks", h.ranks}, {"marks", h.marks},
-                              {"hung", h.hung()},  {"comms", comms},   {"mismatches", mism},
-                              {"lines", h.lines()}}
-                   .dump(1)
-            << "\n";
+  std::cout << hang_json(h).dump(1) << "\n";
 }
 
 int run_spool(const Options& o, const std::string& command_line) {
@@ -467,27 +394,9 @@ void attach_power_log_spec(Store* store, const std::string& spec, bool quiet) {
 // order) is rethrown after all have stopped.
 void run_in_parallel(const std::vector<std::function<void(Report*)>>& tasks, Report* report) {
   std::vector<Report> parts(tasks.size());
-  std::vector<std::exception_ptr> failed(tasks.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t k; (k = next++) < tasks.size();) {
-      const size_t t = tasks.size() - 1 - k;
-      try {
-        tasks[t](&parts[t]);
-      } catch (...) {
-        failed[t] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t t = 1; t < std::min(cores, tasks.size()); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    if (failed[t]) std::rethrow_exception(failed[t]);
-    append_report(report, std::move(parts[t]));
-  }
+  parallel_for(
+      tasks.size(), [&](size_t t) { tasks[t](&parts[t]); }, 0, /*reverse=*/true);
+  for (size_t t = 0; t < tasks.size(); ++t) append_report(report, std::move(parts[t]));
 }
 
 // Several stores (one kernalyse-run per node): one store, the later ones' ranks moved past the
@@ -537,7 +446,7 @@ int run_node_stores(const Options& o, const std::vector<std::string>& files,
   if (!o.quiet)
     std::cerr << "wrote " << o.output << ": " << store.ranks.size() << " ranks on " << hosts.size()
               << " host(s) from " << files.size() << " stores\n";
-  if (o.json) std::cout << inference_json(inference).dump(1) << "\n";
+  if (o.json) std::cout << clock_inference_json(inference).dump(1) << "\n";
   return 0;
 }
 
@@ -692,74 +601,11 @@ int run(const Options& o, const std::string& command_line) {
   if (!analyse) return 0;
 
   Report report;
-  if (store.attrs.emulated)
-    report.headline.push_back("DATA IS SYNTHETIC/EMULATED: no real GPU recorded these events");
-  std::string ranks;
-  for (const auto& r : store.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r.rank);
-  report.headline.push_back("ranks: " + ranks + "; clocks: " + store.attrs.clock_domain);
-  // What each rank's collector could record, and what it lost: said, never silent.
-  std::map<std::pair<int32_t, int32_t>, int64_t> peak_mem, peak_power;  // (rank, device) → peak
-  {
-    const Counters& k = store.counters;
-    for (size_t i = 0; i < k.size(); ++i) {
-      const std::string& name = store.strings.at(k.name_id[i]);
-      auto* peaks = name == kCounterGpuMemory ? &peak_mem
-                    : name == kCounterPower   ? &peak_power
-                                              : nullptr;
-      if (!peaks) continue;
-      int64_t& m = (*peaks)[{k.rank[i], k.device[i]}];
-      m = std::max(m, k.value[i]);
-    }
-  }
-  for (const auto& r : store.ranks) {
-    const std::string& st = r.collector_status;
-    if (!st.empty() && st.rfind("cupti:", 0) != 0 && !r.emulated)
-      report.headline.push_back("rank " + std::to_string(r.rank) + ": " + st);
-    if (r.records_dropped + r.records_dropped_cupti > 0)
-      report.headline.push_back("rank " + std::to_string(r.rank) + ": " +
-                                std::to_string(r.records_dropped + r.records_dropped_cupti) +
-                                " records dropped (CUPTI " +
-                                std::to_string(r.records_dropped_cupti) + ", kernalyse " +
-                                std::to_string(r.records_dropped) + ")");
-  }
-  if (!peak_mem.empty()) {
-    std::string line = "peak GPU memory in use:";
-    for (const auto& [rd, bytes] : peak_mem)
-      line += " rank " + std::to_string(rd.first) + " GPU " + std::to_string(rd.second) + " " +
-              format_bytes(bytes) + ";";
-    line.pop_back();
-    report.headline.push_back(line);
-  }
-  nlohmann::json jr = nlohmann::json::array();
-  for (const auto& r : store.ranks) {
-    nlohmann::json mem = nlohmann::json::object(), power = nlohmann::json::object();
-    for (const auto& [rd, bytes] : peak_mem)
-      if (rd.first == r.rank) mem[std::to_string(rd.second)] = bytes;
-    for (const auto& [rd, mw] : peak_power)
-      if (rd.first == r.rank) power[std::to_string(rd.second)] = mw;
-    jr.push_back({{"rank", r.rank},
-                  {"source", r.source},
-                  {"host", r.host},
-                  {"devices", r.devices},
-                  {"device_name", r.device_name},
-                  {"emulated", r.emulated},
-                  {"clock_method", r.clock_method},
-                  {"clock_offset_ns", r.clock_offset_ns},
-                  {"clock_drift", r.clock_drift},
-                  {"clock_uncertainty_ns", r.clock_uncertainty_ns},
-                  {"events_malformed", r.events_malformed},
-                  {"collector_status", r.collector_status},
-                  {"records_dropped", r.records_dropped},
-                  {"records_dropped_cupti", r.records_dropped_cupti},
-                  {"peak_gpu_memory_bytes", mem},
-                  {"peak_gpu_power_mw", power}});
-  }
-  report.json["ranks"] = jr;
+  store_overview(store, &report);
   if (inferred) {
-    report.json["clock_inference"] = inference_json(inference);
+    report.json["clock_inference"] = clock_inference_json(inference);
     report.headline.push_back(describe(inference));
   }
-  report.json["emulated"] = store.attrs.emulated;
 
   if (o.compat == "hta") {
     store = hta_view(store);

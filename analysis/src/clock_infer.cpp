@@ -753,4 +753,33 @@ std::string describe(const ClockInference& inf) {
          std::to_string(inf.violations_after) + " after";
 }
 
+nlohmann::json clock_inference_json(const ClockInference& inf) {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const auto& h : inf.hosts)
+    hosts.push_back({{"host", h.host},
+                     {"ranks", h.ranks},
+                     {"reference", h.reference},
+                     {"offset_ns", h.offset_ns},
+                     {"drift", h.drift},
+                     {"uncertainty_ns", h.uncertainty_ns},
+                     {"samples", h.samples},
+                     {"bound_lo_ns", h.bound_lo_ns},
+                     {"bound_hi_ns", h.bound_hi_ns}});
+  return {{"ok", inf.ok},
+          {"why", inf.why},
+          {"method", inf.method},
+          {"t_ref_ns", inf.t_ref_ns},
+          {"collectives", inf.collectives},
+          {"messages", inf.messages},
+          {"constrained", inf.constrained},
+          {"violations_before", inf.violations_before},
+          {"violations_after", inf.violations_after},
+          {"completion_skew_before_ns", inf.skew_before_ns},
+          {"completion_skew_after_ns", inf.skew_after_ns},
+          {"drift_fitted", inf.drift_fitted},
+          {"notes", inf.notes},
+          {"hosts", hosts},
+          {"summary", describe(inf)}};
+}
+
 }  // namespace kernalyse

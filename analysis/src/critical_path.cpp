@@ -21,12 +21,12 @@
 #include <map>
 #include <mutex>
 #include <regex>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 
 #include "kernalyse/classify.h"
 #include "kernalyse/error.h"
+#include "kernalyse/parallel.h"
 #include "timeline.h"
 
 namespace kernalyse {
@@ -902,8 +902,6 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
   std::vector<StepPath> paths(steps.size());
   std::vector<std::vector<WhatIfStep>> whatifs(steps.size());
   std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
   auto worker = [&] {
     try {
       std::vector<int32_t> node_of_row(a.size(), -1);
@@ -926,18 +924,11 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
         }
       }
     } catch (...) {
-      std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-      next = steps.size();
+      next = steps.size();  // the others stop too; parallel_run rethrows the first failure
+      throw;
     }
   };
-  const size_t nthreads = std::min<size_t>(
-      {steps.size(), std::max(1u, std::thread::hardware_concurrency()), size_t{4}});
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < nthreads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  parallel_run(std::min<size_t>(steps.size(), 4), worker);
   res.steps = std::move(paths);
   for (auto& w : whatifs)
     for (auto& x : w) res.what_if.push_back(std::move(x));

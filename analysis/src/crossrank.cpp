@@ -2,16 +2,14 @@
 #include "kernalyse/crossrank.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <functional>
-#include <future>
 #include <map>
 #include <regex>
-#include <thread>
 
 #include "kernalyse/checked.h"
 #include "kernalyse/error.h"
+#include "kernalyse/parallel.h"
 #include "timeline.h"
 
 namespace kernalyse {
@@ -98,35 +96,26 @@ void add_rank_rows(const Store& s, const std::vector<uint32_t>& rows, const Cros
     std::vector<RankUnion> whole, steps;
   };
   std::vector<Out> out(work.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t w; (w = next++) < work.size();) {
-      const int32_t rank = work[w]->first;
-      std::vector<uint32_t> order = detail::merge_streams_by_start(s, work[w]->second);
-      std::vector<uint32_t>().swap(work[w]->second);  // the rank's row list is no longer needed
-      if (whole_too) {
-        std::vector<CatInterval> v;
-        v.reserve(order.size());
-        for (uint32_t i : order)
-          if (counts_as_gpu(s, i, opt.compat))
-            v.push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
-        out[w].whole.push_back({rank, kNoStep, union_sorted(v)});
-      }
-      if (!per_step) continue;
-      std::map<int32_t, std::vector<CatInterval>> steps;  // each stays in start order
+  parallel_for(work.size(), [&](size_t w) {
+    const int32_t rank = work[w]->first;
+    std::vector<uint32_t> order = detail::merge_streams_by_start(s, work[w]->second);
+    std::vector<uint32_t>().swap(work[w]->second);  // the rank's row list is no longer needed
+    if (whole_too) {
+      std::vector<CatInterval> v;
+      v.reserve(order.size());
       for (uint32_t i : order)
-        if (a.step[i] != kNoStep && counts_as_gpu(s, i, opt.compat))
-          steps[a.step[i]].push_back(
-              {a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
-      for (auto& [step, v] : steps) out[w].steps.push_back({rank, step, union_sorted(v)});
+        if (counts_as_gpu(s, i, opt.compat))
+          v.push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
+      out[w].whole.push_back({rank, kNoStep, union_sorted(v)});
     }
-  };
-  const size_t n_threads =
-      std::min<size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::future<void>> helpers;
-  for (size_t t = 1; t < n_threads; ++t) helpers.push_back(std::async(std::launch::async, worker));
-  worker();
-  for (auto& h : helpers) h.get();
+    if (!per_step) return;
+    std::map<int32_t, std::vector<CatInterval>> steps;  // each stays in start order
+    for (uint32_t i : order)
+      if (a.step[i] != kNoStep && counts_as_gpu(s, i, opt.compat))
+        steps[a.step[i]].push_back(
+            {a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
+    for (auto& [step, v] : steps) out[w].steps.push_back({rank, step, union_sorted(v)});
+  });
   for (Out& o : out) {
     if (whole) whole->insert(whole->end(), o.whole.begin(), o.whole.end());
     if (steps_out) steps_out->insert(steps_out->end(), o.steps.begin(), o.steps.end());

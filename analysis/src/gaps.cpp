@@ -69,50 +69,42 @@ double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-// One row's worth of stats for a scope (stream, device, rank).
-struct ScopeRow {
-  int64_t activities = 0, span = 0, busy = 0, idle = 0, gaps = 0, overlaps = 0, touching = 0;
-  int64_t max_gap = 0;
-  double median = 0, p95 = 0;
-};
-
-ScopeRow finish(const GapCore& c, std::vector<int64_t>& buf) {
-  ScopeRow r;
-  r.activities = c.n;
-  r.span = c.span();
-  r.busy = c.busy();
-  r.idle = c.total;
-  r.gaps = c.count;
-  r.overlaps = c.overlaps;
-  r.touching = c.touching;
-  r.max_gap = c.max_gap;
-  r.median = percentile(buf, 0.5);
-  r.p95 = percentile(buf, 0.95);
-  return r;
+// A scope's statistics from its GapCore and positive gaps (buf is reordered).
+void finish(const GapCore& c, std::vector<int64_t>& buf, GapScope* r) {
+  r->activities = c.n;
+  r->span_ns = c.span();
+  r->busy_ns = c.busy();
+  r->idle_ns = c.total;
+  r->gaps = c.count;
+  r->overlaps = c.overlaps;
+  r->touching = c.touching;
+  r->max_gap_ns = c.max_gap;
+  r->median_gap_ns = percentile(buf, 0.5);
+  r->p95_gap_ns = percentile(buf, 0.95);
 }
 
 // Gap statistics cells shared by the three scope tables (mean/median/p95 null without gaps).
-void gap_cells(std::vector<Cell>& row, const ScopeRow& r) {
-  row.push_back(us(r.span));
-  row.push_back(us(r.busy));
-  row.push_back(us(r.idle));
-  row.push_back(pct(r.idle, r.span));
+void gap_cells(std::vector<Cell>& row, const GapScope& r) {
+  row.push_back(us(r.span_ns));
+  row.push_back(us(r.busy_ns));
+  row.push_back(us(r.idle_ns));
+  row.push_back(pct(r.idle_ns, r.span_ns));
   row.push_back(r.gaps);
   const bool any = r.gaps > 0;
-  row.push_back(any ? Cell(us(r.idle) / static_cast<double>(r.gaps)) : Cell());
-  row.push_back(any ? Cell(r.median / 1e3) : Cell());
-  row.push_back(any ? Cell(r.p95 / 1e3) : Cell());
-  row.push_back(any ? Cell(us(r.max_gap)) : Cell());
+  row.push_back(any ? Cell(us(r.idle_ns) / static_cast<double>(r.gaps)) : Cell());
+  row.push_back(any ? Cell(r.median_gap_ns / 1e3) : Cell());
+  row.push_back(any ? Cell(r.p95_gap_ns / 1e3) : Cell());
+  row.push_back(any ? Cell(us(r.max_gap_ns)) : Cell());
 }
 const std::vector<std::string> kGapColumns = {"span_us",       "busy_us",    "idle_us",
                                               "idle_pct",      "gaps",       "mean_gap_us",
                                               "median_gap_us", "p95_gap_us", "max_gap_us"};
 const std::vector<std::string> kNsColumns = {"span_ns", "busy_ns", "idle_ns", "max_gap_ns"};
-void ns_cells(std::vector<Cell>& row, const ScopeRow& r) {
-  row.push_back(r.span);
-  row.push_back(r.busy);
-  row.push_back(r.idle);
-  row.push_back(r.gaps > 0 ? Cell(r.max_gap) : Cell());
+void ns_cells(std::vector<Cell>& row, const GapScope& r) {
+  row.push_back(r.span_ns);
+  row.push_back(r.busy_ns);
+  row.push_back(r.idle_ns);
+  row.push_back(r.gaps > 0 ? Cell(r.max_gap_ns) : Cell());
 }
 
 Table scope_table(std::string key, std::string title, std::vector<std::string> lead,
@@ -311,7 +303,7 @@ int64_t union_length(std::vector<Interval> v) {
   return core.busy();
 }
 
-void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
+GapResult gap_analysis(const Store& s, const GapOptions& opt) {
   if (!(opt.bins >= 1 && opt.bins <= 100000))
     throw Error("--bins must be between 1 and 100000, got " + std::to_string(opt.bins));
   if (!std::isfinite(opt.hist_min_us) || !std::isfinite(opt.hist_max_us) ||
@@ -343,22 +335,17 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
     runs.back().end = p + 1;
   }
 
+  GapResult out;
+  out.sort = opt.sort;
+  out.verbose = opt.verbose;
+  out.scope = describe_filter(s, opt.filter);
+  out.activities = static_cast<int64_t>(sel.size());
   const NameGroups names = group_names(s, sel, opt.verbose, /*kernels_only=*/false);
   Transitions trans(names.names.size());
   const int bins = opt.bins;
   const double width = (opt.hist_max_us - opt.hist_min_us) / bins;
-  std::vector<int64_t> hist(static_cast<size_t>(bins), 0);
-  int64_t under = 0, over = 0;
+  out.counts.assign(static_cast<size_t>(bins), 0);
   std::vector<int64_t> buf;
-
-  Table streams = scope_table("gaps_per_stream", "Idle gaps per stream",
-                              {"rank", "device", "stream", "activities"}, {"overlaps", "touching"});
-  Table devices = scope_table("gaps_per_device", "GPU idle per device (no activity on any stream)",
-                              {"rank", "device", "streams", "activities"});
-  Table ranks = scope_table("gaps_per_rank", "Idle per rank (no activity on any device)",
-                            {"rank", "devices", "streams", "activities"});
-  int64_t stream_idle = 0, stream_gaps_n = 0, stream_overlaps = 0, stream_touching = 0;
-  int64_t dev_idle = 0, dev_span = 0, rank_idle = 0, rank_span = 0;
 
   // Per stream: gaps, histogram and transitions in one pass over the selection.
   for (const Run& run : runs) {
@@ -375,36 +362,30 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
         if (gap > 0) {
           const double v = (us(gap) - opt.hist_min_us) / width;
           if (v < 0)
-            ++under;
+            ++out.underflow;
           else if (v > bins)
-            ++over;
+            ++out.overflow;
           else
-            ++hist[std::min(static_cast<size_t>(v), static_cast<size_t>(bins - 1))];
+            ++out.counts[std::min(static_cast<size_t>(v), static_cast<size_t>(bins - 1))];
         }
       }
       prev = g;
     }
-    const ScopeRow r = finish(core, buf);
-    std::vector<Cell> row = {int64_t{run.rank}, int64_t{run.device}, int64_t{run.stream},
-                             r.activities};
-    gap_cells(row, r);
-    row.push_back(r.overlaps);
-    row.push_back(r.touching);
-    ns_cells(row, r);
-    streams.rows.push_back(std::move(row));
-    stream_idle = sat_add(stream_idle, r.idle);
-    stream_gaps_n += r.gaps;
-    stream_overlaps += r.overlaps;
-    stream_touching += r.touching;
+    GapScope& r = out.streams.emplace_back();
+    r.rank = run.rank, r.device = run.device, r.stream = run.stream;
+    finish(core, buf, &r);
+    out.stream_idle_ns = sat_add(out.stream_idle_ns, r.idle_ns);
+    out.stream_gaps += r.gaps;
+    out.stream_overlaps += r.overlaps;
+    out.stream_touching += r.touching;
   }
 
   // Per device, then per rank: unions of the streams (runs of one device/rank are adjacent).
-  size_t ndevices = 0;
   for (size_t r0 = 0; r0 < runs.size();) {
     size_t r1 = r0;
     while (r1 < runs.size() && runs[r1].rank == runs[r0].rank) ++r1;
-    size_t rank_devices = 0;
-    ScopeRow last_dev;
+    int64_t rank_devices = 0;
+    GapScope rr;
     for (size_t d0 = r0; d0 < r1;) {
       size_t d1 = d0;
       while (d1 < r1 && runs[d1].device == runs[d0].device) ++d1;
@@ -412,33 +393,29 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
       buf.clear();
       core.gaps = &buf;
       merge_runs(runs, d0, d1, sel, a, core);
-      last_dev = finish(core, buf);
-      std::vector<Cell> row = {int64_t{runs[d0].rank}, int64_t{runs[d0].device},
-                               static_cast<int64_t>(d1 - d0), last_dev.activities};
-      gap_cells(row, last_dev);
-      ns_cells(row, last_dev);
-      devices.rows.push_back(std::move(row));
-      dev_idle = sat_add(dev_idle, last_dev.idle);
-      dev_span = sat_add(dev_span, last_dev.span);
+      GapScope& dev = out.devices.emplace_back();
+      dev.rank = runs[d0].rank, dev.device = runs[d0].device;
+      dev.devices = 1, dev.streams = static_cast<int64_t>(d1 - d0);
+      finish(core, buf, &dev);
+      out.device_idle_ns = sat_add(out.device_idle_ns, dev.idle_ns);
+      out.device_span_ns = sat_add(out.device_span_ns, dev.span_ns);
+      rr = dev;  // one device: the rank is that device
       ++rank_devices;
       d0 = d1;
     }
-    ndevices += rank_devices;
-    ScopeRow rr = last_dev;  // one device: the rank is that device
     if (rank_devices > 1) {
       GapCore core;
       buf.clear();
       core.gaps = &buf;
       merge_runs(runs, r0, r1, sel, a, core);
-      rr = finish(core, buf);
+      finish(core, buf, &rr);
     }
-    std::vector<Cell> row = {int64_t{runs[r0].rank}, static_cast<int64_t>(rank_devices),
-                             static_cast<int64_t>(r1 - r0), rr.activities};
-    gap_cells(row, rr);
-    ns_cells(row, rr);
-    ranks.rows.push_back(std::move(row));
-    rank_idle = sat_add(rank_idle, rr.idle);
-    rank_span = sat_add(rank_span, rr.span);
+    rr.device = -1;
+    rr.devices = rank_devices;
+    rr.streams = static_cast<int64_t>(r1 - r0);
+    out.ranks.push_back(rr);
+    out.rank_idle_ns = sat_add(out.rank_idle_ns, rr.idle_ns);
+    out.rank_span_ns = sat_add(out.rank_span_ns, rr.span_ns);
     r0 = r1;
   }
 
@@ -479,30 +456,65 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
       return names.names[x.from] < names.names[y.from];
     return names.names[x.to] < names.names[y.to];
   });
-  const size_t distinct_pairs = trows.size();
+  out.transition_pairs = trows.size();
   if (opt.top > 0 && trows.size() > static_cast<size_t>(opt.top)) trows.resize(opt.top);
+  for (const TRow& r : trows)
+    out.transitions.push_back({names.names[r.from], names.names[r.to], r.t.count, r.t.overlaps,
+                               r.t.total, r.t.max, r.mean, r.std});
+
+  out.edges_us.resize(static_cast<size_t>(bins) + 1);
+  for (int b = 0; b <= bins; ++b) out.edges_us[b] = opt.hist_min_us + width * b;
+  out.edges_us.back() = opt.hist_max_us;
+  return out;
+}
+
+void gap_report(const GapResult& g, Report* out) {
+  Table streams = scope_table("gaps_per_stream", "Idle gaps per stream",
+                              {"rank", "device", "stream", "activities"}, {"overlaps", "touching"});
+  for (const GapScope& r : g.streams) {
+    std::vector<Cell> row = {int64_t{r.rank}, int64_t{r.device}, int64_t{r.stream}, r.activities};
+    gap_cells(row, r);
+    row.push_back(r.overlaps);
+    row.push_back(r.touching);
+    ns_cells(row, r);
+    streams.rows.push_back(std::move(row));
+  }
+  Table devices = scope_table("gaps_per_device", "GPU idle per device (no activity on any stream)",
+                              {"rank", "device", "streams", "activities"});
+  for (const GapScope& r : g.devices) {
+    std::vector<Cell> row = {int64_t{r.rank}, int64_t{r.device}, r.streams, r.activities};
+    gap_cells(row, r);
+    ns_cells(row, r);
+    devices.rows.push_back(std::move(row));
+  }
+  Table ranks = scope_table("gaps_per_rank", "Idle per rank (no activity on any device)",
+                            {"rank", "devices", "streams", "activities"});
+  for (const GapScope& r : g.ranks) {
+    std::vector<Cell> row = {int64_t{r.rank}, r.devices, r.streams, r.activities};
+    gap_cells(row, r);
+    ns_cells(row, r);
+    ranks.rows.push_back(std::move(row));
+  }
 
   Table tt;
   tt.key = "gap_transitions";
-  tt.title = std::string("Top transitions A → B on a stream, by ") + gap_sort_label(opt.sort) +
+  tt.title = std::string("Top transitions A → B on a stream, by ") + gap_sort_label(g.sort) +
              " of the gap";
   tt.columns = {"from",    "to",     "count",  "overlaps", "total_us",
                 "mean_us", "std_us", "max_us", "total_ns", "max_ns"};
   tt.text_hidden = {false, false, false, false, false, false, false, false, true, true};
   tt.precision = 3;
-  tt.max_text_width = opt.verbose ? 0 : 50;
-  for (const TRow& r : trows) {
-    const bool any = r.t.count > 0;
-    tt.rows.push_back({names.names[r.from], names.names[r.to], r.t.count, r.t.overlaps,
-                       us(r.t.total), any ? Cell(r.mean / 1e3) : Cell(),
-                       any ? Cell(r.std / 1e3) : Cell(), any ? Cell(us(r.t.max)) : Cell(),
-                       r.t.total, any ? Cell(r.t.max) : Cell()});
+  tt.max_text_width = g.verbose ? 0 : 50;
+  for (const GapTransition& r : g.transitions) {
+    const bool any = r.count > 0;
+    tt.rows.push_back({r.from, r.to, r.count, r.overlaps, us(r.total_ns),
+                       any ? Cell(r.mean_ns / 1e3) : Cell(), any ? Cell(r.std_ns / 1e3) : Cell(),
+                       any ? Cell(us(r.max_ns)) : Cell(), r.total_ns,
+                       any ? Cell(r.max_ns) : Cell()});
   }
 
   // Histogram: JSON gets one object, text gets bars, CSV gets a table.
-  std::vector<double> edges(static_cast<size_t>(bins) + 1);
-  for (int b = 0; b <= bins; ++b) edges[b] = opt.hist_min_us + width * b;
-  edges.back() = opt.hist_max_us;
+  const std::vector<double>& edges = g.edges_us;
   Table ht;
   ht.key = "gap_histogram";
   ht.title = "Idle-gap histogram";
@@ -510,67 +522,72 @@ void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
   ht.precision = 3;
   ht.in_text = false;
   ht.in_json = false;
-  ht.rows.push_back({Cell(), edges.front(), under});
-  for (int b = 0; b < bins; ++b) ht.rows.push_back({edges[b], edges[b + 1], hist[b]});
-  ht.rows.push_back({edges.back(), Cell(), over});
+  ht.rows.push_back({Cell(), edges.front(), g.underflow});
+  for (size_t b = 0; b < g.counts.size(); ++b)
+    ht.rows.push_back({edges[b], edges[b + 1], g.counts[b]});
+  ht.rows.push_back({edges.back(), Cell(), g.overflow});
 
-  const std::string scope = describe_filter(s, opt.filter);
-  if (sel.empty()) {
-    out->headline.push_back("Gap analysis: no activities match (" + scope + ")");
+  if (g.activities == 0) {
+    out->headline.push_back("Gap analysis: no activities match (" + g.scope + ")");
   } else {
-    out->headline.push_back("Gap analysis (" + scope + "): " + std::to_string(sel.size()) +
-                            " activities on " + std::to_string(runs.size()) + " streams, " +
-                            std::to_string(ndevices) + " devices, " +
-                            std::to_string(ranks.rows.size()) + " ranks");
-    out->headline.push_back("Per-stream: " + std::to_string(stream_gaps_n) + " idle gaps, " +
-                            format_duration(stream_idle) + " in total; " +
-                            std::to_string(stream_overlaps) + " overlaps (not idle), " +
-                            std::to_string(stream_touching) + " touching");
+    out->headline.push_back("Gap analysis (" + g.scope + "): " + std::to_string(g.activities) +
+                            " activities on " + std::to_string(g.streams.size()) + " streams, " +
+                            std::to_string(g.devices.size()) + " devices, " +
+                            std::to_string(g.ranks.size()) + " ranks");
+    out->headline.push_back("Per-stream: " + std::to_string(g.stream_gaps) + " idle gaps, " +
+                            format_duration(g.stream_idle_ns) + " in total; " +
+                            std::to_string(g.stream_overlaps) + " overlaps (not idle), " +
+                            std::to_string(g.stream_touching) + " touching");
     char p[32];
-    std::snprintf(p, sizeof p, "%.2f%%", pct(dev_idle, dev_span));
+    std::snprintf(p, sizeof p, "%.2f%%", pct(g.device_idle_ns, g.device_span_ns));
     out->headline.push_back(
-        "GPU idle (no activity on any stream of a device): " + format_duration(dev_idle) + " of " +
-        format_duration(dev_span) + " device span (" + p + ")");
-    std::snprintf(p, sizeof p, "%.2f%%", pct(rank_idle, rank_span));
+        "GPU idle (no activity on any stream of a device): " + format_duration(g.device_idle_ns) +
+        " of " + format_duration(g.device_span_ns) + " device span (" + p + ")");
+    std::snprintf(p, sizeof p, "%.2f%%", pct(g.rank_idle_ns, g.rank_span_ns));
     out->headline.push_back(
-        "Rank idle (no activity on any device of a rank): " + format_duration(rank_idle) + " of " +
-        format_duration(rank_span) + " rank span (" + p + ")");
+        "Rank idle (no activity on any device of a rank): " + format_duration(g.rank_idle_ns) +
+        " of " + format_duration(g.rank_span_ns) + " rank span (" + p + ")");
   }
-  if (distinct_pairs > trows.size())
-    out->headline.push_back("Showing top " + std::to_string(trows.size()) + " of " +
-                            std::to_string(distinct_pairs) + " transitions by " +
-                            gap_sort_label(opt.sort));
+  if (g.transition_pairs > g.transitions.size())
+    out->headline.push_back("Showing top " + std::to_string(g.transitions.size()) + " of " +
+                            std::to_string(g.transition_pairs) + " transitions by " +
+                            gap_sort_label(g.sort));
 
-  const auto nranks = static_cast<int64_t>(ranks.rows.size());
   out->tables.push_back(std::move(streams));
   out->tables.push_back(std::move(devices));
   out->tables.push_back(std::move(ranks));
   out->tables.push_back(std::move(tt));
   out->tables.push_back(std::move(ht));
-  out->text_blocks.push_back(histogram_text(edges, hist, under, over));
-  out->json["histogram"] = {
-      {"edges_us", edges}, {"counts", hist}, {"underflow", under}, {"overflow", over}};
-  out->json["gap_totals"] = {{"activities", static_cast<int64_t>(sel.size())},
-                             {"streams", static_cast<int64_t>(runs.size())},
-                             {"devices", static_cast<int64_t>(ndevices)},
-                             {"ranks", nranks},
-                             {"stream_gaps", stream_gaps_n},
-                             {"stream_idle_ns", stream_idle},
-                             {"stream_idle_us", us(stream_idle)},
-                             {"stream_overlaps", stream_overlaps},
-                             {"stream_touching", stream_touching},
-                             {"device_idle_ns", dev_idle},
-                             {"device_idle_us", us(dev_idle)},
-                             {"device_span_ns", dev_span},
-                             {"device_span_us", us(dev_span)},
-                             {"device_idle_pct", pct(dev_idle, dev_span)},
-                             {"rank_idle_ns", rank_idle},
-                             {"rank_idle_us", us(rank_idle)},
-                             {"rank_span_ns", rank_span},
-                             {"rank_span_us", us(rank_span)},
-                             {"rank_idle_pct", pct(rank_idle, rank_span)},
-                             {"transition_pairs", static_cast<int64_t>(distinct_pairs)},
-                             {"gap_sort", gap_sort_label(opt.sort)}};
+  out->text_blocks.push_back(histogram_text(edges, g.counts, g.underflow, g.overflow));
+  out->json["histogram"] = {{"edges_us", edges},
+                            {"counts", g.counts},
+                            {"underflow", g.underflow},
+                            {"overflow", g.overflow}};
+  out->json["gap_totals"] = {{"activities", g.activities},
+                             {"streams", static_cast<int64_t>(g.streams.size())},
+                             {"devices", static_cast<int64_t>(g.devices.size())},
+                             {"ranks", static_cast<int64_t>(g.ranks.size())},
+                             {"stream_gaps", g.stream_gaps},
+                             {"stream_idle_ns", g.stream_idle_ns},
+                             {"stream_idle_us", us(g.stream_idle_ns)},
+                             {"stream_overlaps", g.stream_overlaps},
+                             {"stream_touching", g.stream_touching},
+                             {"device_idle_ns", g.device_idle_ns},
+                             {"device_idle_us", us(g.device_idle_ns)},
+                             {"device_span_ns", g.device_span_ns},
+                             {"device_span_us", us(g.device_span_ns)},
+                             {"device_idle_pct", pct(g.device_idle_ns, g.device_span_ns)},
+                             {"rank_idle_ns", g.rank_idle_ns},
+                             {"rank_idle_us", us(g.rank_idle_ns)},
+                             {"rank_span_ns", g.rank_span_ns},
+                             {"rank_span_us", us(g.rank_span_ns)},
+                             {"rank_idle_pct", pct(g.rank_idle_ns, g.rank_span_ns)},
+                             {"transition_pairs", static_cast<int64_t>(g.transition_pairs)},
+                             {"gap_sort", gap_sort_label(g.sort)}};
+}
+
+void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
+  gap_report(gap_analysis(s, opt), out);
 }
 
 }  // namespace kernalyse

@@ -43,9 +43,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Table µs back to the exact int ns for the page: integers keep the JSON short and exact.
-int64_t ns_of(double us) { return std::llround(us * 1000.0); }
-
 std::string cell_text(const Cell& c, int precision) {
   if (std::holds_alternative<std::monostate>(c)) return "—";
   if (const auto* i = std::get_if<int64_t>(&c)) return std::to_string(*i);
@@ -61,18 +58,6 @@ const Table* find_table(const Report& r, std::string_view key) {
   for (const auto& t : r.tables)
     if (t.key == key) return &t;
   return nullptr;
-}
-
-// Column index by name, -1 if absent.
-int col(const Table& t, std::string_view name) {
-  for (size_t i = 0; i < t.columns.size(); ++i)
-    if (t.columns[i] == name) return static_cast<int>(i);
-  return -1;
-}
-double num(const Cell& c) {
-  if (const auto* i = std::get_if<int64_t>(&c)) return static_cast<double>(*i);
-  if (const auto* d = std::get_if<double>(&c)) return *d;
-  return 0.0;
 }
 
 // Adds [s, e) ∩ window to per-bin busy ns.
@@ -328,24 +313,28 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   so.filter = opt.filter;
   so.top = opt.top;
   so.per_rank = false;
-  kernel_summary(s, so, &rep);
+  const SummaryResult summary = kernel_summary(s, so);
+  summary_report(summary, &rep);
   step();
   GapOptions go;
   go.filter = opt.filter;
   go.hist_min_us = opt.hist_min_us, go.hist_max_us = opt.hist_max_us, go.bins = opt.hist_bins;
   go.top = opt.top;
-  gap_analysis(s, go, &rep);
+  const GapResult gaps = gap_analysis(s, go);
+  gap_report(gaps, &rep);
   step();
   CrossRankOptions xo;
   xo.filter = opt.filter;
   xo.kernel_wait_ns = opt.kernel_wait_ns;
   xo.top = opt.top;
-  overlap_analysis(s, xo, &rep);
-  breakdown_analysis(s, xo, &rep);
+  const RankUnionTables unions = rank_union_tables(s, xo);  // one pass feeds both
+  overlap_report(unions, &rep);
+  breakdown_report(unions, &rep);
   RangeOptions ro;
   ro.filter = opt.filter;
   ro.top = opt.top;
-  range_analysis(s, ro, &rep);
+  const RangeResult ranges = range_analysis(s, ro);
+  range_report(ranges, &rep);
   // Roofline (docs/analyses.md, "Performance model"): ops with known FLOPs and bytes as points,
   // the device's roofs as lines; its op table below.
   RooflineOptions rfo;
@@ -456,67 +445,70 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   d["stragglers"] = straggler_heatmap(ledger, opt.max_collectives);
   d["critical_path"] = critical_path_lanes(cpath);
 
-  // Overlap and breakdown per rank, from their tables.
+  // Overlap and breakdown per rank, from the union statistics (exact ns).
   json ov = {{"ranks", json::array()},
              {"overlapped_ns", json::array()},
              {"exposed_ns", json::array()},
              {"exposed_pct", json::array()}};
-  if (const Table* t = find_table(rep, "overlap")) {
-    int cr = col(*t, "rank"), co = col(*t, "overlap_us"), ce = col(*t, "exposed_comm_us"),
-        cp = col(*t, "exposed_comm_pct");
-    for (const auto& r : t->rows) {
-      ov["ranks"].push_back(num(r[cr]));
-      ov["overlapped_ns"].push_back(ns_of(num(r[co])));
-      ov["exposed_ns"].push_back(ns_of(num(r[ce])));
-      ov["exposed_pct"].push_back(std::llround(num(r[cp]) * 100) / 100.0);
-    }
+  json br = {{"ranks", json::array()}};
+  for (const char* p : {"compute_ns", "comm_ns", "memory_ns", "other_ns", "idle_ns"})
+    br[p] = json::array();
+  for (const RankUnion& r : unions.whole) {
+    const UnionStats& u = r.u;
+    const double exposed_pct =
+        u.span_ns > 0 ? 100.0 * static_cast<double>(u.comm_excl_ns) / static_cast<double>(u.span_ns)
+                      : 0.0;
+    ov["ranks"].push_back(r.rank);
+    ov["overlapped_ns"].push_back(u.overlap_ns);
+    ov["exposed_ns"].push_back(u.comm_excl_ns);
+    ov["exposed_pct"].push_back(std::llround(exposed_pct * 100) / 100.0);  // 2 decimals
+    br["ranks"].push_back(r.rank);
+    br["compute_ns"].push_back(u.compute_ns);
+    br["comm_ns"].push_back(u.comm_excl_ns);
+    br["memory_ns"].push_back(u.memory_excl_ns);
+    br["other_ns"].push_back(u.other_excl_ns);
+    br["idle_ns"].push_back(sat_sub(u.span_ns, u.busy_ns));
   }
   d["overlap"] = ov;
-  json br = {{"ranks", json::array()}};
-  const std::vector<std::string> parts = {"compute", "comm", "memory", "other", "idle"};
-  for (const auto& p : parts) br[p + "_ns"] = json::array();
-  if (const Table* t = find_table(rep, "breakdown"))
-    for (const auto& r : t->rows) {
-      br["ranks"].push_back(num(r[col(*t, "rank")]));
-      for (const auto& p : parts) br[p + "_ns"].push_back(ns_of(num(r[col(*t, p + "_us")])));
-    }
   d["breakdown"] = br;
 
+  // Gap histogram: "< lo", "lo–hi" per bin, "≥ hi" (edges in whole µs).
   json gh = {{"labels", json::array()}, {"counts", json::array()}};
-  if (const Table* t = find_table(rep, "gap_histogram"))
-    for (const auto& r : t->rows) {
-      std::string lo = cell_text(r[0], 0), hi = cell_text(r[1], 0);
-      gh["labels"].push_back(std::holds_alternative<std::monostate>(r[0])   ? "< " + hi
-                             : std::holds_alternative<std::monostate>(r[1]) ? "≥ " + lo
-                                                                            : lo + "–" + hi);
-      gh["counts"].push_back(num(r[2]));
+  {
+    const auto edge = [](double v) { return cell_text(Cell(v), 0); };
+    gh["labels"].push_back("< " + edge(gaps.edges_us.front()));
+    gh["counts"].push_back(gaps.underflow);
+    for (size_t b = 0; b < gaps.counts.size(); ++b) {
+      gh["labels"].push_back(edge(gaps.edges_us[b]) + "–" + edge(gaps.edges_us[b + 1]));
+      gh["counts"].push_back(gaps.counts[b]);
     }
+    gh["labels"].push_back("≥ " + edge(gaps.edges_us.back()));
+    gh["counts"].push_back(gaps.overflow);
+  }
   d["gaps"] = gh;
 
   json kb = {{"names", json::array()},
              {"total_ns", json::array()},
              {"count", json::array()},
              {"category", json::array()}};
-  if (const Table* t = find_table(rep, "kernel_summary"))
-    for (const auto& r : t->rows) {
-      kb["names"].push_back(std::get<std::string>(r[col(*t, "kernel")]));
-      kb["category"].push_back(cell_text(r[col(*t, "category")], 0));
-      kb["total_ns"].push_back(ns_of(num(r[col(*t, "total_us")])));
-      kb["count"].push_back(num(r[col(*t, "count")]));
-    }
+  for (const SummaryRow& r : summary.all.rows) {
+    kb["names"].push_back(r.name);
+    kb["category"].push_back(category_label(r.categories));
+    kb["total_ns"].push_back(r.total_ns);
+    kb["count"].push_back(r.count);
+  }
   d["kernels"] = kb;
 
   json rb = {{"names", json::array()},
              {"gpu_ns", json::array()},
              {"calls", json::array()},
              {"items", json::array()}};
-  if (const Table* t = find_table(rep, "ranges"))
-    for (const auto& r : t->rows) {
-      rb["names"].push_back(std::get<std::string>(r[col(*t, "range")]));
-      rb["gpu_ns"].push_back(num(r[col(*t, "gpu_total_ns")]));
-      rb["calls"].push_back(num(r[col(*t, "calls")]));
-      rb["items"].push_back(num(r[col(*t, "gpu_items")]));
-    }
+  for (const RangeRow& r : ranges.rows) {
+    rb["names"].push_back(r.name);
+    rb["gpu_ns"].push_back(r.gpu_ns);
+    rb["calls"].push_back(r.calls);
+    rb["items"].push_back(r.gpu_items);
+  }
   d["ranges"] = rb;
 
   Table mem, power;

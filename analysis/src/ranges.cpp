@@ -67,7 +67,7 @@ std::pair<const uint32_t*, const uint32_t*> RangeLaunches::launches_in(uint32_t 
   return {v.data() + (it - v.begin()), v.data() + (end - v.begin())};
 }
 
-void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
+RangeResult range_analysis(const Store& s, const RangeOptions& opt) {
   const std::vector<uint32_t> rows = select_activities(s, opt.filter);
   const Activities& a = s.activities;
   const LaunchCalls& l = s.launches;
@@ -115,59 +115,68 @@ void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
       acc.gpu_ns = sat_add(acc.gpu_ns, g->second.ns);
     });
   }
-  const int64_t instances = static_cast<int64_t>(ranges.size());
-
   std::vector<std::pair<uint32_t, const Acc*>> order;
   for (const auto& [name, acc] : by_name) order.emplace_back(name, &acc);
   std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
     if (x.second->gpu_ns != y.second->gpu_ns) return x.second->gpu_ns > y.second->gpu_ns;
     return s.strings.at(x.first) < s.strings.at(y.first);
   });
-  const size_t distinct = order.size();
+  RangeResult out;
+  out.scope = describe_filter(s, opt.filter);
+  out.instances = static_cast<int64_t>(ranges.size());
+  out.distinct = order.size();
+  out.gpu_ns = all_gpu_ns;
+  out.covered_ns = covered_ns;
   if (opt.top > 0 && order.size() > static_cast<size_t>(opt.top)) order.resize(opt.top);
+  for (const auto& [name, acc] : order)
+    out.rows.push_back({s.strings.at(name), acc->calls, static_cast<int64_t>(acc->ranks.size()),
+                        acc->items, acc->gpu_ns, acc->cpu_ns});
+  return out;
+}
 
+void range_report(const RangeResult& r, Report* out) {
+  const double all_gpu = static_cast<double>(r.gpu_ns);
   Table t;
   t.key = "ranges";
-  t.title = "GPU time by annotated range (" + describe_filter(s, opt.filter) + ")";
+  t.title = "GPU time by annotated range (" + r.scope + ")";
   t.columns = {"range",       "calls",        "ranks",        "gpu_items",   "gpu_total_us",
                "gpu_mean_us", "cpu_total_us", "pct_gpu_time", "gpu_total_ns"};
   t.text_hidden.assign(t.columns.size(), false);
   t.text_hidden.back() = true;
   t.precision = 3;
   t.max_text_width = 48;
-  for (const auto& [name, acc] : order) {
+  for (const RangeRow& x : r.rows) {
     std::vector<Cell> row;
-    row.emplace_back(s.strings.at(name));
-    row.emplace_back(acc->calls);
-    row.emplace_back(static_cast<int64_t>(acc->ranks.size()));
-    row.emplace_back(acc->items);
-    row.emplace_back(us(acc->gpu_ns));
-    row.emplace_back(acc->calls ? us(acc->gpu_ns) / static_cast<double>(acc->calls) : 0.0);
-    row.emplace_back(us(acc->cpu_ns));
-    row.emplace_back(all_gpu_ns > 0 ? 100.0 * static_cast<double>(acc->gpu_ns) /
-                                          static_cast<double>(all_gpu_ns)
-                                    : 0.0);
-    row.emplace_back(acc->gpu_ns);
+    row.emplace_back(x.name);
+    row.emplace_back(x.calls);
+    row.emplace_back(x.ranks);
+    row.emplace_back(x.gpu_items);
+    row.emplace_back(us(x.gpu_ns));
+    row.emplace_back(x.calls ? us(x.gpu_ns) / static_cast<double>(x.calls) : 0.0);
+    row.emplace_back(us(x.cpu_ns));
+    row.emplace_back(r.gpu_ns > 0 ? 100.0 * static_cast<double>(x.gpu_ns) / all_gpu : 0.0);
+    row.emplace_back(x.gpu_ns);
     t.rows.push_back(std::move(row));
   }
+  const double coverage = r.gpu_ns > 0 ? 100.0 * static_cast<double>(r.covered_ns) / all_gpu : 0.0;
   char line[256];
-  if (instances == 0) {
+  if (r.instances == 0) {
     std::snprintf(line, sizeof line, "GPU time by annotated range: no NVTX or user ranges in %s",
-                  describe_filter(s, opt.filter).c_str());
+                  r.scope.c_str());
   } else {
-    std::snprintf(
-        line, sizeof line,
-        "GPU time by annotated range: %lld ranges, %zu distinct names; %.1f %% of the GPU "
-        "time was launched inside one (inclusive: nested ranges each count their kernels)",
-        static_cast<long long>(instances), distinct,
-        all_gpu_ns > 0 ? 100.0 * static_cast<double>(covered_ns) / static_cast<double>(all_gpu_ns)
-                       : 0.0);
+    std::snprintf(line, sizeof line,
+                  "GPU time by annotated range: %lld ranges, %zu distinct names; %.1f %% of the "
+                  "GPU time was launched inside one (inclusive: nested ranges each count their "
+                  "kernels)",
+                  static_cast<long long>(r.instances), r.distinct, coverage);
   }
   out->headline.push_back(line);
   out->tables.push_back(std::move(t));
-  out->json["ranges_coverage_pct"] =
-      all_gpu_ns > 0 ? 100.0 * static_cast<double>(covered_ns) / static_cast<double>(all_gpu_ns)
-                     : 0.0;
+  out->json["ranges_coverage_pct"] = coverage;
+}
+
+void range_analysis(const Store& s, const RangeOptions& opt, Report* out) {
+  range_report(range_analysis(s, opt), out);
 }
 
 }  // namespace kernalyse

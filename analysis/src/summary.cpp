@@ -42,16 +42,6 @@ double population_std(const Acc& a) {
   return std::sqrt(static_cast<long double>(num)) / static_cast<long double>(a.count);
 }
 
-std::string category_label(uint8_t mask) {
-  std::string out;
-  for (int c = 0; c < 4; ++c) {
-    if (!(mask & (1u << c))) continue;
-    if (!out.empty()) out += '+';
-    out += to_string(static_cast<Category>(c));
-  }
-  return out.empty() ? "other" : out;
-}
-
 const char* sort_label(SummarySort s) {
   switch (s) {
     case SummarySort::Count:
@@ -76,14 +66,15 @@ void add_row(const Activities& a, uint32_t i, Acc& acc) {
   acc.categories |= static_cast<uint8_t>(1u << (a.category[i] & 3));
 }
 
-Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const SummaryOptions& opt,
-                 std::string key, std::string title, size_t* shown, size_t* distinct) {
-  int64_t all_count = 0, all_total = 0;
+// One scope's rows: sorted by the chosen metric, cut to opt.top.
+SummaryTable make_table(const std::vector<Acc>& accs, const NameGroups& names,
+                        const SummaryOptions& opt) {
+  SummaryTable t;
   std::vector<int32_t> order;
   for (size_t g = 0; g < accs.size(); ++g) {
     if (accs[g].count == 0) continue;
-    all_count += accs[g].count;
-    all_total = sat_add(all_total, accs[g].total);
+    t.count += accs[g].count;
+    t.total_ns = sat_add(t.total_ns, accs[g].total);
     order.push_back(static_cast<int32_t>(g));
   }
   // Descending by the chosen metric; name breaks ties so output is deterministic.
@@ -106,43 +97,64 @@ Table make_table(const std::vector<Acc>& accs, const NameGroups& names, const Su
     if (mx != my) return mx > my;
     return names.names[x] < names.names[y];
   });
-  *distinct = order.size();
+  t.distinct = order.size();
   if (opt.top > 0 && order.size() > static_cast<size_t>(opt.top)) order.resize(opt.top);
-  *shown = order.size();
+  for (int32_t g : order) {
+    const Acc& a = accs[g];
+    t.rows.push_back(
+        {names.names[g], a.categories, a.count, a.total, a.min, a.max, population_std(a)});
+  }
+  return t;
+}
 
+Table render_table(const SummaryTable& st, const SummaryResult& r, std::string key) {
   Table t;
   t.key = std::move(key);
-  t.title = std::move(title);
+  t.title = "Kernel summary (" + st.scope + ")";
   t.columns = {"kernel", "category",     "count",    "total_us", "mean_us", "std_us", "min_us",
                "max_us", "pct_launches", "pct_time", "total_ns", "min_ns",  "max_ns"};
   t.text_hidden.assign(t.columns.size(), false);
   for (size_t c = 10; c < t.columns.size(); ++c) t.text_hidden[c] = true;
   t.precision = 3;
-  t.max_text_width = opt.verbose ? 0 : 64;  // the numbers need ~100 columns of their own
-  for (int32_t g : order) {
-    const Acc& a = accs[g];
-    const double mean = static_cast<double>(a.total) / static_cast<double>(a.count) / 1e3;
-    t.rows.push_back({names.names[g], category_label(a.categories), a.count, us(a.total), mean,
-                      population_std(a) / 1e3, us(a.min), us(a.max),
-                      100.0 * static_cast<double>(a.count) / static_cast<double>(all_count),
-                      all_total > 0
-                          ? 100.0 * static_cast<double>(a.total) / static_cast<double>(all_total)
-                          : 0.0,
-                      a.total, a.min, a.max});
+  t.max_text_width = r.verbose ? 0 : 64;  // the numbers need ~100 columns of their own
+  for (const SummaryRow& a : st.rows) {
+    const double mean = static_cast<double>(a.total_ns) / static_cast<double>(a.count) / 1e3;
+    const double std_us = a.std_ns / 1e3;
+    t.rows.push_back(
+        {a.name, category_label(a.categories), a.count, us(a.total_ns), mean, std_us, us(a.min_ns),
+         us(a.max_ns), 100.0 * static_cast<double>(a.count) / static_cast<double>(st.count),
+         st.total_ns > 0
+             ? 100.0 * static_cast<double>(a.total_ns) / static_cast<double>(st.total_ns)
+             : 0.0,
+         a.total_ns, a.min_ns, a.max_ns});
   }
   return t;
 }
 
 }  // namespace
 
-void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
+std::string category_label(uint8_t mask) {
+  std::string out;
+  for (int c = 0; c < 4; ++c) {
+    if (!(mask & (1u << c))) continue;
+    if (!out.empty()) out += '+';
+    out += to_string(static_cast<Category>(c));
+  }
+  return out.empty() ? "other" : out;
+}
+
+SummaryResult kernel_summary(const Store& s, const SummaryOptions& opt) {
   const Activities& a = s.activities;
   const std::vector<uint32_t> rows = select_activities(s, opt.filter);
   const NameGroups names = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
   const size_t ngroups = names.names.size();
 
+  SummaryResult out;
+  out.sort = opt.sort;
+  out.top = opt.top;
+  out.verbose = opt.verbose;
   // Ranks in the selection, in order of first appearance (store order = rank order).
-  std::vector<int32_t> rank_values;
+  std::vector<int32_t>& rank_values = out.ranks;
   std::unordered_map<int32_t, size_t> rank_index;
   std::vector<std::vector<Acc>> per_rank;  // [rank index][group]
   const auto kernel = static_cast<uint8_t>(Kind::Kernel);
@@ -167,28 +179,8 @@ void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
   std::vector<Acc> all(ngroups);
   for (const auto& pr : per_rank)
     for (size_t g = 0; g < ngroups; ++g) merge(all[g], pr[g]);
-  int64_t total_count = 0, total_ns = 0;
-  for (const Acc& x : all) {
-    total_count += x.count;
-    total_ns = sat_add(total_ns, x.total);
-  }
-
-  const std::string scope = describe_filter(s, opt.filter);
-  size_t shown = 0, distinct = 0;
-  out->tables.push_back(make_table(all, names, opt, "kernel_summary",
-                                   "Kernel summary (" + scope + ")", &shown, &distinct));
-  if (total_count == 0) {
-    out->headline.push_back("Kernel summary: no kernel activities match (" + scope + ")");
-  } else {
-    out->headline.push_back(
-        "Kernel summary (" + scope + "): " + std::to_string(total_count) + " kernels, " +
-        std::to_string(distinct) + " distinct " + (opt.verbose ? "names" : "simplified names") +
-        ", " + format_duration(total_ns) + " GPU kernel time, " +
-        std::to_string(rank_values.size()) + (rank_values.size() == 1 ? " rank" : " ranks"));
-    if (shown < distinct)
-      out->headline.push_back("Showing top " + std::to_string(shown) + " of " +
-                              std::to_string(distinct) + " by " + sort_label(opt.sort));
-  }
+  out.all = make_table(all, names, opt);
+  out.all.scope = describe_filter(s, opt.filter);
 
   // Per-rank tables only when there is more than one rank; with one they repeat the first table.
   if (opt.per_rank && rank_values.size() > 1) {
@@ -199,16 +191,44 @@ void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
     for (size_t k : by_rank) {
       Filter fr = opt.filter;
       fr.rank = rank_values[k];
-      size_t sh = 0, di = 0;
-      out->tables.push_back(make_table(
-          per_rank[k], names, opt, "kernel_summary_rank" + std::to_string(rank_values[k]),
-          "Kernel summary (" + describe_filter(s, fr) + ")", &sh, &di));
+      SummaryTable t = make_table(per_rank[k], names, opt);
+      t.rank = rank_values[k];
+      t.scope = describe_filter(s, fr);
+      out.by_rank.push_back(std::move(t));
     }
   }
-  out->json["kernel_summary_totals"] = {
-      {"kernels", total_count},       {"total_ns", total_ns}, {"total_us", us(total_ns)},
-      {"distinct_names", distinct},   {"ranks", rank_values}, {"simplified_names", !opt.verbose},
-      {"sort", sort_label(opt.sort)}, {"top", opt.top}};
+  return out;
+}
+
+void summary_report(const SummaryResult& r, Report* out) {
+  const SummaryTable& all = r.all;
+  out->tables.push_back(render_table(all, r, "kernel_summary"));
+  if (all.count == 0) {
+    out->headline.push_back("Kernel summary: no kernel activities match (" + all.scope + ")");
+  } else {
+    out->headline.push_back(
+        "Kernel summary (" + all.scope + "): " + std::to_string(all.count) + " kernels, " +
+        std::to_string(all.distinct) + " distinct " + (r.verbose ? "names" : "simplified names") +
+        ", " + format_duration(all.total_ns) + " GPU kernel time, " +
+        std::to_string(r.ranks.size()) + (r.ranks.size() == 1 ? " rank" : " ranks"));
+    if (all.rows.size() < all.distinct)
+      out->headline.push_back("Showing top " + std::to_string(all.rows.size()) + " of " +
+                              std::to_string(all.distinct) + " by " + sort_label(r.sort));
+  }
+  for (const SummaryTable& t : r.by_rank)
+    out->tables.push_back(render_table(t, r, "kernel_summary_rank" + std::to_string(t.rank)));
+  out->json["kernel_summary_totals"] = {{"kernels", all.count},
+                                        {"total_ns", all.total_ns},
+                                        {"total_us", us(all.total_ns)},
+                                        {"distinct_names", all.distinct},
+                                        {"ranks", r.ranks},
+                                        {"simplified_names", !r.verbose},
+                                        {"sort", sort_label(r.sort)},
+                                        {"top", r.top}};
+}
+
+void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out) {
+  summary_report(kernel_summary(s, opt), out);
 }
 
 std::vector<KernelStat> kernel_stats(const Store& s, const Filter& f, bool verbose) {

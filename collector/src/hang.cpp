@@ -191,4 +191,40 @@ std::vector<std::string> HangReport::lines() const {
   return out;
 }
 
+nlohmann::json hang_json(const HangReport& h) {
+  nlohmann::json comms = nlohmann::json::array();
+  for (const auto& c : h.comms) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& p : c.ranks)
+      ranks.push_back({{"rank", p.rank},
+                       {"comm_rank", p.comm_rank},
+                       {"last_entered", p.last_entered},
+                       {"last_entered_op", p.last_entered_op},
+                       {"last_entered_bytes", p.last_entered_bytes},
+                       {"last_completed", p.last_completed},
+                       {"waiting", p.waiting}});
+    comms.push_back({{"comm", comm_name(c.comm_hash)},
+                     {"nranks", c.nranks},
+                     {"stuck_seq", c.stuck_seq},
+                     {"stuck_op", c.stuck_op},
+                     {"stuck_bytes", c.stuck_bytes},
+                     {"waiting", c.waiting},
+                     {"never_entered", c.never_entered},
+                     {"unseen", c.unseen},
+                     {"front_seq", c.front_seq},
+                     {"behind", c.behind},
+                     {"ranks", ranks}});
+  }
+  nlohmann::json mism = nlohmann::json::array();
+  for (const auto& m : h.mismatches) {
+    nlohmann::json sides = nlohmann::json::array();
+    for (const auto& sd : m.sides)
+      sides.push_back({{"op", sd.op}, {"bytes", sd.bytes}, {"ranks", sd.ranks}});
+    mism.push_back({{"comm", comm_name(m.comm_hash)}, {"seq", m.seq}, {"sides", sides}});
+  }
+  return nlohmann::json{{"spool", h.dir},    {"ranks", h.ranks}, {"marks", h.marks},
+                        {"hung", h.hung()},  {"comms", comms},   {"mismatches", mism},
+                        {"lines", h.lines()}};
+}
+
 }  // namespace kernalyse

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <sstream>
 #include <string>
@@ -441,6 +442,84 @@ TEST(GapAnalysis, NoNaNInJsonAndCsvWrites) {
   EXPECT_TRUE(doc.contains("histogram"));
   EXPECT_TRUE(doc["gaps_per_stream"][0]["mean_gap_us"].is_null());
   EXPECT_FALSE(doc.contains("gap_histogram"));
+}
+
+// The typed result: every scope's numbers worked out by hand.
+TEST(GapResult, ScopesTransitionsHistogram) {
+  const Store s = make_store({{0, 0, 1, 0, 10, "A"},
+                              {0, 0, 1, 15, 20, "B"},
+                              {0, 0, 1, 18, 30, "C"},  // overlaps B
+                              {0, 0, 2, 12, 14, "A"},
+                              {0, 0, 2, 40, 50, "B"},
+                              {0, 1, 3, 100, 110, "A"},
+                              {1, 0, 1, 5, 8, "A"}});
+  GapOptions opt;
+  opt.hist_min_us = 0;
+  opt.hist_max_us = 0.02;  // two bins of 10 ns
+  opt.bins = 2;
+  const GapResult g = gap_analysis(s, opt);
+  EXPECT_EQ(g.activities, 7);
+  ASSERT_EQ(g.streams.size(), 4u);
+  const GapScope& s1 = g.streams[0];
+  EXPECT_EQ(s1.stream, 1);
+  EXPECT_EQ(s1.span_ns, 30);
+  EXPECT_EQ(s1.busy_ns, 25);
+  EXPECT_EQ(s1.idle_ns, 5);
+  EXPECT_EQ(s1.gaps, 1);
+  EXPECT_EQ(s1.overlaps, 1);
+  EXPECT_EQ(g.streams[1].idle_ns, 26);
+  EXPECT_EQ(g.stream_gaps, 2);
+  EXPECT_EQ(g.stream_idle_ns, 31);
+  EXPECT_EQ(g.stream_overlaps, 1);
+
+  ASSERT_EQ(g.devices.size(), 3u);  // rank 0 device 0 and 1, rank 1 device 0
+  const GapScope& d0 = g.devices[0];
+  EXPECT_EQ(d0.streams, 2);
+  EXPECT_EQ(d0.activities, 5);
+  EXPECT_EQ(d0.span_ns, 50);
+  EXPECT_EQ(d0.idle_ns, 13);  // 10→12, 14→15, 30→40
+  EXPECT_EQ(d0.gaps, 3);
+  EXPECT_EQ(d0.max_gap_ns, 10);
+  EXPECT_DOUBLE_EQ(d0.median_gap_ns, 2);
+  EXPECT_EQ(g.device_idle_ns, 13);
+  EXPECT_EQ(g.device_span_ns, 50 + 10 + 3);
+
+  ASSERT_EQ(g.ranks.size(), 2u);
+  EXPECT_EQ(g.ranks[0].devices, 2);
+  EXPECT_EQ(g.ranks[0].streams, 3);
+  EXPECT_EQ(g.ranks[0].device, -1);
+  EXPECT_EQ(g.ranks[0].span_ns, 110);
+  EXPECT_EQ(g.ranks[0].idle_ns, 63);  // the device-0 gaps and 50→100
+  EXPECT_EQ(g.ranks[1].devices, 1);
+  EXPECT_EQ(g.ranks[1].gaps, 0);
+  EXPECT_TRUE(std::isnan(g.ranks[1].median_gap_ns));
+  EXPECT_EQ(g.rank_idle_ns, 63);
+  EXPECT_EQ(g.rank_span_ns, 113);
+
+  ASSERT_EQ(g.transitions.size(), 2u);
+  EXPECT_EQ(g.transitions[0].from, "A");
+  EXPECT_EQ(g.transitions[0].to, "B");
+  EXPECT_EQ(g.transitions[0].count, 2);
+  EXPECT_EQ(g.transitions[0].total_ns, 31);
+  EXPECT_EQ(g.transitions[0].max_ns, 26);
+  EXPECT_DOUBLE_EQ(g.transitions[0].mean_ns, 15.5);
+  EXPECT_EQ(g.transitions[1].from, "B");  // only overlapped: last, no gap statistics
+  EXPECT_EQ(g.transitions[1].count, 0);
+  EXPECT_EQ(g.transitions[1].overlaps, 1);
+  EXPECT_EQ(g.transition_pairs, 2u);
+
+  EXPECT_EQ(g.counts, (std::vector<int64_t>{1, 0}));  // 5 ns in [0, 10); 26 ns above 20
+  EXPECT_EQ(g.underflow, 0);
+  EXPECT_EQ(g.overflow, 1);
+  EXPECT_EQ(g.edges_us.size(), 3u);
+
+  // The renderer shows exactly these numbers.
+  Report rep;
+  gap_report(g, &rep);
+  EXPECT_EQ(ival(table(rep, "gaps_per_rank"), 0, "idle_ns"), 63);
+  EXPECT_EQ(ival(table(rep, "gaps_per_device"), 0, "streams"), 2);
+  EXPECT_EQ(rep.json["gap_totals"]["device_span_ns"], 63);
+  EXPECT_EQ(rep.json["histogram"]["overflow"], 1);
 }
 
 }  // namespace

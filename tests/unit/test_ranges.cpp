@@ -129,3 +129,30 @@ TEST(Ranges, NoRangesSaysSo) {
   EXPECT_NE(r.headline.back().find("no NVTX or user ranges"), std::string::npos);
   EXPECT_TRUE(r.tables.back().rows.empty());
 }
+
+// The typed result behind the table: exact ns, the coverage's two terms, the top-N cut.
+TEST(Ranges, TypedResult) {
+  Builder b;
+  b.range(0, 11, 0, 100, "layer 0");
+  b.range(0, 11, 10, 50, "attn");
+  b.kernel(0, 11, 20, 1, 30);   // both
+  b.kernel(0, 11, 60, 2, 40);   // layer 0
+  b.kernel(0, 11, 500, 3, 70);  // none
+  Store s = b.done();
+  RangeOptions opt;
+  opt.top = 1;
+  const RangeResult r = range_analysis(s, opt);
+  EXPECT_EQ(r.instances, 2);
+  EXPECT_EQ(r.distinct, 2u);
+  EXPECT_EQ(r.gpu_ns, 140);
+  EXPECT_EQ(r.covered_ns, 70);  // each launch once, nested or not
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].name, "layer 0");
+  EXPECT_EQ(r.rows[0].calls, 1);
+  EXPECT_EQ(r.rows[0].gpu_items, 2);
+  EXPECT_EQ(r.rows[0].gpu_ns, 70);
+  EXPECT_EQ(r.rows[0].cpu_ns, 100);
+  Report rep;
+  range_report(r, &rep);
+  EXPECT_DOUBLE_EQ(rep.json["ranges_coverage_pct"].get<double>(), 50.0);
+}

@@ -294,5 +294,60 @@ TEST(KernelSummary, TextTruncatesLongNames) {
   EXPECT_NE(js.str().find(longname), std::string::npos);  // JSON keeps the full name
 }
 
+// The typed result: exact int64 ns per name and scope, before any rendering.
+TEST(KernelSummaryResult, NumbersPerScope) {
+  const Store s = make_store({{0, "alpha", 100},
+                              {0, "alpha", 300},
+                              {0, "beta", 50, kNoStep, Kind::Kernel, Category::Communication},
+                              {1, "alpha", 200},
+                              {1, "gamma", 1000}});
+  const SummaryResult r = kernel_summary(s, SummaryOptions{});
+  EXPECT_EQ(r.ranks, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(r.all.rank, -1);
+  EXPECT_EQ(r.all.count, 5);
+  EXPECT_EQ(r.all.total_ns, 1650);
+  EXPECT_EQ(r.all.distinct, 3u);
+  ASSERT_EQ(r.all.rows.size(), 3u);
+  EXPECT_EQ(r.all.rows[0].name, "gamma");  // by total: 1000, 600, 50
+  const SummaryRow& a = r.all.rows[1];
+  EXPECT_EQ(a.name, "alpha");
+  EXPECT_EQ(a.count, 3);
+  EXPECT_EQ(a.total_ns, 600);
+  EXPECT_EQ(a.min_ns, 100);
+  EXPECT_EQ(a.max_ns, 300);
+  EXPECT_NEAR(a.std_ns, std::sqrt(20000.0 / 3.0), 1e-9);  // {100, 300, 200} around 200
+  EXPECT_EQ(category_label(a.categories), "computation");
+  EXPECT_EQ(category_label(r.all.rows[2].categories), "communication");
+  ASSERT_EQ(r.by_rank.size(), 2u);
+  EXPECT_EQ(r.by_rank[0].rank, 0);
+  EXPECT_EQ(r.by_rank[0].total_ns, 450);
+  ASSERT_EQ(r.by_rank[0].rows.size(), 2u);
+  EXPECT_EQ(r.by_rank[0].rows[0].total_ns, 400);
+  EXPECT_EQ(r.by_rank[1].rank, 1);
+  EXPECT_EQ(r.by_rank[1].rows[0].name, "gamma");
+
+  // The top-N cut keeps the denominators; one rank or per_rank off: no per-rank tables.
+  SummaryOptions top;
+  top.top = 1;
+  top.per_rank = false;
+  const SummaryResult t = kernel_summary(s, top);
+  ASSERT_EQ(t.all.rows.size(), 1u);
+  EXPECT_EQ(t.all.distinct, 3u);
+  EXPECT_EQ(t.all.total_ns, 1650);
+  EXPECT_TRUE(t.by_rank.empty());
+  SummaryOptions one;
+  one.filter.rank = 1;
+  EXPECT_TRUE(kernel_summary(s, one).by_rank.empty());
+  EXPECT_EQ(kernel_summary(s, one).all.total_ns, 1200);
+
+  // The renderer shows exactly these numbers.
+  Report rep;
+  summary_report(r, &rep);
+  const Table& k = table(rep, "kernel_summary");
+  EXPECT_EQ(ival(k, 1, "total_ns"), 600);
+  EXPECT_DOUBLE_EQ(dval(k, 1, "std_us"), a.std_ns / 1e3);
+  EXPECT_EQ(rep.json["kernel_summary_totals"]["total_ns"], 1650);
+}
+
 }  // namespace
 }  // namespace kernalyse

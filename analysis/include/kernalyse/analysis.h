@@ -19,6 +19,11 @@ struct Filter {
   std::optional<int32_t> step;
 };
 
+// What every analysis report starts with: the emulated-data warning, the ranks and clock domain,
+// each rank's collector status and dropped records, peak GPU memory (headline); per rank its
+// source, clock alignment and peak memory and power counters (JSON "ranks"), and "emulated".
+void store_overview(const Store& s, Report* out);
+
 // Indices of activities passing the filter (all kinds), in store order. Throws Error when
 // --rank names a rank the store lacks or --step a ProfilerStep#N that no selected rank has.
 std::vector<uint32_t> select_activities(const Store& s, const Filter& f);
@@ -45,7 +50,38 @@ struct SummaryOptions {
   bool verbose = false;  // full names instead of simplified
   bool per_rank = true;  // also one table per rank
 };
+
+// The summary's numbers. One table per scope (all selected ranks, then each rank): per kernel name
+// its count and exact int64 ns statistics, sorted by opt.sort and cut to opt.top.
+struct SummaryRow {
+  std::string name;        // simplified (merged) unless verbose
+  uint8_t categories = 0;  // bit per Category seen; category_label() names them
+  int64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+  double std_ns = 0;  // population std, from exact integer moments
+};
+struct SummaryTable {
+  int32_t rank = -1;                // -1: all selected ranks
+  std::string scope;                // describe_filter() of the table's selection
+  int64_t count = 0, total_ns = 0;  // over every name, shown or not: the shares' denominators
+  size_t distinct = 0;              // names with kernels (rows before the top-N cut)
+  std::vector<SummaryRow> rows;
+};
+struct SummaryResult {
+  SummarySort sort = SummarySort::Total;  // the options it was built with (labels, widths)
+  int top = 0;
+  bool verbose = false;
+  std::vector<int32_t> ranks;         // ranks with kernels, in store order
+  SummaryTable all;                   // all selected ranks together
+  std::vector<SummaryTable> by_rank;  // by rank number; only with opt.per_rank and > 1 rank
+};
+SummaryResult kernel_summary(const Store& s, const SummaryOptions& opt);
+// Text/JSON/CSV: headline, kernel_summary and kernel_summary_rank<R> tables (docs/json.md),
+// kernel_summary_totals.
+void summary_report(const SummaryResult& r, Report* out);
+// Both steps at once.
 void kernel_summary(const Store& s, const SummaryOptions& opt, Report* out);
+// "computation", "communication+memory", ...: the Category bits of a mask; "other" for none.
+std::string category_label(uint8_t mask);
 
 // The numbers behind the summary's first table: per kernel name (full names when verbose, else
 // simplified) the count and total/min/max duration of the selected kernels, all ranks together;
@@ -63,6 +99,23 @@ struct RangeOptions {
   Filter filter;
   int top = 20;  // 0 = all
 };
+// Per range name: instances, ranks, the GPU items and time launched inside (int64 ns).
+struct RangeRow {
+  std::string name;
+  int64_t calls = 0, ranks = 0, gpu_items = 0, gpu_ns = 0, cpu_ns = 0;
+};
+struct RangeResult {
+  std::string scope;           // describe_filter()
+  int64_t instances = 0;       // ranges in the selection
+  size_t distinct = 0;         // their names (rows before the top-N cut)
+  int64_t gpu_ns = 0;          // all selected GPU work
+  int64_t covered_ns = 0;      // of it, launched inside at least one range (each launch once)
+  std::vector<RangeRow> rows;  // by GPU time, cut to opt.top
+};
+RangeResult range_analysis(const Store& s, const RangeOptions& opt);
+// Text/JSON/CSV: headline, the "ranges" table, ranges_coverage_pct.
+void range_report(const RangeResult& r, Report* out);
+// Both steps at once.
 void range_analysis(const Store& s, const RangeOptions& opt, Report* out);
 
 // The join behind --ranges (shared with --energy): the CPU ranges (NVTX, user annotations; not
@@ -91,6 +144,43 @@ struct GapOptions {
   int top = 20;
   bool verbose = false;
 };
+
+// The gap analysis' numbers. One scope is a stream, a device (union of its streams) or a rank
+// (union of its devices); gap = start − latest end so far, > 0 idle, < 0 an overlap.
+struct GapScope {
+  int32_t rank = 0, device = -1, stream = -1;  // -1 where the scope is wider
+  int64_t devices = 0, streams = 0;            // inside the scope (device and rank rows)
+  int64_t activities = 0, span_ns = 0, busy_ns = 0, idle_ns = 0;
+  int64_t gaps = 0, overlaps = 0, touching = 0, max_gap_ns = 0;
+  double median_gap_ns = 0, p95_gap_ns = 0;  // NaN without gaps (linear interpolation)
+};
+// Consecutive activities A → B on one stream, by display name.
+struct GapTransition {
+  std::string from, to;
+  int64_t count = 0, overlaps = 0, total_ns = 0, max_ns = 0;  // count: gaps >= 0
+  double mean_ns = 0, std_ns = 0;
+};
+struct GapResult {
+  GapSort sort = GapSort::Total;  // the options it was built with (labels, widths)
+  bool verbose = false;
+  std::string scope;  // describe_filter()
+  int64_t activities = 0;
+  std::vector<GapScope> streams, devices, ranks;  // in (rank, device, stream) order
+  int64_t stream_gaps = 0, stream_idle_ns = 0, stream_overlaps = 0, stream_touching = 0;
+  int64_t device_idle_ns = 0, device_span_ns = 0, rank_idle_ns = 0, rank_span_ns = 0;
+  std::vector<GapTransition> transitions;  // sorted by opt.sort, cut to opt.top
+  size_t transition_pairs = 0;             // before the cut
+  // Histogram of the per-stream gaps in µs: bins between edges_us, and those outside.
+  std::vector<double> edges_us;
+  std::vector<int64_t> counts;
+  int64_t underflow = 0, overflow = 0;
+};
+// Throws Error on bad --bins / --hist-min / --hist-max.
+GapResult gap_analysis(const Store& s, const GapOptions& opt);
+// Text/JSON/CSV: headline, gaps_per_stream/_device/_rank, gap_transitions, gap_histogram (CSV),
+// the histogram's bars (text), histogram and gap_totals (JSON); docs/json.md.
+void gap_report(const GapResult& r, Report* out);
+// Both steps at once.
 void gap_analysis(const Store& s, const GapOptions& opt, Report* out);
 
 // --- building blocks, exposed for tests ---

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -102,5 +103,8 @@ void apply_clock_inference(Store& s, const ClockInference& inf);
 // One line for reports: "clocks inferred from 18 collectives across 2 hosts, ±4.0 µs (...)" or
 // "too little evidence: ..., clocks kept as recorded".
 std::string describe(const ClockInference& inf);
+
+// The inference as JSON ("clock_inference" in docs/json.md): its fields, the hosts and describe().
+nlohmann::json clock_inference_json(const ClockInference& inf);
 
 }  // namespace kernalyse

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -66,5 +67,8 @@ HangReport hang_report_dir(const std::string& dir);
 
 // "0x" + 16 hex digits: how the reports name a communicator.
 std::string comm_name(uint64_t comm_hash);
+
+// --hang --json: the report as one object (spool, ranks, marks, hung, comms, mismatches, lines).
+nlohmann::json hang_json(const HangReport& h);
 
 }  // namespace kernalyse

@@ -1,0 +1,26 @@
+// The one way analyses and tools run work on several threads. A process-wide budget keeps the
+// threads at the core count even when parallel work nests (an analysis that runs its ranks in
+// parallel, itself one task of kernalyse-merge's pool): an inner call gets only the cores the
+// outer ones left, down to its own calling thread.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace kernalyse {
+
+// The core count (std::thread::hardware_concurrency, at least 1).
+size_t core_count();
+
+// Runs worker() on up to `threads` threads (0: the core count), the calling thread included, as
+// many as the budget allows; each worker pulls its own items (say from an atomic counter). Returns
+// after all have finished; the first exception a worker threw is rethrown then.
+void parallel_run(size_t threads, const std::function<void()>& worker);
+
+// Runs f(i) for every i in [0, n), handing the items out in order (reverse: the last first) to up
+// to max_threads threads (0: the core count). Every item runs even when one throws; then the
+// exception of the lowest failing item is rethrown.
+void parallel_for(size_t n, const std::function<void(size_t)>& f, size_t max_threads = 0,
+                  bool reverse = false);
+
+}  // namespace kernalyse
