@@ -294,6 +294,7 @@ Store load_diff_input(const std::string& input, const Options& o, const Classifi
   if (files.size() == 1 && is_hdf5_file(files[0])) {
     ColumnSelection sel;
     sel.counters = false;
+    sel.ops_detail = sel.ops_shapes = false;  // the ATen-op groups need only each launch's op
     ColumnSelection probe;  // launch threads only when there are ranges to join them to
     probe.activities = probe.launches = probe.nccl = probe.counters = false;
     const Store a = read_store(files[0], probe);
@@ -501,8 +502,9 @@ int run(const Options& o, const std::string& command_line) {
     if (!o.perfetto.empty() || !o.export_kineto.empty()) {
       // exports write every column
     } else if (!o.html.empty()) {
-      // The report runs summary, gaps, overlap, stragglers and ranges.
+      // The report runs summary, gaps, overlap, stragglers, ranges and the roofline.
       sel.launch_detail = has_ranges();
+      sel.ops_detail = false;
     } else if (!exporting) {
       sel.launches = need_launches;
       // The analyses join launches by correlation and use their start; --ranges also their thread.
@@ -512,6 +514,7 @@ int run(const Options& o, const std::string& command_line) {
       sel.launch_detail = sel.launch_detail || o.critical_path;
       sel.nccl = o.stragglers || o.critical_path;
       sel.ops = o.roofline || o.hints;
+      sel.ops_detail = false;  // the roofline joins ops by correlation and call; no op times
       sel.activity_correlation = need_launches || sel.launch_detail;
       sel.launches = sel.launches || sel.launch_detail;
     }

@@ -352,7 +352,12 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   if (sel.counters && H5Lexists(file, "counters", H5P_DEFAULT) > 0)
     read_table(file, "counters", s.counters, nstr, all);
   // Optional (docs/store.md): absent when the source had no op shapes, and in older stores.
-  if (sel.ops && H5Lexists(file, "ops", H5P_DEFAULT) > 0) read_table(file, "ops", s.ops, nstr, all);
+  if (sel.ops && H5Lexists(file, "ops", H5P_DEFAULT) > 0)
+    read_table(file, "ops", s.ops, nstr, [&](std::string_view c) {
+      const bool detail = c == "pid" || c == "tid" || c == "start_ns" || c == "end_ns";
+      const bool shapes = c == "dims_id" || c == "types_id" || c == "concrete_id";
+      return (!detail || sel.ops_detail) && (!shapes || sel.ops_shapes);
+    });
   return s;
 }
 

@@ -226,7 +226,9 @@ inline constexpr const char* kCounterPower = "gpu_power_mw";
 
 struct Ops {
   KERNALYSE_OP_COLUMNS(KERNALYSE_COLUMN_MEMBER)
-  size_t size() const { return start_ns.size(); }
+  // By rank, a key every reader loads: the analyses read ops without their times
+  // (ColumnSelection::ops_detail).
+  size_t size() const { return rank.size(); }
 };
 
 #define KERNALYSE_FIELD_MEMBER(T, name, unknown, rule) T name{unknown};
@@ -340,6 +342,8 @@ struct ColumnSelection {
   bool nccl = true;
   bool counters = true;
   bool ops = true;
+  bool ops_detail = true;  // false: ops without pid, tid, start_ns, end_ns (no analysis reads them)
+  bool ops_shapes = true;  // false: ops without dims_id, types_id, concrete_id (only the roofline)
   static ColumnSelection all() { return {}; }
 };
 
