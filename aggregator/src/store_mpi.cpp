@@ -357,6 +357,78 @@ struct Plan {
   std::string path, tmp;         // output and temporary file, as rank 0 chose them
 };
 
+// Every process's metadata (`everything`, process p's at displs[p], counts[p] bytes) → the plan:
+// merge order, global string table, attributes, offsets, /ranks rows. The same on every process;
+// throws Failure for a store the merge would refuse (duplicate or interleaved ranks).
+void decode_plan(const std::string& everything, const std::vector<int>& counts,
+                 const std::vector<int>& displs, int me, Plan& plan) {
+  const int np = static_cast<int>(counts.size());
+  std::vector<StoreAttrs> attrs(np);
+  std::vector<std::vector<RankInfo>> ranks(np);
+  std::vector<In> strings_at(np, In{nullptr, nullptr});
+  for (int p = 0; p < np; ++p) {
+    In in{everything.data() + displs[p], everything.data() + displs[p] + counts[p]};
+    in.str();  // path and temporary name, read above from rank 0's
+    in.str();
+    attrs[p] = get_attrs(in);
+    auto nr = in.pod<uint64_t>();
+    for (uint64_t i = 0; i < nr; ++i) ranks[p].push_back(get_rank(in));
+    strings_at[p] = in;
+  }
+
+  // Duplicate ranks, reported as merge_stores does (parts in communicator order).
+  std::map<int32_t, std::string> owner;
+  for (int p = 0; p < np; ++p)
+    for (const RankInfo& r : ranks[p]) {
+      std::string src = r.source.empty() ? "process " + std::to_string(p) : r.source;
+      auto [it, fresh] = owner.try_emplace(r.rank, src);
+      if (!fresh)
+        throw Failure("duplicate rank " + std::to_string(r.rank) + ": " + it->second + " and " +
+                      src);
+    }
+
+  plan.order.resize(np);
+  std::iota(plan.order.begin(), plan.order.end(), 0);
+  std::stable_sort(plan.order.begin(), plan.order.end(),
+                   [&](int x, int y) { return plan.all[x].key < plan.all[y].key; });
+  // Each process writes one contiguous slice per table, so the processes' rank ranges must
+  // not interleave (then the slices in order are the globally sorted tables).
+  int prev = -1;
+  for (int p : plan.order) {
+    const Summary& s = plan.all[p];
+    if (s.lo > s.hi) continue;  // no rows at all
+    if (prev >= 0 && plan.all[prev].hi >= s.lo)
+      throw Failure("processes " + std::to_string(prev) + " and " + std::to_string(p) +
+                    " hold overlapping rank numbers (" + std::to_string(plan.all[prev].lo) + ".." +
+                    std::to_string(plan.all[prev].hi) + " and " + std::to_string(s.lo) + ".." +
+                    std::to_string(s.hi) + "); each process must hold its own ranks");
+    prev = p;
+  }
+
+  // Global string table: each part's strings interned in merge order, as merge_stores does.
+  for (int p : plan.order) {
+    In& in = strings_at[p];
+    auto n = in.pod<uint64_t>();
+    if (p == me) plan.my_map.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      uint32_t id = plan.strings.intern(in.str());
+      if (p == me) plan.my_map[i] = id;
+    }
+  }
+
+  plan.attrs = attrs[plan.order.front()];
+  plan.attrs.schema_version = kSchemaVersion;
+  for (int p = 0; p < np; ++p) plan.attrs.emulated = plan.attrs.emulated || attrs[p].emulated;
+
+  Summary off{};
+  for (int p : plan.order) {
+    if (p == me) plan.offset = off;
+    const Summary& s = plan.all[p];
+    for (size_t t = 0; t < kTables; ++t) off.rows[t] += s.rows[t];
+    for (RankInfo& r : ranks[p]) plan.ranks.push_back(std::move(r));
+  }
+}
+
 // Collective. Exchanges summaries and metadata (rank 0's includes the output name it chose);
 // every process computes the same plan, or returns the same complete error message.
 // `failure`: 0, or 1 if this process's preparation failed (`local_error`), or 2 if rank 0
@@ -415,72 +487,7 @@ std::string exchange(MPI_Comm comm, const Part* part, const std::string& local_e
   }
 
   // From here on every process computes the same thing from the same bytes: no more messages.
-  std::string err = capture([&] {
-    std::vector<StoreAttrs> attrs(np);
-    std::vector<std::vector<RankInfo>> ranks(np);
-    std::vector<In> strings_at(np, In{nullptr, nullptr});
-    for (int p = 0; p < np; ++p) {
-      In in{everything.data() + displs[p], everything.data() + displs[p] + counts[p]};
-      in.str();  // path and temporary name, read above from rank 0's
-      in.str();
-      attrs[p] = get_attrs(in);
-      auto nr = in.pod<uint64_t>();
-      for (uint64_t i = 0; i < nr; ++i) ranks[p].push_back(get_rank(in));
-      strings_at[p] = in;
-    }
-
-    // Duplicate ranks, reported as merge_stores does (parts in communicator order).
-    std::map<int32_t, std::string> owner;
-    for (int p = 0; p < np; ++p)
-      for (const RankInfo& r : ranks[p]) {
-        std::string src = r.source.empty() ? "process " + std::to_string(p) : r.source;
-        auto [it, fresh] = owner.try_emplace(r.rank, src);
-        if (!fresh)
-          throw Failure("duplicate rank " + std::to_string(r.rank) + ": " + it->second + " and " +
-                        src);
-      }
-
-    plan.order.resize(np);
-    std::iota(plan.order.begin(), plan.order.end(), 0);
-    std::stable_sort(plan.order.begin(), plan.order.end(),
-                     [&](int x, int y) { return plan.all[x].key < plan.all[y].key; });
-    // Each process writes one contiguous slice per table, so the processes' rank ranges must
-    // not interleave (then the slices in order are the globally sorted tables).
-    int prev = -1;
-    for (int p : plan.order) {
-      const Summary& s = plan.all[p];
-      if (s.lo > s.hi) continue;  // no rows at all
-      if (prev >= 0 && plan.all[prev].hi >= s.lo)
-        throw Failure("processes " + std::to_string(prev) + " and " + std::to_string(p) +
-                      " hold overlapping rank numbers (" + std::to_string(plan.all[prev].lo) +
-                      ".." + std::to_string(plan.all[prev].hi) + " and " + std::to_string(s.lo) +
-                      ".." + std::to_string(s.hi) + "); each process must hold its own ranks");
-      prev = p;
-    }
-
-    // Global string table: each part's strings interned in merge order, as merge_stores does.
-    for (int p : plan.order) {
-      In& in = strings_at[p];
-      auto n = in.pod<uint64_t>();
-      if (p == me) plan.my_map.resize(n);
-      for (uint64_t i = 0; i < n; ++i) {
-        uint32_t id = plan.strings.intern(in.str());
-        if (p == me) plan.my_map[i] = id;
-      }
-    }
-
-    plan.attrs = attrs[plan.order.front()];
-    plan.attrs.schema_version = kSchemaVersion;
-    for (int p = 0; p < np; ++p) plan.attrs.emulated = plan.attrs.emulated || attrs[p].emulated;
-
-    Summary off{};
-    for (int p : plan.order) {
-      if (p == me) plan.offset = off;
-      const Summary& s = plan.all[p];
-      for (size_t t = 0; t < kTables; ++t) off.rows[t] += s.rows[t];
-      for (RankInfo& r : ranks[p]) plan.ranks.push_back(std::move(r));
-    }
-  });
+  std::string err = capture([&] { decode_plan(everything, counts, displs, me, plan); });
   return err.empty() ? err : plan.path + ": " + err;
 }
 

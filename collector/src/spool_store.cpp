@@ -373,6 +373,65 @@ std::map<int32_t, std::string> list_spool_files(const std::string& dir) {
   return files;
 }
 
+namespace {
+
+// One recovered spool file → its rank's store: the clock from the spool's samples (or the
+// shared host clock of a process tree), the source line saying how the file ended.
+Store recovered_store(const spool::Contents& c, const RankRecovery& rr, int32_t world,
+                      int64_t anchor) {
+  const std::string& path = rr.path;
+  SpoolMeta m;
+  m.rank = rr.rank;
+  m.world_size = world;
+  m.anchor_ns = anchor;
+  ClockModel clock;
+  clock.method = "none (no clock sample in the spool)";
+  if (c.has_meta) {
+    const auto& f = c.meta.fixed;
+    m.pid = f.pid;
+    m.host = c.meta.host;
+    m.command = c.meta.command;
+    m.emulated = f.emulated != 0;
+    m.shared_clock = rr.tree;
+    if (rr.tree) {
+      // The host's CLOCK_MONOTONIC_RAW, which every rank of the tree reads: nothing to map.
+      clock.method = "shared host clock (process tree: one CLOCK_MONOTONIC_RAW), exact";
+    } else if (f.has_start) {
+      const ClockSample start{f.start_local_ns, f.start_offset_ns, f.start_rtt_ns};
+      const ClockSample end{f.end_local_ns, f.end_offset_ns, f.end_rtt_ns};
+      clock = fit_clock_samples(start, f.has_end ? &end : nullptr, f.exchanges);
+    }
+  }
+  std::string note = "spool: " + path;
+  if (rr.tree)
+    note = "process tree: pid " + std::to_string(m.pid) + ", " + m.command + " (rank from " +
+           rr.rank_origin + ")" + (c.truncated || !rr.has_end_sample ? "; " + note : "");
+  if (c.truncated)
+    note += " (truncated at byte " + std::to_string(rr.cut_byte) + ": " + rr.problem + ")";
+  else if (!rr.has_end_sample)
+    note += " (stopped before its end clock sync)";
+  m.source = note;
+  m.produced_by = "kernalyse-merge --spool (crash recovery)";
+  return spool_to_store(c, m, clock);
+}
+
+// The error when no file gave anything: each file's own reason (unreadable, empty, corrupt from
+// byte 0), the first few on the line.
+Error nothing_recovered(const std::string& dir, const RecoveryReport& rep) {
+  std::string why;
+  size_t listed = 0;
+  for (const auto& r : rep.ranks) {
+    if (listed == 4) {
+      why += "; and " + std::to_string(rep.ranks.size() - listed) + " more";
+      break;
+    }
+    why += (listed++ ? "; " : "") + fs::path(r.path).filename().string() + ": " + r.why_nothing();
+  }
+  return Error(dir + ": no rank could be recovered (" + why + ")");
+}
+
+}  // namespace
+
 Store recover_spool_dir(const std::string& dir, RecoveryReport* report, ProgressMode mode) {
   RecoveryReport local;
   RecoveryReport& rep = report ? *report : local;
@@ -433,39 +492,7 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
     rr.tree = c.has_meta && c.meta.fixed.shared_clock != 0;
     if (rr.tree) rr.rank_origin = c.meta.rank_origin;
     if (rr.recovered) {
-      SpoolMeta m;
-      m.rank = rr.rank;
-      m.world_size = world;
-      m.anchor_ns = anchor;
-      ClockModel clock;
-      clock.method = "none (no clock sample in the spool)";
-      if (c.has_meta) {
-        const auto& f = c.meta.fixed;
-        m.pid = f.pid;
-        m.host = c.meta.host;
-        m.command = c.meta.command;
-        m.emulated = f.emulated != 0;
-        m.shared_clock = rr.tree;
-        if (rr.tree) {
-          // The host's CLOCK_MONOTONIC_RAW, which every rank of the tree reads: nothing to map.
-          clock.method = "shared host clock (process tree: one CLOCK_MONOTONIC_RAW), exact";
-        } else if (f.has_start) {
-          const ClockSample start{f.start_local_ns, f.start_offset_ns, f.start_rtt_ns};
-          const ClockSample end{f.end_local_ns, f.end_offset_ns, f.end_rtt_ns};
-          clock = fit_clock_samples(start, f.has_end ? &end : nullptr, f.exchanges);
-        }
-      }
-      std::string note = "spool: " + path;
-      if (rr.tree)
-        note = "process tree: pid " + std::to_string(m.pid) + ", " + m.command + " (rank from " +
-               rr.rank_origin + ")" + (c.truncated || !rr.has_end_sample ? "; " + note : "");
-      if (c.truncated)
-        note += " (truncated at byte " + std::to_string(rr.cut_byte) + ": " + rr.problem + ")";
-      else if (!rr.has_end_sample)
-        note += " (stopped before its end clock sync)";
-      m.source = note;
-      m.produced_by = "kernalyse-merge --spool (crash recovery)";
-      Store s = spool_to_store(c, m, clock);
+      Store s = recovered_store(c, rr, world, anchor);
       int64_t end = 0;
       for (int64_t e : s.activities.end_ns) end = std::max(end, e);
       for (int64_t e : s.launches.end_ns) end = std::max(end, e);
@@ -476,19 +503,7 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
     }
     rep.ranks.push_back(rr);
   }
-  if (parts.empty()) {
-    // Each file's own reason (unreadable, empty, corrupt from byte 0), the first few on the line.
-    std::string why;
-    size_t listed = 0;
-    for (const auto& r : rep.ranks) {
-      if (listed == 4) {
-        why += "; and " + std::to_string(rep.ranks.size() - listed) + " more";
-        break;
-      }
-      why += (listed++ ? "; " : "") + fs::path(r.path).filename().string() + ": " + r.why_nothing();
-    }
-    throw Error(dir + ": no rank could be recovered (" + why + ")");
-  }
+  if (parts.empty()) throw nothing_recovered(dir, rep);
   // Linear, not O(world²): the ranks seen, marked once.
   std::vector<char> seen(static_cast<size_t>(world), 0);
   for (const auto& x : rep.ranks)
