@@ -9,11 +9,17 @@
 #   power_csv: nvidia-smi power logs in both CSV formats
 # Usage: tests/fuzz/make_corpus.sh BIN_DIR OUT_DIR   (BIN_DIR: a normal, unsanitized build's bin/;
 # the collector is preloaded into mpirun's ranks, which a sanitized build cannot do cleanly)
-# Writes OUT_DIR/{kineto,spool,store,nsys,power_csv}/ and OUT_DIR/stamp; skips the work if the stamp is there.
+# Writes OUT_DIR/{kineto,spool,store,nsys,power_csv}/ and OUT_DIR/stamp; skips the work if the stamp
+# is there with every target's seeds (a stamp from before a target was added would leave it with
+# no seeds: libFuzzer then refuses to start).
 set -euo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
-[ -f "$out/stamp" ] && exit 0
+targets=(kineto spool store nsys power_csv)
+complete=1
+[ -f "$out/stamp" ] || complete=0
+for t in "${targets[@]}"; do [ -n "$(ls -A "$out/$t" 2>/dev/null)" ] || complete=0; done
+[ "$complete" = 1 ] && exit 0
 for t in kernalyse-tracegen kernalyse-merge kernalyse-run vicuna_tp; do
   [ -x "$bin/$t" ] || { echo "make_corpus.sh: $bin/$t missing (build it first)" >&2; exit 1; }
 done
