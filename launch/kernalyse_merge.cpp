@@ -451,175 +451,137 @@ int run_node_stores(const Options& o, const std::vector<std::string>& files,
   return 0;
 }
 
-int run(const Options& o, const std::string& command_line) {
-  std::vector<WhatIf> what_if;  // checked before any input is read
-  for (const auto& w : o.what_if) what_if.push_back(parse_what_if(w));
-  if (!o.diff.empty()) return run_diff(o);
-  if (!o.spool.empty()) return run_spool(o, command_line);
-  if (o.inputs.empty())
-    throw Error("no input: give trace files, a directory of traces, or a store");
-  if (o.hist_min >= o.hist_max) throw Error("--hist-min must be below --hist-max");
-  if (o.bins < 1) throw Error("--bins must be at least 1");
-  Classifier cls(o.comm_regex);
+// The columns a store input is read with: only what the chosen analyses use (peak RSS stays near
+// the columns read). may_align: the clock inference may run (it needs the /nccl columns).
+ColumnSelection store_columns(const Options& o, const std::string& file, bool exporting,
+                              bool may_align) {
+  // Read only what the chosen analyses use (peak RSS stays near the columns read).
+  bool need_launches = o.idle || o.stragglers || o.ranges || o.critical_path || o.roofline ||
+                       o.hints || o.compat == "hta";
+  // Only --ranges needs the launches' threads, and only when the store has NVTX / user ranges
+  // at all: a small read of the annotations tells (the 8 M-kernel benchmark store has none).
+  auto has_ranges = [&] {
+    ColumnSelection probe;
+    probe.activities = probe.launches = probe.nccl = probe.counters = false;
+    const Store a = read_store(file, probe);
+    return std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
+      return k == static_cast<uint8_t>(AnnotationKind::User) ||
+             k == static_cast<uint8_t>(AnnotationKind::Nvtx);
+    });
+  };
+  ColumnSelection sel;
+  if (!o.perfetto.empty() || !o.export_kineto.empty()) {
+    // exports write every column
+  } else if (!o.html.empty()) {
+    // The report runs summary, gaps, overlap, stragglers, ranges and the roofline.
+    sel.launch_detail = has_ranges();
+    sel.ops_detail = false;  // the roofline joins ops by correlation and call; no op times
+  } else if (!exporting) {
+    sel.launches = need_launches;
+    // The analyses join launches by correlation and use their start; --ranges also their thread.
+    // --energy joins ranges the same way, for its per-range rows.
+    sel.launch_detail = (o.ranges || o.energy) && has_ranges();
+    // The critical path follows the launching threads and their synchronisations.
+    sel.launch_detail = sel.launch_detail || o.critical_path;
+    sel.nccl = o.stragglers || o.critical_path;
+    sel.ops = o.roofline || o.hints;
+    sel.ops_detail = false;
+    sel.activity_correlation = need_launches || sel.launch_detail;
+    sel.launches = sel.launches || sel.launch_detail;
+  }
+  sel.nccl = sel.nccl || may_align;
+  return sel;
+}
 
-  std::vector<std::string> files = expand_inputs(o.inputs);
-  bool store_input = files.size() == 1 && is_hdf5_file(files[0]);
-  const bool node_stores =
-      files.size() > 1 && std::all_of(files.begin(), files.end(), is_hdf5_file);
-  for (const auto& f : files)
-    if (files.size() > 1 && is_hdf5_file(f) && !node_stores)
-      throw Error(f + ": is a store; give either stores or trace files, not both");
-  if (node_stores) return run_node_stores(o, files, command_line);
+// Trace files → one store: imported on parallel threads, clocks aligned (or inferred), written
+// with -o.
+Store import_traces(const std::vector<std::string>& files, const Options& o, const Classifier& cls,
+                    const std::string& command_line, ClockInference* inference,
+                    std::shared_ptr<const CollectiveMatch>* match, bool* inferred) {
+  // Refuse early, before a long import: an existing output without --force, a directory, a
+  // missing or unwritable directory.
+  if (!o.output.empty()) check_output_path(o.output, o.force);
+  ImportStats stats;
+  auto t0 = std::chrono::steady_clock::now();
+  Store store = import_all(files, o, cls, &stats);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& w : stats.warnings) std::cerr << "warning: " << w << "\n";
+  if (!o.quiet)
+    for (const auto& n : stats.notes) std::cerr << "info: " << n << "\n";
+  store.attrs.tool_version = KERNALYSE_VERSION;
+  const bool from_nsys = is_sqlite_file(files[0]);
+  store.attrs.produced_by = from_nsys ? "kernalyse-merge (Nsight Systems SQLite import)"
+                                      : "kernalyse-merge (Kineto JSON import)";
+  store.attrs.command_line = command_line;
+  store.attrs.created_utc = utc_now();
+  store.attrs.clock_domain =
+      clocks_aligned(store)
+          ? "one timeline, as exported by kernalyse (Kineto import of a kernalyse export)"
+      : from_nsys
+          ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
+          : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
+  for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
+  *inferred = align_clocks(store, o, inference, match);
+  if (!o.quiet) {
+    std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size() << " rank(s), "
+              << store.activities.size() << " GPU activities, " << stats.malformed
+              << " malformed events skipped, " << static_cast<int64_t>(stats.bytes / 1e6)
+              << (from_nsys ? " MB SQLite in " : " MB JSON in ") << std::fixed
+              << std::setprecision(2) << secs << " s (" << std::setprecision(0)
+              << stats.bytes / 1e6 / std::max(secs, 1e-9) << " MB/s)\n"
+              << std::defaultfloat;
+  }
+  if (!o.output.empty()) {
+    write_store(store, o.output, WriteOptions{o.force, o.mode});
+    if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
+  }
+  return store;
+}
 
-  Store store;
-  ClockInference inference;
-  std::shared_ptr<const CollectiveMatch> match;  // shared with the ledger
-  bool inferred = false;
-  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy ||
-               o.critical_path || o.roofline || o.hints;
-  // Read before any import, so that a bad peaks file fails fast (one line, exit 2).
-  std::optional<DevicePeaks> peaks;
-  if (!o.peaks.empty()) peaks = load_peaks_file(o.peaks);
-  bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
-  bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
-  if (store_input) {
-    if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
-    // Read only what the chosen analyses use (peak RSS stays near the columns read).
-    bool need_launches = o.idle || o.stragglers || o.ranges || o.critical_path || o.roofline ||
-                         o.hints || o.compat == "hta";
-    // Only --ranges needs the launches' threads, and only when the store has NVTX / user ranges
-    // at all: a small read of the annotations tells (the 8 M-kernel benchmark store has none).
-    auto has_ranges = [&] {
-      ColumnSelection probe;
-      probe.activities = probe.launches = probe.nccl = probe.counters = false;
-      const Store a = read_store(files[0], probe);
-      return std::any_of(a.annotations.kind.begin(), a.annotations.kind.end(), [](uint8_t k) {
-        return k == static_cast<uint8_t>(AnnotationKind::User) ||
-               k == static_cast<uint8_t>(AnnotationKind::Nvtx);
-      });
-    };
-    ColumnSelection sel;
-    if (!o.perfetto.empty() || !o.export_kineto.empty()) {
-      // exports write every column
-    } else if (!o.html.empty()) {
-      // The report runs summary, gaps, overlap, stragglers, ranges and the roofline.
-      sel.launch_detail = has_ranges();
-      sel.ops_detail = false;
-    } else if (!exporting) {
-      sel.launches = need_launches;
-      // The analyses join launches by correlation and use their start; --ranges also their thread.
-      // --energy joins ranges the same way, for its per-range rows.
-      sel.launch_detail = (o.ranges || o.energy) && has_ranges();
-      // The critical path follows the launching threads and their synchronisations.
-      sel.launch_detail = sel.launch_detail || o.critical_path;
-      sel.nccl = o.stragglers || o.critical_path;
-      sel.ops = o.roofline || o.hints;
-      sel.ops_detail = false;  // the roofline joins ops by correlation and call; no op times
-      sel.activity_correlation = need_launches || sel.launch_detail;
-      sel.launches = sel.launches || sel.launch_detail;
-    }
-    // The inference matches collectives like the ledger: it needs the /nccl columns. It runs on
-    // a store for the cross-rank views (ledger, exports) or when asked.
-    bool may_align = o.align == "inferred" ||
-                     (o.align == "auto" && (o.stragglers || o.critical_path || exporting));
-    sel.nccl = sel.nccl || may_align;
-    store = read_store(files[0], sel);
-    if (may_align) inferred = align_clocks(store, o, &inference, &match);
-  } else {
-    // Refuse early, before a long import: an existing output without --force, a directory, a
-    // missing or unwritable directory.
-    if (!o.output.empty()) check_output_path(o.output, o.force);
-    ImportStats stats;
+// --html, --perfetto, --export-kineto.
+void write_exports(const Store& store, const Options& o) {
+  ExportOptions eo;
+  eo.rank = o.rank, eo.step = o.step, eo.force = o.force, eo.progress = o.mode;
+  if (!o.from.empty()) eo.from_ns = parse_time_to_ns(o.from);
+  if (!o.to.empty()) eo.to_ns = parse_time_to_ns(o.to);
+  if (!o.html.empty()) {
+    HtmlOptions ho;
+    ho.filter = Filter{o.rank, o.step};
+    ho.from_ns = eo.from_ns, ho.to_ns = eo.to_ns;
+    ho.top = o.top > 0 ? o.top : 20;
+    ho.hist_min_us = o.hist_min, ho.hist_max_us = o.hist_max, ho.hist_bins = o.bins;
+    ho.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
+    ho.force = o.force;
+    ho.progress = o.mode;
+    ho.title = o.inputs.size() == 1 ? fs::path(o.inputs[0]).filename().string() : "";
     auto t0 = std::chrono::steady_clock::now();
-    store = import_all(files, o, cls, &stats);
+    HtmlStats hs = write_html_report(store, o.html, ho);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (const auto& w : stats.warnings) std::cerr << "warning: " << w << "\n";
     if (!o.quiet)
-      for (const auto& n : stats.notes) std::cerr << "info: " << n << "\n";
-    store.attrs.tool_version = KERNALYSE_VERSION;
-    const bool from_nsys = is_sqlite_file(files[0]);
-    store.attrs.produced_by = from_nsys ? "kernalyse-merge (Nsight Systems SQLite import)"
-                                        : "kernalyse-merge (Kineto JSON import)";
-    store.attrs.command_line = command_line;
-    store.attrs.created_utc = utc_now();
-    store.attrs.clock_domain =
-        clocks_aligned(store)
-            ? "one timeline, as exported by kernalyse (Kineto import of a kernalyse export)"
-        : from_nsys
-            ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
-            : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
-    for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
-    inferred = align_clocks(store, o, &inference, &match);
-    if (!o.quiet) {
-      std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size() << " rank(s), "
-                << store.activities.size() << " GPU activities, " << stats.malformed
-                << " malformed events skipped, " << static_cast<int64_t>(stats.bytes / 1e6)
-                << (from_nsys ? " MB SQLite in " : " MB JSON in ") << std::fixed
-                << std::setprecision(2) << secs << " s (" << std::setprecision(0)
-                << stats.bytes / 1e6 / std::max(secs, 1e-9) << " MB/s)\n"
+      std::cerr << "wrote " << o.html << " (" << (hs.bytes + 999) / 1000 << " kB, " << std::fixed
+                << std::setprecision(2) << secs << " s)\n"
                 << std::defaultfloat;
-    }
-    if (!o.output.empty()) {
-      write_store(store, o.output, WriteOptions{o.force, o.mode});
-      if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
-    }
   }
-  for (const auto& spec : o.power_logs) attach_power_log_spec(&store, spec, o.quiet);
-  if (exporting) {
-    ExportOptions eo;
-    eo.rank = o.rank, eo.step = o.step, eo.force = o.force, eo.progress = o.mode;
-    if (!o.from.empty()) eo.from_ns = parse_time_to_ns(o.from);
-    if (!o.to.empty()) eo.to_ns = parse_time_to_ns(o.to);
-    if (!o.html.empty()) {
-      HtmlOptions ho;
-      ho.filter = Filter{o.rank, o.step};
-      ho.from_ns = eo.from_ns, ho.to_ns = eo.to_ns;
-      ho.top = o.top > 0 ? o.top : 20;
-      ho.hist_min_us = o.hist_min, ho.hist_max_us = o.hist_max, ho.hist_bins = o.bins;
-      ho.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
-      ho.force = o.force;
-      ho.progress = o.mode;
-      ho.title = o.inputs.size() == 1 ? fs::path(o.inputs[0]).filename().string() : "";
-      auto t0 = std::chrono::steady_clock::now();
-      HtmlStats hs = write_html_report(store, o.html, ho);
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!o.quiet)
-        std::cerr << "wrote " << o.html << " (" << (hs.bytes + 999) / 1000 << " kB, " << std::fixed
-                  << std::setprecision(2) << secs << " s)\n"
-                  << std::defaultfloat;
-    }
-    if (!o.perfetto.empty()) {
-      ExportStats es = export_perfetto(store, o.perfetto, eo);
-      if (!o.quiet)
-        std::cerr << "wrote " << o.perfetto << " (" << es.events << " events, " << es.flows
-                  << " collective flows)\n";
-    }
-    if (!o.export_kineto.empty()) {
-      ExportStats es = export_kineto(store, o.export_kineto, eo);
-      if (!o.quiet)
-        std::cerr << "wrote " << es.files << " Kineto trace(s) into " << o.export_kineto << " ("
-                  << es.events << " events)\n";
-    }
+  if (!o.perfetto.empty()) {
+    ExportStats es = export_perfetto(store, o.perfetto, eo);
+    if (!o.quiet)
+      std::cerr << "wrote " << o.perfetto << " (" << es.events << " events, " << es.flows
+                << " collective flows)\n";
   }
-  if (!analyse) return 0;
+  if (!o.export_kineto.empty()) {
+    ExportStats es = export_kineto(store, o.export_kineto, eo);
+    if (!o.quiet)
+      std::cerr << "wrote " << es.files << " Kineto trace(s) into " << o.export_kineto << " ("
+                << es.events << " events)\n";
+  }
+}
 
-  Report report;
-  store_overview(store, &report);
-  if (inferred) {
-    report.json["clock_inference"] = clock_inference_json(inference);
-    report.headline.push_back(describe(inference));
-  }
-
-  if (o.compat == "hta") {
-    store = hta_view(store);
-    report.headline.push_back(
-        "--compat hta: integer µs (start rounded up, end down), last ProfilerStep excluded when "
-        "there are >= 2, HTA's name-based classification");
-  }
+// One task per analysis the flags ask for, in output order; each fills its own Report.
+std::vector<std::function<void(Report*)>> analysis_tasks(
+    const Store& store, const Options& o, bool cross,
+    const std::shared_ptr<const CollectiveMatch>& match, const std::optional<DevicePeaks>& peaks,
+    const std::vector<WhatIf>& what_if) {
   Filter filter{o.rank, o.step};
-  // The analyses only read the store: they run on as many threads as there are cores (not more:
-  // each holds its own working set), each into its own Report, and the parts are appended in this
-  // fixed order, so the output does not depend on timing.
   std::vector<std::function<void(Report*)>> tasks;
   auto task = [&tasks](std::function<void(Report*)> f) { tasks.push_back(std::move(f)); };
   if (o.summary || (!o.gaps && !cross)) {
@@ -693,6 +655,72 @@ int run(const Options& o, const std::string& command_line) {
     co.what_if = what_if;
     task([&store, co](Report* r) { critical_path_report(critical_path(store, co), r); });
   }
+  return tasks;
+}
+
+int run(const Options& o, const std::string& command_line) {
+  std::vector<WhatIf> what_if;  // checked before any input is read
+  for (const auto& w : o.what_if) what_if.push_back(parse_what_if(w));
+  if (!o.diff.empty()) return run_diff(o);
+  if (!o.spool.empty()) return run_spool(o, command_line);
+  if (o.inputs.empty())
+    throw Error("no input: give trace files, a directory of traces, or a store");
+  if (o.hist_min >= o.hist_max) throw Error("--hist-min must be below --hist-max");
+  if (o.bins < 1) throw Error("--bins must be at least 1");
+  const Classifier cls(o.comm_regex);  // a bad --comm-regex fails before any input is read
+
+  std::vector<std::string> files = expand_inputs(o.inputs);
+  bool store_input = files.size() == 1 && is_hdf5_file(files[0]);
+  const bool node_stores =
+      files.size() > 1 && std::all_of(files.begin(), files.end(), is_hdf5_file);
+  for (const auto& f : files)
+    if (files.size() > 1 && is_hdf5_file(f) && !node_stores)
+      throw Error(f + ": is a store; give either stores or trace files, not both");
+  if (node_stores) return run_node_stores(o, files, command_line);
+
+  Store store;
+  ClockInference inference;
+  std::shared_ptr<const CollectiveMatch> match;  // shared with the ledger
+  bool inferred = false;
+  bool cross = o.overlap || o.breakdown || o.idle || o.stragglers || o.ranges || o.energy ||
+               o.critical_path || o.roofline || o.hints;
+  // Read before any import, so that a bad peaks file fails fast (one line, exit 2).
+  std::optional<DevicePeaks> peaks;
+  if (!o.peaks.empty()) peaks = load_peaks_file(o.peaks);
+  bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
+  bool analyse = o.summary || o.gaps || cross || (o.output.empty() && !exporting);
+  if (store_input) {
+    if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
+    // The inference matches collectives like the ledger: it needs the /nccl columns. It runs on
+    // a store for the cross-rank views (ledger, exports) or when asked.
+    bool may_align = o.align == "inferred" ||
+                     (o.align == "auto" && (o.stragglers || o.critical_path || exporting));
+    store = read_store(files[0], store_columns(o, files[0], exporting, may_align));
+    if (may_align) inferred = align_clocks(store, o, &inference, &match);
+  } else {
+    store = import_traces(files, o, cls, command_line, &inference, &match, &inferred);
+  }
+  for (const auto& spec : o.power_logs) attach_power_log_spec(&store, spec, o.quiet);
+  if (exporting) write_exports(store, o);
+  if (!analyse) return 0;
+
+  Report report;
+  store_overview(store, &report);
+  if (inferred) {
+    report.json["clock_inference"] = clock_inference_json(inference);
+    report.headline.push_back(describe(inference));
+  }
+
+  if (o.compat == "hta") {
+    store = hta_view(store);
+    report.headline.push_back(
+        "--compat hta: integer µs (start rounded up, end down), last ProfilerStep excluded when "
+        "there are >= 2, HTA's name-based classification");
+  }
+  // The analyses only read the store: they run on as many threads as there are cores (not more:
+  // each holds its own working set), each into its own Report, and the parts are appended in this
+  // fixed order, so the output does not depend on timing.
+  const auto tasks = analysis_tasks(store, o, cross, match, peaks, what_if);
   run_in_parallel(tasks, &report);
   if (!o.csv_dir.empty()) render_csv(report, o.csv_dir);
   if (o.json)

@@ -303,15 +303,12 @@ int64_t union_length(std::vector<Interval> v) {
   return core.busy();
 }
 
-GapResult gap_analysis(const Store& s, const GapOptions& opt) {
-  if (!(opt.bins >= 1 && opt.bins <= 100000))
-    throw Error("--bins must be between 1 and 100000, got " + std::to_string(opt.bins));
-  if (!std::isfinite(opt.hist_min_us) || !std::isfinite(opt.hist_max_us) ||
-      !(opt.hist_max_us > opt.hist_min_us))
-    throw Error("--hist-max must be greater than --hist-min");
+namespace {
 
+// The selection's GPU work in (rank, device, stream, start, end) order, and its stream runs.
+std::vector<uint32_t> stream_order(const Store& s, const Filter& f, std::vector<Run>* runs) {
   const Activities& a = s.activities;
-  std::vector<uint32_t> sel = select_activities(s, opt.filter);
+  std::vector<uint32_t> sel = select_activities(s, f);
   // Only GPU work fills a stream: syncs are CPU waits drawn on it, host-on-stream rows are CPU.
   std::erase_if(sel, [&](uint32_t i) { return !is_gpu_work(static_cast<Kind>(a.kind[i])); });
 
@@ -326,14 +323,121 @@ GapResult gap_analysis(const Store& s, const GapOptions& opt) {
   };
   if (!std::is_sorted(sel.begin(), sel.end(), before)) std::sort(sel.begin(), sel.end(), before);
 
-  std::vector<Run> runs;
   for (uint32_t p = 0; p < sel.size(); ++p) {
     const uint32_t i = sel[p];
-    if (runs.empty() || runs.back().rank != a.rank[i] || runs.back().device != a.device[i] ||
-        runs.back().stream != a.stream[i])
-      runs.push_back({a.rank[i], a.device[i], a.stream[i], p, p});
-    runs.back().end = p + 1;
+    if (runs->empty() || runs->back().rank != a.rank[i] || runs->back().device != a.device[i] ||
+        runs->back().stream != a.stream[i])
+      runs->push_back({a.rank[i], a.device[i], a.stream[i], p, p});
+    runs->back().end = p + 1;
   }
+
+  return sel;
+}
+
+// Per device, then per rank: the unions of their streams (runs of one device/rank are adjacent).
+void union_scopes(const std::vector<Run>& runs, const std::vector<uint32_t>& sel,
+                  const Activities& a, GapResult* res) {
+  GapResult& out = *res;
+  std::vector<int64_t> buf;
+  for (size_t r0 = 0; r0 < runs.size();) {
+    size_t r1 = r0;
+    while (r1 < runs.size() && runs[r1].rank == runs[r0].rank) ++r1;
+    int64_t rank_devices = 0;
+    GapScope rr;
+    for (size_t d0 = r0; d0 < r1;) {
+      size_t d1 = d0;
+      while (d1 < r1 && runs[d1].device == runs[d0].device) ++d1;
+      GapCore core;
+      buf.clear();
+      core.gaps = &buf;
+      merge_runs(runs, d0, d1, sel, a, core);
+      GapScope& dev = out.devices.emplace_back();
+      dev.rank = runs[d0].rank, dev.device = runs[d0].device;
+      dev.devices = 1, dev.streams = static_cast<int64_t>(d1 - d0);
+      finish(core, buf, &dev);
+      out.device_idle_ns = sat_add(out.device_idle_ns, dev.idle_ns);
+      out.device_span_ns = sat_add(out.device_span_ns, dev.span_ns);
+      rr = dev;  // one device: the rank is that device
+      ++rank_devices;
+      d0 = d1;
+    }
+    if (rank_devices > 1) {
+      GapCore core;
+      buf.clear();
+      core.gaps = &buf;
+      merge_runs(runs, r0, r1, sel, a, core);
+      finish(core, buf, &rr);
+    }
+    rr.device = -1;
+    rr.devices = rank_devices;
+    rr.streams = static_cast<int64_t>(r1 - r0);
+    out.ranks.push_back(rr);
+    out.rank_idle_ns = sat_add(out.rank_idle_ns, rr.idle_ns);
+    out.rank_span_ns = sat_add(out.rank_span_ns, rr.span_ns);
+    r0 = r1;
+  }
+}
+
+// Transitions: sorted by the chosen statistic, descending (count then names break ties), cut to
+// opt.top.
+void sorted_transitions(const Transitions& trans, const NameGroups& names, const GapOptions& opt,
+                        GapResult* res) {
+  GapResult& out = *res;
+  struct TRow {
+    int32_t from, to;
+    TAcc t;
+    double mean, std;
+  };
+  std::vector<TRow> trows;
+  trans.for_each([&](uint64_t f, uint64_t t, const TAcc& acc) {
+    const double mean = acc.count ? static_cast<double>(acc.total) / acc.count : 0.0;
+    trows.push_back({static_cast<int32_t>(f), static_cast<int32_t>(t), acc, mean,
+                     static_cast<double>(transition_std(acc))});
+  });
+  const auto key = [&](const TRow& r) -> double {
+    switch (opt.sort) {
+      case GapSort::Count:
+        return static_cast<double>(r.t.count);
+      case GapSort::Mean:
+        return r.mean;
+      case GapSort::Max:
+        return static_cast<double>(r.t.max);
+      case GapSort::Std:
+        return r.std;
+      case GapSort::Total:
+        return static_cast<double>(r.t.total);
+    }
+    return 0;
+  };
+  std::sort(trows.begin(), trows.end(), [&](const TRow& x, const TRow& y) {
+    // Pairs that only ever overlapped have no gap statistics; they go last.
+    if ((x.t.count > 0) != (y.t.count > 0)) return x.t.count > 0;
+    const double kx = key(x), ky = key(y);
+    if (kx != ky) return kx > ky;
+    if (x.t.count != y.t.count) return x.t.count > y.t.count;
+    if (names.names[x.from] != names.names[y.from])
+      return names.names[x.from] < names.names[y.from];
+    return names.names[x.to] < names.names[y.to];
+  });
+  out.transition_pairs = trows.size();
+  if (opt.top > 0 && trows.size() > static_cast<size_t>(opt.top)) trows.resize(opt.top);
+  for (const TRow& r : trows)
+    out.transitions.push_back({names.names[r.from], names.names[r.to], r.t.count, r.t.overlaps,
+                               r.t.total, r.t.max, r.mean, r.std});
+}
+
+}  // namespace
+
+GapResult gap_analysis(const Store& s, const GapOptions& opt) {
+  if (!(opt.bins >= 1 && opt.bins <= 100000))
+    throw Error("--bins must be between 1 and 100000, got " + std::to_string(opt.bins));
+  if (!std::isfinite(opt.hist_min_us) || !std::isfinite(opt.hist_max_us) ||
+      !(opt.hist_max_us > opt.hist_min_us))
+    throw Error("--hist-max must be greater than --hist-min");
+
+  std::vector<Run> runs;
+  const std::vector<uint32_t> sel = stream_order(s, opt.filter, &runs);
+  const Activities& a = s.activities;
 
   GapResult out;
   out.sort = opt.sort;
@@ -380,88 +484,8 @@ GapResult gap_analysis(const Store& s, const GapOptions& opt) {
     out.stream_touching += r.touching;
   }
 
-  // Per device, then per rank: unions of the streams (runs of one device/rank are adjacent).
-  for (size_t r0 = 0; r0 < runs.size();) {
-    size_t r1 = r0;
-    while (r1 < runs.size() && runs[r1].rank == runs[r0].rank) ++r1;
-    int64_t rank_devices = 0;
-    GapScope rr;
-    for (size_t d0 = r0; d0 < r1;) {
-      size_t d1 = d0;
-      while (d1 < r1 && runs[d1].device == runs[d0].device) ++d1;
-      GapCore core;
-      buf.clear();
-      core.gaps = &buf;
-      merge_runs(runs, d0, d1, sel, a, core);
-      GapScope& dev = out.devices.emplace_back();
-      dev.rank = runs[d0].rank, dev.device = runs[d0].device;
-      dev.devices = 1, dev.streams = static_cast<int64_t>(d1 - d0);
-      finish(core, buf, &dev);
-      out.device_idle_ns = sat_add(out.device_idle_ns, dev.idle_ns);
-      out.device_span_ns = sat_add(out.device_span_ns, dev.span_ns);
-      rr = dev;  // one device: the rank is that device
-      ++rank_devices;
-      d0 = d1;
-    }
-    if (rank_devices > 1) {
-      GapCore core;
-      buf.clear();
-      core.gaps = &buf;
-      merge_runs(runs, r0, r1, sel, a, core);
-      finish(core, buf, &rr);
-    }
-    rr.device = -1;
-    rr.devices = rank_devices;
-    rr.streams = static_cast<int64_t>(r1 - r0);
-    out.ranks.push_back(rr);
-    out.rank_idle_ns = sat_add(out.rank_idle_ns, rr.idle_ns);
-    out.rank_span_ns = sat_add(out.rank_span_ns, rr.span_ns);
-    r0 = r1;
-  }
-
-  // Transitions: sort by the chosen statistic, descending; count then names break ties.
-  struct TRow {
-    int32_t from, to;
-    TAcc t;
-    double mean, std;
-  };
-  std::vector<TRow> trows;
-  trans.for_each([&](uint64_t f, uint64_t t, const TAcc& acc) {
-    const double mean = acc.count ? static_cast<double>(acc.total) / acc.count : 0.0;
-    trows.push_back({static_cast<int32_t>(f), static_cast<int32_t>(t), acc, mean,
-                     static_cast<double>(transition_std(acc))});
-  });
-  const auto key = [&](const TRow& r) -> double {
-    switch (opt.sort) {
-      case GapSort::Count:
-        return static_cast<double>(r.t.count);
-      case GapSort::Mean:
-        return r.mean;
-      case GapSort::Max:
-        return static_cast<double>(r.t.max);
-      case GapSort::Std:
-        return r.std;
-      case GapSort::Total:
-        return static_cast<double>(r.t.total);
-    }
-    return 0;
-  };
-  std::sort(trows.begin(), trows.end(), [&](const TRow& x, const TRow& y) {
-    // Pairs that only ever overlapped have no gap statistics; they go last.
-    if ((x.t.count > 0) != (y.t.count > 0)) return x.t.count > 0;
-    const double kx = key(x), ky = key(y);
-    if (kx != ky) return kx > ky;
-    if (x.t.count != y.t.count) return x.t.count > y.t.count;
-    if (names.names[x.from] != names.names[y.from])
-      return names.names[x.from] < names.names[y.from];
-    return names.names[x.to] < names.names[y.to];
-  });
-  out.transition_pairs = trows.size();
-  if (opt.top > 0 && trows.size() > static_cast<size_t>(opt.top)) trows.resize(opt.top);
-  for (const TRow& r : trows)
-    out.transitions.push_back({names.names[r.from], names.names[r.to], r.t.count, r.t.overlaps,
-                               r.t.total, r.t.max, r.mean, r.std});
-
+  union_scopes(runs, sel, a, &out);
+  sorted_transitions(trans, names, opt, &out);
   out.edges_us.resize(static_cast<size_t>(bins) + 1);
   for (int b = 0; b <= bins; ++b) out.edges_us[b] = opt.hist_min_us + width * b;
   out.edges_us.back() = opt.hist_max_us;

@@ -43,54 +43,6 @@ std::vector<uint32_t> merge_streams_by_start(const Store& s, const std::vector<u
   return out;
 }
 
-LaunchIndex::LaunchIndex(const Store& s) {
-  const auto& l = s.launches;
-  std::map<int32_t, std::pair<int64_t, int64_t>> range;  // min, max correlation
-  std::map<int32_t, size_t> count;
-  for (size_t i = 0; i < l.size(); ++i) {
-    if (l.correlation[i] == kNoCorrelation) continue;
-    auto [it, fresh] = range.try_emplace(l.rank[i], l.correlation[i], l.correlation[i]);
-    if (!fresh) {
-      it->second.first = std::min(it->second.first, l.correlation[i]);
-      it->second.second = std::max(it->second.second, l.correlation[i]);
-    }
-    ++count[l.rank[i]];
-  }
-  for (auto& [r, mm] : range) {
-    PerRank& p = ranks_[r];
-    uint64_t span = static_cast<uint64_t>(mm.second - mm.first) + 1;
-    if (span <= 4 * count[r] + 1024) {
-      p.lo = mm.first;
-      p.dense.assign(span, kNone);
-    }
-  }
-  for (size_t i = 0; i < l.size(); ++i) {
-    if (l.correlation[i] == kNoCorrelation) continue;
-    PerRank& p = ranks_[l.rank[i]];
-    if (!p.dense.empty())
-      p.dense[static_cast<size_t>(l.correlation[i] - p.lo)] = l.start_ns[i];
-    else
-      p.sparse.emplace_back(l.correlation[i], l.start_ns[i]);
-  }
-  for (auto& [r, p] : ranks_)
-    if (!std::is_sorted(p.sparse.begin(), p.sparse.end()))
-      std::sort(p.sparse.begin(), p.sparse.end());
-}
-
-int64_t LaunchIndex::find(int32_t rank, int64_t corr) const {
-  if (corr == kNoCorrelation) return kNone;
-  auto it = ranks_.find(rank);
-  if (it == ranks_.end()) return kNone;
-  const PerRank& p = it->second;
-  if (!p.dense.empty()) {
-    if (corr < p.lo || corr - p.lo >= static_cast<int64_t>(p.dense.size())) return kNone;
-    return p.dense[static_cast<size_t>(corr - p.lo)];
-  }
-  auto q = std::lower_bound(p.sparse.begin(), p.sparse.end(),
-                            std::pair<int64_t, int64_t>{corr, INT64_MIN});
-  return (q != p.sparse.end() && q->first == corr) ? q->second : kNone;
-}
-
 RangeFinder::RangeFinder(const Annotations& an) : an_(an) {
   for (size_t i = 0; i < an.size(); ++i) {
     const auto k = static_cast<AnnotationKind>(an.kind[i]);

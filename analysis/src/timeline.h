@@ -15,24 +15,6 @@ namespace kernalyse::detail {
 // already-sorted per-stream runs (O(n log streams)) instead of sorting.
 std::vector<uint32_t> merge_streams_by_start(const Store& s, const std::vector<uint32_t>& rows);
 
-// (rank, correlation) → launch start. CUPTI correlation ids are dense per process, so a flat
-// array usually replaces a hash map (8 M launches: 64 MB instead of ~500 MB); sparse ids fall
-// back to a sorted vector and binary search.
-class LaunchIndex {
- public:
-  static constexpr int64_t kNone = INT64_MIN;
-  explicit LaunchIndex(const Store& s);
-  int64_t find(int32_t rank, int64_t correlation) const;
-
- private:
-  struct PerRank {
-    int64_t lo = 0;
-    std::vector<int64_t> dense;                       // start by correlation - lo
-    std::vector<std::pair<int64_t, int64_t>> sparse;  // (correlation, start), sorted
-  };
-  std::map<int32_t, PerRank> ranks_;
-};
-
 // (rank, correlation) → launch row (-1: none), for joins that need more of the launch than its
 // start (its thread, its name). Correlation ids are dense per process, so a flat array per
 // rank replaces a hash map where it can.
@@ -73,10 +55,13 @@ class LaunchRows {
     const PerRank& p = pr->second;
     if (!p.dense.empty()) {
       const int64_t k = corr - p.lo;
-      if (k < 0 || k >= static_cast<int64_t>(p.dense.size())) return -1;
-      const uint32_t r = p.dense[static_cast<size_t>(k)];
-      return r == UINT32_MAX ? -1 : static_cast<int64_t>(r);  // int64: -1 must stay signed
+      const uint32_t r = k < 0 || k >= static_cast<int64_t>(p.dense.size())
+                             ? UINT32_MAX
+                             : p.dense[static_cast<size_t>(k)];
+      if (r != UINT32_MAX) return static_cast<int64_t>(r);  // int64: -1 must stay signed
+      if (p.sparse.empty()) return -1;
     }
+    // Sparse ids, or a rank whose launches come in more than one run (an unsorted table).
     auto it = p.sparse.find(corr);
     return it == p.sparse.end() ? -1 : static_cast<int64_t>(it->second);
   }
@@ -88,6 +73,22 @@ class LaunchRows {
     std::unordered_map<int64_t, uint32_t> sparse;
   };
   std::map<int32_t, PerRank> ranks_;
+};
+
+// (rank, correlation) → launch start, for the joins that need only that (stragglers' host delay,
+// the idle split, the roofline's host wait): LaunchRows and the start column.
+class LaunchIndex {
+ public:
+  static constexpr int64_t kNone = INT64_MIN;
+  explicit LaunchIndex(const Store& s) : rows_(s.launches), start_(s.launches.start_ns) {}
+  int64_t find(int32_t rank, int64_t correlation) const {
+    const int64_t r = rows_.find(rank, correlation);
+    return r < 0 ? kNone : start_[static_cast<size_t>(r)];
+  }
+
+ private:
+  LaunchRows rows_;
+  const std::vector<int64_t>& start_;
 };
 
 // The innermost NVTX / user range on a CPU thread enclosing a time (ranges on one thread nest).
