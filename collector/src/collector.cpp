@@ -101,7 +101,9 @@ class Collector final : public collector::Sink {
   // In a fork()ed child (pthread_atfork): a fresh collector; the parent's is left as it is.
   static void renew_in_child() {
     if (g_collector) g_collector->drop_inherited();
+    Collector* parent = g_collector;
     g_collector = new Collector();
+    g_collector->inherited_ = parent;
     g_collector->activate();
   }
 
@@ -448,6 +450,11 @@ class Collector final : public collector::Sink {
 
  private:
   Collector() = default;
+
+  // The parent's collector this fork()ed child's one replaced: its memory copy is never freed
+  // (its destructor would touch the parent's threads and files) but stays reachable, so that a
+  // leak checker does not report it (LSan did, in every spawned rank).
+  Collector* inherited_ = nullptr;
 
   // One record into the buffers: under the mutex (a SIGTERM meanwhile is deferred, see
   // IntakeGuard), nothing after finish() closed the spool, and a flush when enough are pending.

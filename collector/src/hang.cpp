@@ -61,15 +61,21 @@ HangReport hang_report_dir(const std::string& dir) {
     ++rep.ranks;
     rep.marks += static_cast<int64_t>(c.coll_marks.size());
     for (const spool::CollMark& m : c.coll_marks) {
-      PerComm& pc = comms[m.comm_hash];
-      pc.nranks = std::max(pc.nranks, m.nranks);
+      // The record is packed (spool.h): its fields are copied out by value, never bound to the
+      // const references std::map and std::max take (misaligned: UB, UBSan's finding).
+      const uint64_t hash = m.comm_hash;
+      const int32_t nranks = m.nranks, comm_rank = m.comm_rank;
+      const int64_t seq = m.seq, bytes = m.bytes;
+      const auto collective = m.collective;
+      PerComm& pc = comms[hash];
+      pc.nranks = std::max(pc.nranks, nranks);
       PerRank& pr = pc.ranks[rank];
-      pr.comm_rank = m.comm_rank;
+      pr.comm_rank = comm_rank;
       if (m.state == 0) {
-        const std::string op = m.collective < c.strings.size() ? c.strings[m.collective] : "";
-        pr.entered[m.seq] = Entered{op, m.bytes};
+        const std::string op = collective < c.strings.size() ? c.strings[collective] : "";
+        pr.entered[seq] = Entered{op, bytes};
       } else {
-        pr.completed[m.seq] = true;
+        pr.completed[seq] = true;
       }
     }
   }

@@ -59,8 +59,10 @@ PY
 expect_contains "hang: the communicator is the store's tensor-parallel one" "$(cat hashes.txt)" "$comm"
 
 # 2b. The same hang under mpirun (the collective marks are the collector's in both modes): each
-#     rank's --timeout stops it, the spool stays, --hang reads it.
-timeout 60 mpirun -n 4 "$BIN/kernalyse-run" -q -o mpihang.h5 --timeout 2 --spool-dir mpihang \
+#     rank's --timeout stops it, the spool stays, --hang reads it. 5 s: mpirun's start-up of 4
+#     ranks must reach step 3 first (2 s was too short for the sanitized build, which then had
+#     no collective marks yet).
+timeout 60 mpirun -n 4 "$BIN/kernalyse-run" -q -o mpihang.h5 --timeout 5 --spool-dir mpihang \
   "$BIN/vicuna_tp" --layers 2 --steps 6 --hang-rank 2 --hang-at-step 3 >/dev/null 2>&1
 "$BIN/kernalyse-merge" --spool mpihang --hang --json > mpihang.json
 expect_eq "hang under mpirun: the same report" \
