@@ -5,6 +5,7 @@
 #include "kernalyse/diff.h"
 
 #include <algorithm>
+#include <functional>
 #include <future>
 #include <map>
 #include <set>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kernalyse/parallel.h"
 #include "kernalyse/store_io.h"
 #include "timeline.h"
 
@@ -72,24 +74,23 @@ std::map<int32_t, StepSide> step_sides(const Store& s, const Filter& f,
   return out;
 }
 
-// The parts only read the store: each on its own thread, so that the side analysed last (TEST,
-// after its load) uses every core instead of one.
+// The parts only read the store: they run on the shared pool (parallel.h), so that the side
+// analysed last (TEST, after its load) uses every core instead of one.
 Side analyse_side(const Store& s, const DiffOptions& opt) {
   Side side;
-  std::vector<std::future<void>> parts;
-  auto spawn = [&](auto&& f) { parts.push_back(std::async(std::launch::async, f)); };
-  spawn([&] { side.kernels = kernel_stats(s, opt.filter, /*verbose=*/true); });
-  spawn([&] { side.steps = step_sides(s, opt.filter, select_activities(s, opt.filter)); });
   CrossRankOptions xo;
   xo.filter = opt.filter;
   xo.kernel_wait_ns = opt.kernel_wait_ns;
   xo.causes = false;  // the ledger: who was last and the waits; not why
+  std::vector<std::function<void()>> parts = {
+      [&] { side.kernels = kernel_stats(s, opt.filter, /*verbose=*/true); },
+      [&] { side.steps = step_sides(s, opt.filter, select_activities(s, opt.filter)); }};
   if (opt.cross_rank) {
-    spawn([&] { side.unions = rank_unions(s, xo, /*per_step=*/false); });
-    spawn([&] { side.idle = stream_idle(s, xo); });
-    spawn([&] { side.ledger = straggler_ledger(s, xo); });
+    parts.push_back([&] { side.unions = rank_unions(s, xo, /*per_step=*/false); });
+    parts.push_back([&] { side.idle = stream_idle(s, xo); });
+    parts.push_back([&] { side.ledger = straggler_ledger(s, xo); });
   }
-  for (auto& p : parts) p.get();  // rethrows the first failure
+  parallel_for(parts.size(), [&](size_t i) { parts[i](); });  // rethrows the first failure
   return side;
 }
 
