@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "kernalyse/parallel.h"
 #include "kernalyse/store_io.h"
 
 namespace kernalyse {
@@ -116,38 +117,6 @@ void fill_unknown_columns(Store& s) {
 // table sorts in a few linear passes instead of an n log n comparison sort.
 
 namespace {
-
-unsigned worker_count() {
-  unsigned hw = std::thread::hardware_concurrency();
-  return std::clamp(hw, 1u, 8u);
-}
-
-// Runs fn(0..n-1) over a few threads; used for independent per-group and per-column work.
-void parallel_for(size_t n, const std::function<void(size_t)>& fn) {
-  size_t threads = std::min<size_t>(worker_count(), n);
-  if (threads <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::exception_ptr error;  // first failure (e.g. bad_alloc), rethrown on the caller's thread
-  auto work = [&] {
-    try {
-      for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
-    } catch (...) {
-      std::lock_guard lock(mu);
-      if (!error) error = std::current_exception();
-      next = n;
-    }
-  };
-  {
-    std::vector<std::jthread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-  }
-  if (error) std::rethrow_exception(error);
-}
 
 struct Triple {
   int32_t r, d, s;

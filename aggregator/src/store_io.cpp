@@ -12,12 +12,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
 #include "h5util.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
+#include "kernalyse/parallel.h"
 
 namespace kernalyse {
 namespace {
@@ -161,19 +164,38 @@ void prefer_huge_pages(void* p, size_t bytes) {
   if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
 }
 
-// Reads straight into the vector's storage: no staging copy, so peak memory is the column.
+// A column opened and checked, its rows known, not yet read. allocate() sizes the vector (no
+// HDF5 call: any thread may run it); read() then reads straight into the vector's storage (no
+// staging copy, so peak memory is the column), on the thread that opened it: libhdf5 is not
+// thread-safe.
+struct PendingColumn {
+  std::function<void()> allocate, read;
+};
+
+template <class T>
+PendingColumn open_for_read(hid_t group, const std::string& table, const char* name,
+                            std::vector<T>& out) {
+  auto what = std::make_shared<std::string>("/" + table + "/" + name);
+  size_t rows = 0;
+  auto ds = std::make_shared<Handle>(open_column(group, *what, name, H5Traits<T>::cls, &rows));
+  return {[&out, rows] {
+            std::vector<T>().swap(out);
+            out.reserve(rows);
+            prefer_huge_pages(out.data(), rows * sizeof(T));
+            out.resize(rows);
+          },
+          [&out, rows, ds, what] {
+            if (rows)
+              ok(H5Dread(*ds, H5Traits<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
+                 "cannot read " + *what);
+          }};
+}
+
 template <class T>
 void read_column(hid_t group, const std::string& table, const char* name, std::vector<T>& out) {
-  const std::string what = "/" + table + "/" + name;
-  size_t rows = 0;
-  Handle ds = open_column(group, what, name, H5Traits<T>::cls, &rows);
-  std::vector<T>().swap(out);
-  out.reserve(rows);
-  prefer_huge_pages(out.data(), rows * sizeof(T));
-  out.resize(rows);
-  if (rows)
-    ok(H5Dread(ds, H5Traits<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
-       "cannot read " + what);
+  PendingColumn c = open_for_read(group, table, name, out);
+  c.allocate();
+  c.read();
 }
 
 std::vector<std::string> read_strings(hid_t loc, const std::string& what, const char* name) {
@@ -281,11 +303,16 @@ template <class Tab, class Wanted>
 void read_table(hid_t file, const char* table, Tab& t, size_t nstr, Wanted&& wanted) {
   Handle g = open_group(file, table);
   require_same_lengths<Tab>(g, table);
+  std::vector<PendingColumn> pending;
   for_each_column(t, [&](const auto& def, auto& col) {
     if (!wanted(std::string_view(def.name))) return;
     if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
-    read_column(g, table, def.name, col);
+    pending.push_back(open_for_read(g, table, def.name, col));
   });
+  // The first touch of fresh memory (page faults, the kernel zeroing pages) is most of a big
+  // store's read: the columns are allocated on parallel threads, then read one by one.
+  parallel_for(pending.size(), [&](size_t i) { pending[i].allocate(); });
+  for (auto& c : pending) c.read();
   const size_t n = t.size();
   for_each_column(t, [&](const auto& def, auto& col) {
     if (!wanted(std::string_view(def.name))) return;

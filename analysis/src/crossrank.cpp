@@ -72,14 +72,6 @@ bool counts_as_gpu(const Store& s, size_t i, Compat c) {
   return c == Compat::Hta || is_gpu_work(static_cast<Kind>(s.activities.kind[i]));
 }
 
-// Rows of the selection grouped per rank (store order keeps ranks contiguous).
-std::map<int32_t, std::vector<uint32_t>> by_rank(const Store& s,
-                                                 const std::vector<uint32_t>& rows) {
-  std::map<int32_t, std::vector<uint32_t>> m;
-  for (uint32_t i : rows) m[s.activities.rank[i]].push_back(i);
-  return m;
-}
-
 UnionStats union_sorted(const std::vector<CatInterval>& v);
 
 // Per rank: whole-selection stats (into whole) and, when per_step, per (rank, step) stats (into
@@ -89,17 +81,14 @@ void add_rank_rows(const Store& s, const std::vector<uint32_t>& rows, const Cros
                    bool whole_too, bool per_step, std::vector<RankUnion>* whole,
                    std::vector<RankUnion>* steps_out) {
   const auto& a = s.activities;
-  std::map<int32_t, std::vector<uint32_t>> ranks = by_rank(s, rows);
-  std::vector<std::pair<const int32_t, std::vector<uint32_t>>*> work;
-  for (auto& kv : ranks) work.push_back(&kv);
+  const detail::RowsByRank ranks(s, rows);
   struct Out {
     std::vector<RankUnion> whole, steps;
   };
-  std::vector<Out> out(work.size());
-  parallel_for(work.size(), [&](size_t w) {
-    const int32_t rank = work[w]->first;
-    std::vector<uint32_t> order = detail::merge_streams_by_start(s, work[w]->second);
-    std::vector<uint32_t>().swap(work[w]->second);  // the rank's row list is no longer needed
+  std::vector<Out> out(ranks.size());
+  parallel_for(ranks.size(), [&](size_t w) {
+    const int32_t rank = ranks.rank(w);
+    const std::vector<uint32_t> order = detail::merge_streams_by_start(s, ranks.rows(w));
     if (whole_too) {
       std::vector<CatInterval> v;
       v.reserve(order.size());

@@ -151,6 +151,13 @@ void append_report(Report* r, Report part) {
   for (auto& t : part.tables) r->tables.push_back(std::move(t));
   for (auto& b : part.text_blocks) r->text_blocks.push_back(std::move(b));
   for (auto& [k, v] : part.json.items()) r->json[k] = std::move(v);
+  for (auto& f : part.json_later) r->json_later.push_back(std::move(f));
+}
+
+nlohmann::json json_of(const Report& r) {
+  nlohmann::json j = r.json;
+  for (const auto& f : r.json_later) f(j);
+  return j;
 }
 
 void render_text(const Report& r, std::ostream& out) {
@@ -188,6 +195,11 @@ void render_json(const Report& r, std::ostream& out) {
     doc[t.key] = std::move(rows);
   }
   for (const auto& [k, v] : r.json.items()) doc[k] = ojson(v);
+  if (!r.json_later.empty()) {
+    nlohmann::json later = nlohmann::json::object();
+    for (const auto& f : r.json_later) f(later);
+    for (auto& [k, v] : later.items()) doc[k] = ojson(std::move(v));
+  }
   scrub(doc);
   // Invalid UTF-8 in a kernel name must not abort the output.
   out << doc.dump(2, ' ', false, ojson::error_handler_t::replace) << '\n';

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <unordered_map>
 
 #include "kernalyse/checked.h"
 #include "kernalyse/crossrank.h"
+#include "kernalyse/parallel.h"
 #include "timeline.h"
 
 namespace kernalyse {
@@ -52,34 +54,38 @@ bool is_n_by_n(const std::string& op) {
 }
 
 // Per rank: compute kernels and device idle gaps in time order, for interval queries.
+// One rank's GPU timeline for the root-cause windows: its computation kernels (rows, in start
+// order) and its device idle gaps.
 struct RankTimeline {
-  struct K {
-    int64_t start, end;
-    int32_t group;
-  };
   struct Gap {
     int64_t start, end;
     bool host;
   };
-  std::vector<K> kernels;  // sorted by start
+  const Activities* a = nullptr;
+  const NameGroups* groups = nullptr;
+  std::vector<uint32_t> kernels;  // rows, sorted by start
   int64_t max_kernel = 0;
   std::vector<Gap> gaps;  // device idle, sorted
 
-  void kernel_time(int64_t a, int64_t b, std::unordered_map<int32_t, int64_t>* out) const {
+  void kernel_time(int64_t lo, int64_t hi, std::unordered_map<int32_t, int64_t>* out) const {
+    const auto& start = a->start_ns;
     // Sums of kernel time over overlapping kernels (several streams) saturate: on extreme
     // times (docs/limits.md) they may pass int64, each term never does.
-    auto it = std::lower_bound(kernels.begin(), kernels.end(), sat_sub(a, max_kernel),
-                               [](const K& k, int64_t t) { return k.start < t; });
-    for (; it != kernels.end() && it->start < b; ++it) {
-      int64_t s = std::max(a, it->start), e = std::min(b, it->end);
-      if (e > s) (*out)[it->group] = sat_add((*out)[it->group], e - s);
+    auto it = std::lower_bound(kernels.begin(), kernels.end(), sat_sub(lo, max_kernel),
+                               [&](uint32_t k, int64_t t) { return start[k] < t; });
+    for (; it != kernels.end() && start[*it] < hi; ++it) {
+      int64_t s = std::max(lo, start[*it]), e = std::min(hi, a->end_ns[*it]);
+      if (e > s) {
+        int64_t& into = (*out)[groups->group_of[a->name_id[*it]]];
+        into = sat_add(into, e - s);
+      }
     }
   }
-  void idle_time(int64_t a, int64_t b, int64_t* host, int64_t* other) const {
-    auto it = std::lower_bound(gaps.begin(), gaps.end(), a,
+  void idle_time(int64_t lo, int64_t hi, int64_t* host, int64_t* other) const {
+    auto it = std::lower_bound(gaps.begin(), gaps.end(), lo,
                                [](const Gap& g, int64_t t) { return g.end <= t; });
-    for (; it != gaps.end() && it->start < b; ++it) {
-      int64_t s = std::max(a, it->start), e = std::min(b, it->end);
+    for (; it != gaps.end() && it->start < hi; ++it) {
+      int64_t s = std::max(lo, it->start), e = std::min(hi, it->end);
       if (e > s) {
         int64_t& into = it->host ? *host : *other;
         into = sat_add(into, e - s);
@@ -102,59 +108,65 @@ std::vector<std::vector<Window>> arrival_windows(const Store& s, const std::vect
                                                  const NameGroups& groups) {
   const auto& a = s.activities;
   std::vector<std::vector<Window>> win(matched.size());  // aligned with arrivals
-  if (!matched.empty()) {
-    std::map<int32_t, std::vector<uint32_t>> work;  // every rank's GPU work
-    for (uint32_t i : rows)
-      if (is_gpu_work(static_cast<Kind>(a.kind[i]))) work[a.rank[i]].push_back(i);
-    detail::LaunchIndex launch_of(s);
-    std::map<int32_t, std::vector<std::pair<size_t, size_t>>>
-        queries;  // rank → (instance, arrival)
-    std::map<int32_t, int64_t> last_end;
-    for (size_t k = 0; k < matched.size(); ++k) {
-      const auto& av = matched[k].arrivals;
-      win[k].resize(av.size());
-      for (size_t q = 0; q < av.size(); ++q) {
-        Window& w = win[k][q];
-        w.hi = a.start_ns[av[q].row];
-        auto it = last_end.find(av[q].rank);
-        w.has_prev = it != last_end.end();
-        w.lo = w.has_prev ? std::min(it->second, w.hi) : INT64_MIN;  // first: from the rank's start
-        last_end[av[q].rank] = a.end_ns[av[q].row];
-        queries[av[q].rank].emplace_back(k, q);
-      }
-    }
-    for (auto& [r, qs] : queries) {
-      std::vector<uint32_t> order = detail::merge_streams_by_start(s, work[r]);
-      work[r].clear();
-      work[r].shrink_to_fit();
-      RankTimeline t;
-      int64_t busy_end = INT64_MIN;
-      for (uint32_t i : order) {
-        if (busy_end != INT64_MIN && a.start_ns[i] > busy_end) {
-          int64_t launch = launch_of.find(r, a.correlation[i]);
-          bool host = launch != detail::LaunchIndex::kNone && launch > busy_end;
-          t.gaps.push_back({busy_end, a.start_ns[i], host});
-        }
-        busy_end = std::max(busy_end, a.end_ns[i]);
-        if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
-            a.category[i] == static_cast<uint8_t>(Category::Computation)) {
-          t.kernels.push_back({a.start_ns[i], a.end_ns[i], groups.group_of[a.name_id[i]]});
-          t.max_kernel = std::max(t.max_kernel, a.end_ns[i] - a.start_ns[i]);
-        }
-      }
-      int64_t first = order.empty() ? 0 : a.start_ns[order.front()];
-      std::unordered_map<int32_t, int64_t> kt;
-      for (auto [k, q] : qs) {
-        Window& w = win[k][q];
-        if (w.lo == INT64_MIN) w.lo = std::min(first, w.hi);
-        kt.clear();
-        t.kernel_time(w.lo, w.hi, &kt);
-        w.kernels.assign(kt.begin(), kt.end());
-        std::sort(w.kernels.begin(), w.kernels.end());
-        t.idle_time(w.lo, w.hi, &w.host, &w.other);
-      }
+  if (matched.empty()) return win;
+  std::map<int32_t, std::vector<std::pair<size_t, size_t>>> queries;  // rank → (instance, arrival)
+  std::map<int32_t, int64_t> last_end;
+  for (size_t k = 0; k < matched.size(); ++k) {
+    const auto& av = matched[k].arrivals;
+    win[k].resize(av.size());
+    for (size_t q = 0; q < av.size(); ++q) {
+      Window& w = win[k][q];
+      w.hi = a.start_ns[av[q].row];
+      auto it = last_end.find(av[q].rank);
+      w.has_prev = it != last_end.end();
+      w.lo = w.has_prev ? std::min(it->second, w.hi) : INT64_MIN;  // first: from the rank's start
+      last_end[av[q].rank] = a.end_ns[av[q].row];
+      queries[av[q].rank].emplace_back(k, q);
     }
   }
+  const detail::RowsByRank ranks(s, rows);
+  const detail::LaunchIndex launch_of(s);
+  // Per rank (parallel threads): its timeline, then its own windows (each (instance, arrival)
+  // belongs to one rank, so the threads write disjoint windows).
+  parallel_for(ranks.size(), [&](size_t w) {
+    const int32_t r = ranks.rank(w);
+    auto qit = queries.find(r);
+    if (qit == queries.end()) return;
+    std::vector<uint32_t> order = detail::merge_streams_by_start(s, ranks.rows(w));
+    RankTimeline t;
+    t.a = &a;
+    t.groups = &groups;
+    int64_t busy_end = INT64_MIN, first = INT64_MIN;
+    size_t kept = 0;  // the computation kernels, compacted into `order` as it is walked
+    for (uint32_t i : order) {
+      if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+      if (first == INT64_MIN) first = a.start_ns[i];
+      if (busy_end != INT64_MIN && a.start_ns[i] > busy_end) {
+        int64_t launch = launch_of.find(r, a.correlation[i]);
+        bool host = launch != detail::LaunchIndex::kNone && launch > busy_end;
+        t.gaps.push_back({busy_end, a.start_ns[i], host});
+      }
+      busy_end = std::max(busy_end, a.end_ns[i]);
+      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+          a.category[i] == static_cast<uint8_t>(Category::Computation)) {
+        order[kept++] = i;
+        t.max_kernel = std::max(t.max_kernel, a.end_ns[i] - a.start_ns[i]);
+      }
+    }
+    order.resize(kept);
+    t.kernels = std::move(order);
+    if (first == INT64_MIN) first = 0;
+    std::unordered_map<int32_t, int64_t> kt;
+    for (auto [k, q] : qit->second) {
+      Window& wd = win[k][q];
+      if (wd.lo == INT64_MIN) wd.lo = std::min(first, wd.hi);
+      kt.clear();
+      t.kernel_time(wd.lo, wd.hi, &kt);
+      wd.kernels.assign(kt.begin(), kt.end());
+      std::sort(wd.kernels.begin(), wd.kernels.end());
+      t.idle_time(wd.lo, wd.hi, &wd.host, &wd.other);
+    }
+  });
   return win;
 }
 
@@ -562,11 +574,9 @@ std::vector<Table> straggler_tables(const StragglerResult& r, const CrossRankOpt
   return out;
 }
 
-void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
-  StragglerResult r = straggler_ledger(s, opt);
-  std::string headline = straggler_headline(r);
-  out->lead.push_back(headline);  // the verdict goes first, before every other headline line
-
+// The ledger as docs/json.md's "stragglers" key.
+static void straggler_json(const StragglerResult& r, const std::string& headline,
+                           nlohmann::json& json) {
   nlohmann::json jcoll = nlohmann::json::array();
   for (const auto& c : r.collectives) {
     nlohmann::json waits = nlohmann::json::object();
@@ -611,22 +621,32 @@ void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out
                   {"kernel", d.kernel},
                   {"delay_us", us(d.delay_ns)},
                   {"instances", d.instances}});
-  out->json["stragglers"] = {{"clock_check",
-                              {{"nxn_instances", r.nxn_instances},
-                               {"violations_aligned", r.violations_aligned},
-                               {"violations_unaligned", r.violations_unaligned}}},
-                             {"match", r.method},
-                             {"matched", r.collectives.size()},
-                             {"unmatched_count", r.unmatched_count},
-                             {"unmatched", unmatched},
-                             {"headline", headline},
-                             {"clock_caution", straggler_clock_caution(r)},
-                             {"collectives", jcoll},
-                             {"ranks", jranks},
-                             {"delay_by_kernel", jd}};
+  json["stragglers"] = {{"clock_check",
+                         {{"nxn_instances", r.nxn_instances},
+                          {"violations_aligned", r.violations_aligned},
+                          {"violations_unaligned", r.violations_unaligned}}},
+                        {"match", r.method},
+                        {"matched", r.collectives.size()},
+                        {"unmatched_count", r.unmatched_count},
+                        {"unmatched", unmatched},
+                        {"headline", headline},
+                        {"clock_caution", straggler_clock_caution(r)},
+                        {"collectives", jcoll},
+                        {"ranks", jranks},
+                        {"delay_by_kernel", jd}};
+}
+
+void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  StragglerResult r = straggler_ledger(s, opt);
+  std::string headline = straggler_headline(r);
+  out->lead.push_back(headline);  // the verdict goes first, before every other headline line
+
   for (auto& n : straggler_notes(r)) out->headline.push_back(std::move(n));
   if (std::string c = straggler_clock_caution(r); !c.empty()) out->headline.push_back(std::move(c));
   for (auto& t : straggler_tables(r, opt)) out->tables.push_back(std::move(t));
+  // The per-collective list is most of the JSON's cost: built only when JSON is rendered.
+  out->json_later.push_back([r = std::make_shared<const StragglerResult>(std::move(r)), headline](
+                                nlohmann::json& json) { straggler_json(*r, headline, json); });
 }
 
 }  // namespace kernalyse

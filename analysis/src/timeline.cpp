@@ -5,7 +5,7 @@
 
 namespace kernalyse::detail {
 
-std::vector<uint32_t> merge_streams_by_start(const Store& s, const std::vector<uint32_t>& rows) {
+std::vector<uint32_t> merge_streams_by_start(const Store& s, std::span<const uint32_t> rows) {
   const auto& a = s.activities;
   struct Run {
     size_t pos, end;
@@ -23,12 +23,12 @@ std::vector<uint32_t> merge_streams_by_start(const Store& s, const std::vector<u
     i = j;
   }
   if (!sorted_runs) {  // not in store order: plain sort
-    std::vector<uint32_t> out = rows;
+    std::vector<uint32_t> out(rows.begin(), rows.end());
     std::stable_sort(out.begin(), out.end(),
                      [&](uint32_t x, uint32_t y) { return a.start_ns[x] < a.start_ns[y]; });
     return out;
   }
-  if (runs.size() <= 1) return rows;
+  if (runs.size() <= 1) return {rows.begin(), rows.end()};
   using Item = std::pair<int64_t, size_t>;  // (start, run)
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
   for (size_t r = 0; r < runs.size(); ++r) heap.emplace(a.start_ns[rows[runs[r].pos]], r);
@@ -41,6 +41,35 @@ std::vector<uint32_t> merge_streams_by_start(const Store& s, const std::vector<u
     if (runs[r].pos < runs[r].end) heap.emplace(a.start_ns[rows[runs[r].pos]], r);
   }
   return out;
+}
+
+RowsByRank::RowsByRank(const Store& s, const std::vector<uint32_t>& rows) {
+  const auto& rank = s.activities.rank;
+  std::vector<std::pair<int32_t, std::span<const uint32_t>>> runs;
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i + 1;
+    while (j < rows.size() && rank[rows[j]] == rank[rows[i]]) ++j;
+    runs.emplace_back(rank[rows[i]], std::span<const uint32_t>(rows).subspan(i, j - i));
+    i = j;
+  }
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  bool contiguous = true;  // one run per rank
+  for (size_t k = 1; k < runs.size(); ++k)
+    contiguous = contiguous && runs[k].first != runs[k - 1].first;
+  if (contiguous) {
+    ranks_ = std::move(runs);
+    return;
+  }
+  regrouped_.reserve(rows.size());
+  for (size_t k = 0; k < runs.size();) {  // runs of one rank are adjacent now, in row order
+    const size_t from = regrouped_.size();
+    const int32_t r = runs[k].first;
+    for (; k < runs.size() && runs[k].first == r; ++k)
+      regrouped_.insert(regrouped_.end(), runs[k].second.begin(), runs[k].second.end());
+    ranks_.emplace_back(
+        r, std::span<const uint32_t>(regrouped_).subspan(from, regrouped_.size() - from));
+  }
 }
 
 RangeFinder::RangeFinder(const Annotations& an) : an_(an) {

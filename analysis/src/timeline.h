@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -13,7 +14,24 @@ namespace kernalyse::detail {
 
 // Rows of one rank given in store order (device, stream, start) → start order, by merging the
 // already-sorted per-stream runs (O(n log streams)) instead of sorting.
-std::vector<uint32_t> merge_streams_by_start(const Store& s, const std::vector<uint32_t>& rows);
+std::vector<uint32_t> merge_streams_by_start(const Store& s, std::span<const uint32_t> rows);
+
+// A selection's rows split per rank, ranks ascending, each rank's rows in selection order. The
+// store keeps a rank's rows contiguous, so the split is usually views into the selection (no
+// copy; `rows` must outlive it); otherwise the rows are regrouped into own storage.
+class RowsByRank {
+ public:
+  RowsByRank(const Store& s, const std::vector<uint32_t>& rows);
+  RowsByRank(const RowsByRank&) = delete;  // the views may point into its own storage
+  RowsByRank& operator=(const RowsByRank&) = delete;
+  size_t size() const { return ranks_.size(); }
+  int32_t rank(size_t k) const { return ranks_[k].first; }
+  std::span<const uint32_t> rows(size_t k) const { return ranks_[k].second; }
+
+ private:
+  std::vector<uint32_t> regrouped_;
+  std::vector<std::pair<int32_t, std::span<const uint32_t>>> ranks_;
+};
 
 // (rank, correlation) → launch row (-1: none), for joins that need more of the launch than its
 // start (its thread, its name). Correlation ids are dense per process, so a flat array per

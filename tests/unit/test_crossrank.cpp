@@ -733,7 +733,7 @@ nlohmann::json stragglers(const Store& s, CrossRankOptions opt = {}, Report* kee
   Report rep;
   straggler_analysis(s, opt, &rep);
   if (keep) *keep = rep;
-  return rep.json.at("stragglers");
+  return json_of(rep).at("stragglers");
 }
 
 const nlohmann::json& rank_entry(const nlohmann::json& js, int r) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -31,7 +32,14 @@ struct Report {
   std::vector<Table> tables;
   std::vector<std::string> text_blocks;  // pre-rendered text (e.g. histograms), text output only
   nlohmann::json json = nlohmann::json::object();  // extra keys merged into --json output
+  // Keys built only when JSON is rendered (render_json, json_of): a large key (the ledger's
+  // per-collective list) costs more to build than its analysis, and text output never reads it.
+  // Each adds its keys to the object it is given; the typed result it renders is captured.
+  std::vector<std::function<void(nlohmann::json&)>> json_later;
 };
+
+// Report::json with every deferred key built: what --json prints besides the tables.
+nlohmann::json json_of(const Report& r);
 
 // Appends `part` to `r`: its lead, headline lines, tables and text blocks after r's, its JSON keys
 // merged (a key already in r is replaced). Analyses run apart fill one Report each; this joins
