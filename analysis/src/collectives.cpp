@@ -9,6 +9,7 @@
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/classify.h"
+#include "kernalyse/parallel.h"
 #include "timeline.h"
 
 namespace kernalyse {
@@ -68,21 +69,31 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   }
   auto nccl_row = [&](uint32_t r) { return nccl_of.empty() ? -1 : nccl_of[r]; };
 
-  // Per rank its communication kernels in start order; ranks are those with any GPU work.
+  // Per rank (parallel threads) its communication kernels in start order; ranks are those with
+  // any GPU work.
+  const detail::RowsByRank by_rank(s, rows);
+  struct RankComm {
+    bool gpu = false;
+    std::vector<uint32_t> rows, in_order;
+  };
+  std::vector<RankComm> per(by_rank.size());
+  parallel_for(by_rank.size(), [&](size_t k) {
+    for (uint32_t i : by_rank.rows(k)) {
+      if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+      per[k].gpu = true;
+      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+          a.category[i] == static_cast<uint8_t>(Category::Communication))
+        per[k].rows.push_back(i);
+    }
+    per[k].in_order = detail::merge_streams_by_start(s, per[k].rows);
+  });
   std::map<int32_t, std::vector<uint32_t>> comm;
   std::vector<uint32_t> comm_rows;
-  for (uint32_t i : rows) {
-    if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
-    auto& v = comm[a.rank[i]];
-    if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
-        a.category[i] == static_cast<uint8_t>(Category::Communication)) {
-      v.push_back(i);
-      comm_rows.push_back(i);
-    }
-  }
-  for (auto& [r, v] : comm) {
-    out.ranks.push_back(r);
-    v = detail::merge_streams_by_start(s, v);
+  for (size_t k = 0; k < per.size(); ++k) {
+    if (!per[k].gpu) continue;
+    out.ranks.push_back(by_rank.rank(k));
+    comm_rows.insert(comm_rows.end(), per[k].rows.begin(), per[k].rows.end());
+    comm[by_rank.rank(k)] = std::move(per[k].in_order);
   }
   out.comm_kernels = comm_rows.size();
 

@@ -41,38 +41,93 @@ void push_merge(std::vector<Iv>& m, int64_t s, int64_t e) {
   }
 }
 
-int64_t intersect_len(const std::vector<Iv>& a, const std::vector<Iv>& b) {
-  int64_t t = 0;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    int64_t s = std::max(a[i].first, b[j].first), e = std::min(a[i].second, b[j].second);
-    if (e > s) t = sat_add(t, e - s);
-    if (a[i].second < b[j].second)
-      ++i;
-    else
-      ++j;
-  }
-  return t;
-}
-
-std::vector<Iv> union_of(const std::vector<Iv>& a, const std::vector<Iv>& b) {
-  std::vector<Iv> out;
-  out.reserve(a.size() + b.size());
-  size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {
-    const Iv& x = (j == b.size() || (i < a.size() && a[i].first <= b[j].first)) ? a[i++] : b[j++];
-    push_merge(out, x.first, x.second);
-  }
-  return out;
-}
-
 // Kinds that are GPU work. Native mode leaves out syncs (CPU waits drawn on a stream) and host
 // events that merely name a stream; the HTA view keeps them, as HTA does.
 bool counts_as_gpu(const Store& s, size_t i, Compat c) {
   return c == Compat::Hta || is_gpu_work(static_cast<Kind>(s.activities.kind[i]));
 }
 
-UnionStats union_sorted(const std::vector<CatInterval>& v);
+// A union of intervals fed in start order, kept as its length and its current (open)
+// interval only; closed(s, e) sees each merged interval once, in order. Same merge rule as
+// push_merge.
+struct RunningUnion {
+  int64_t s = 0, e = 0, len = 0;
+  bool open = false;
+  template <class F>
+  void add(int64_t a, int64_t b, F&& closed) {
+    if (open && a <= e) {
+      e = std::max(e, b);
+      return;
+    }
+    close(closed);
+    s = a, e = b, open = true;
+  }
+  template <class F>
+  void close(F&& closed) {
+    if (!open) return;
+    len = sat_add(len, e - s);
+    closed(s, e);
+    open = false;
+  }
+};
+
+// Union statistics of intervals in start order. each(f) calls f(start, end, category) for every
+// interval, the same ones in the same order each time; it is called twice. Only the
+// communication and memory unions are stored (few intervals); the whole and computation unions,
+// which have about one interval per kernel, are streamed: this runs on every rank's million
+// kernels without allocating for them. Same sums, in the same order, as intersecting and
+// joining the stored unions would give.
+template <class Each>
+UnionStats union_sorted(const Each& each) {
+  UnionStats u;
+  std::vector<Iv> comm, mem;
+  int64_t lo = 0, hi = 0;
+  each([&](int64_t s, int64_t e, Category c) {
+    if (u.count++ == 0) lo = s, hi = e;
+    hi = std::max(hi, e);
+    if (c == Category::Communication) push_merge(comm, s, e);
+    if (c == Category::Memory) push_merge(mem, s, e);
+  });
+  if (u.count == 0) return u;
+  RunningUnion all, comp, cc;     // cc: computation ∪ communication
+  size_t jo = 0, jc = 0, im = 0;  // cursors into comm (overlap), comm (cc's merge), mem
+  int64_t overlap = 0, mem_in_cc = 0;
+  // |a ∩ b| with b streamed, two cursors: a's moves past its intervals ending before b's.
+  auto meet = [](const std::vector<Iv>& a, size_t& i, int64_t s, int64_t e, int64_t& t) {
+    for (; i < a.size(); ++i) {
+      const int64_t x = std::max(a[i].first, s), y = std::min(a[i].second, e);
+      if (y > x) t = sat_add(t, y - x);
+      if (a[i].second >= e) break;
+    }
+  };
+  auto cc_closed = [&](int64_t s, int64_t e) { meet(mem, im, s, e, mem_in_cc); };
+  auto comp_closed = [&](int64_t s, int64_t e) {
+    meet(comm, jo, s, e, overlap);
+    // comp ∪ comm in start order: communication starting before this interval goes first.
+    for (; jc < comm.size() && comm[jc].first < s; ++jc)
+      cc.add(comm[jc].first, comm[jc].second, cc_closed);
+    cc.add(s, e, cc_closed);
+  };
+  each([&](int64_t s, int64_t e, Category c) {
+    all.add(s, e, [](int64_t, int64_t) {});
+    if (c == Category::Computation) comp.add(s, e, comp_closed);
+  });
+  all.close([](int64_t, int64_t) {});
+  comp.close(comp_closed);
+  for (; jc < comm.size(); ++jc) cc.add(comm[jc].first, comm[jc].second, cc_closed);
+  cc.close(cc_closed);
+  u.span_ns = hi - lo;
+  u.busy_ns = all.len;
+  u.compute_ns = comp.len;
+  u.comm_ns = length(comm);
+  u.overlap_ns = overlap;
+  // Differences of (possibly saturated) totals saturate too: never a wrapped sign.
+  u.comm_excl_ns = sat_sub(u.comm_ns, u.overlap_ns);
+  u.memory_excl_ns = sat_sub(length(mem), mem_in_cc);
+  u.other_excl_ns =
+      sat_sub(sat_sub(sat_sub(u.busy_ns, u.compute_ns), u.comm_excl_ns), u.memory_excl_ns);
+  return u;
+}
 
 // Per rank: whole-selection stats (into whole) and, when per_step, per (rank, step) stats (into
 // steps), both from one ordered pass over the rank's rows. Ranks run on parallel threads (each
@@ -89,21 +144,22 @@ void add_rank_rows(const Store& s, const std::vector<uint32_t>& rows, const Cros
   parallel_for(ranks.size(), [&](size_t w) {
     const int32_t rank = ranks.rank(w);
     const std::vector<uint32_t> order = detail::merge_streams_by_start(s, ranks.rows(w));
-    if (whole_too) {
-      std::vector<CatInterval> v;
-      v.reserve(order.size());
-      for (uint32_t i : order)
-        if (counts_as_gpu(s, i, opt.compat))
-          v.push_back({a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
-      out[w].whole.push_back({rank, kNoStep, union_sorted(v)});
-    }
+    // Intervals straight from the columns, rows in start order.
+    auto intervals = [&a](const std::vector<uint32_t>& rows_in_order, auto keep) {
+      return [&a, &rows_in_order, keep](auto&& f) {
+        for (uint32_t i : rows_in_order)
+          if (keep(i)) f(a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i]));
+      };
+    };
+    auto gpu = [&](uint32_t i) { return counts_as_gpu(s, i, opt.compat); };
+    if (whole_too) out[w].whole.push_back({rank, kNoStep, union_sorted(intervals(order, gpu))});
     if (!per_step) return;
-    std::map<int32_t, std::vector<CatInterval>> steps;  // each stays in start order
+    std::map<int32_t, std::vector<uint32_t>> steps;  // each stays in start order
     for (uint32_t i : order)
-      if (a.step[i] != kNoStep && counts_as_gpu(s, i, opt.compat))
-        steps[a.step[i]].push_back(
-            {a.start_ns[i], a.end_ns[i], static_cast<Category>(a.category[i])});
-    for (auto& [step, v] : steps) out[w].steps.push_back({rank, step, union_sorted(v)});
+      if (a.step[i] != kNoStep && gpu(i)) steps[a.step[i]].push_back(i);
+    for (auto& [step, v] : steps)
+      out[w].steps.push_back(
+          {rank, step, union_sorted(intervals(v, [](uint32_t) { return true; }))});
   });
   for (Out& o : out) {
     if (whole) whole->insert(whole->end(), o.whole.begin(), o.whole.end());
@@ -123,48 +179,10 @@ UnionStats union_stats(std::vector<CatInterval> v) {
   std::sort(v.begin(), v.end(), [](const CatInterval& x, const CatInterval& y) {
     return x.start < y.start || (x.start == y.start && x.end < y.end);
   });
-  return union_sorted(v);
+  return union_sorted([&v](auto&& f) {
+    for (const auto& x : v) f(x.start, x.end, x.cat);
+  });
 }
-
-namespace {
-// v sorted by start.
-UnionStats union_sorted(const std::vector<CatInterval>& v) {
-  UnionStats u;
-  u.count = static_cast<int64_t>(v.size());
-  if (v.empty()) return u;
-  std::vector<Iv> all, comp, comm, mem;
-  int64_t lo = v.front().start, hi = v.front().end;
-  for (const auto& x : v) {
-    hi = std::max(hi, x.end);
-    push_merge(all, x.start, x.end);
-    switch (x.cat) {
-      case Category::Computation:
-        push_merge(comp, x.start, x.end);
-        break;
-      case Category::Communication:
-        push_merge(comm, x.start, x.end);
-        break;
-      case Category::Memory:
-        push_merge(mem, x.start, x.end);
-        break;
-      case Category::Other:
-        break;
-    }
-  }
-  u.span_ns = hi - lo;
-  u.busy_ns = length(all);
-  u.compute_ns = length(comp);
-  u.comm_ns = length(comm);
-  u.overlap_ns = intersect_len(comm, comp);
-  // Differences of (possibly saturated) totals saturate too: never a wrapped sign.
-  u.comm_excl_ns = sat_sub(u.comm_ns, u.overlap_ns);
-  std::vector<Iv> cc = union_of(comp, comm);
-  u.memory_excl_ns = sat_sub(length(mem), intersect_len(mem, cc));
-  u.other_excl_ns =
-      sat_sub(sat_sub(sat_sub(u.busy_ns, u.compute_ns), u.comm_excl_ns), u.memory_excl_ns);
-  return u;
-}
-}  // namespace
 
 Category hta_category(std::string_view name) {
   // hta/common/types.py, first match wins, re.match anchors at the start.
