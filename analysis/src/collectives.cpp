@@ -5,6 +5,7 @@
 #include <cctype>
 #include <map>
 #include <regex>
+#include <tuple>
 #include <unordered_map>
 
 #include "kernalyse/analysis.h"
@@ -46,6 +47,45 @@ struct Instance {
   int64_t msg_bytes = -1;
   uint32_t pg = 0;  // process group name id (metadata keys only)
 };
+
+// Point-to-point: a send and its recv complete together (NCCL's pair). Keyed by their collective
+// name, each side stays unmatched as a collective; they pair within their process group by Seq,
+// else by occurrence (the k-th send of a rank with the k-th recv of another). Only the selected
+// rows, and none the collectives took.
+void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, CollectiveMatch* m) {
+  const Activities& a = s.activities;
+  const NcclInfo& nc = s.nccl;
+  if (!nc.size()) return;
+  std::vector<uint8_t> open(a.size(), 0);
+  for (uint32_t i : rows) open[i] = 1;
+  for (const Collective& c : m->matched)
+    for (const auto& x : c.arrivals) open[x.row] = 0;
+  struct Side {
+    uint32_t row;
+    bool send;
+  };
+  std::map<std::pair<uint32_t, int64_t>, std::vector<Side>> sides;
+  std::map<std::tuple<int32_t, uint32_t, bool>, int64_t> occurrence;
+  for (size_t i = 0; i < nc.size(); ++i) {
+    const uint64_t row = nc.activity[i];
+    if (row >= a.size() || !open[row]) continue;
+    const std::string op = collective_op_key(s.strings.at(nc.collective_id[i]));
+    const bool send = op.find("send") != std::string::npos;
+    if (send == (op.find("recv") != std::string::npos)) continue;  // neither, or a fused SendRecv
+    open[row] = 0;
+    const int64_t k =
+        nc.seq[i] >= 0 ? nc.seq[i] : occurrence[{a.rank[row], nc.pg_name_id[i], send}]++;
+    sides[{nc.pg_name_id[i], k}].push_back({static_cast<uint32_t>(row), send});
+  }
+  for (const auto& [key, v] : sides) {
+    if (v.size() != 2 || v[0].send == v[1].send || a.rank[v[0].row] == a.rank[v[1].row]) continue;
+    Collective c;
+    c.id = static_cast<int64_t>(m->matched.size() + m->p2p.size());
+    c.op = "send/recv";
+    for (const Side& x : v) c.arrivals.push_back({a.rank[x.row], x.row});
+    m->p2p.push_back(std::move(c));
+  }
+}
 
 }  // namespace
 
@@ -197,6 +237,7 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   }
 
   std::vector<std::pair<int64_t, Collective>> found;  // (first arrival, instance)
+  std::vector<const Instance*> incomplete;            // in key order
   for (const auto& k : order) {
     Instance& in = inst[k];
     std::sort(
@@ -208,12 +249,7 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
       found.push_back({first, Collective{0, std::move(in.op), std::move(in.arrivals),
                                          std::move(in.expected), in.msg_bytes}});
     } else {
-      ++out.unmatched_count;
-      if (out.unmatched.size() < CollectiveMatch::kMaxUnmatchedListed) {
-        UnmatchedCollective u{in.op, {}, in.expected.size()};
-        for (const auto& x : in.arrivals) u.ranks_present.push_back(x.rank);
-        out.unmatched.push_back(std::move(u));
-      }
+      incomplete.push_back(&in);
     }
   }
   // Ids in time order of the first arrival; ties keep the discovery order (deterministic).
@@ -223,6 +259,22 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   for (auto& [t, c] : found) {
     c.id = static_cast<int64_t>(out.matched.size());
     out.matched.push_back(std::move(c));
+  }
+  pair_point_to_point(s, rows, &out);
+  // Unmatched: the incomplete instances, but for the sends and recvs that paired.
+  std::vector<uint8_t> paired(out.p2p.empty() ? 0 : a.size(), 0);
+  for (const Collective& c : out.p2p)
+    for (const auto& x : c.arrivals) paired[x.row] = 1;
+  for (const Instance* in : incomplete) {
+    if (!paired.empty() && std::all_of(in->arrivals.begin(), in->arrivals.end(),
+                                       [&](const CollectiveArrival& x) { return paired[x.row]; }))
+      continue;
+    ++out.unmatched_count;
+    if (out.unmatched.size() < CollectiveMatch::kMaxUnmatchedListed) {
+      UnmatchedCollective u{in->op, {}, in->expected.size()};
+      for (const auto& x : in->arrivals) u.ranks_present.push_back(x.rank);
+      out.unmatched.push_back(std::move(u));
+    }
   }
   return out;
 }

@@ -147,10 +147,9 @@ struct Shared {
   detail::RangeFinder ranges;
   std::vector<int64_t> coll_of_row;  // matcher id per activity row, -1
   const CollectiveMatch* match = nullptr;
-  std::vector<Collective> p2p;  // send/recv pairs, ids after the matcher's
   const Collective& collective(int64_t id) const {
     const size_t i = static_cast<size_t>(id), n = match->matched.size();
-    return i < n ? match->matched[i] : p2p[i - n];
+    return i < n ? match->matched[i] : match->p2p[i - n];
   }
   std::unordered_map<uint32_t, int32_t> sync_stream;  // launch row → stream of its Sync record
   std::map<int32_t, std::vector<uint32_t>> syncs_by_step;  // launch rows of sync calls
@@ -764,44 +763,6 @@ void StepGraph::summarise(const std::vector<Raw>& segs, StepPath* p) {
   }
 }
 
-// Point-to-point: a send and its recv complete together (NCCL's pair). The matcher keys them by
-// their collective name, so each side stays unmatched there; here they pair within their process
-// group by Seq, else by occurrence (the k-th send of a rank with the k-th recv of another).
-void pair_p2p(const Store& s, const Filter& f, Shared* sh) {
-  const Activities& a = s.activities;
-  const NcclInfo& nc = s.nccl;
-  if (!nc.size()) return;
-  std::vector<uint8_t> taken(a.size(), 0);
-  for (const Collective& c : sh->match->matched)
-    for (const auto& x : c.arrivals) taken[x.row] = 1;
-  struct Side {
-    uint32_t row;
-    bool send;
-  };
-  std::map<std::pair<uint32_t, int64_t>, std::vector<Side>> sides;
-  std::map<std::tuple<int32_t, uint32_t, bool>, int64_t> occurrence;
-  for (size_t i = 0; i < nc.size(); ++i) {
-    const uint64_t row = nc.activity[i];
-    if (row >= a.size() || taken[row]) continue;
-    if ((f.rank && a.rank[row] != *f.rank) || (f.step && a.step[row] != *f.step)) continue;
-    const std::string op = collective_op_key(s.strings.at(nc.collective_id[i]));
-    const bool send = op.find("send") != std::string::npos;
-    if (send == (op.find("recv") != std::string::npos)) continue;  // neither, or a fused SendRecv
-    taken[row] = 1;
-    const int64_t k =
-        nc.seq[i] >= 0 ? nc.seq[i] : occurrence[{a.rank[row], nc.pg_name_id[i], send}]++;
-    sides[{nc.pg_name_id[i], k}].push_back({static_cast<uint32_t>(row), send});
-  }
-  for (const auto& [key, v] : sides) {
-    if (v.size() != 2 || v[0].send == v[1].send || a.rank[v[0].row] == a.rank[v[1].row]) continue;
-    Collective c;
-    c.id = static_cast<int64_t>(sh->match->matched.size() + sh->p2p.size());
-    c.op = "send/recv";
-    for (const Side& x : v) c.arrivals.push_back({a.rank[x.row], x.row});
-    sh->p2p.push_back(std::move(c));
-  }
-}
-
 // Host synchronisations, by the step of the call: calls whose name contains "Synchronize", and
 // calls that a Sync record (Kineto's cuda_sync) joins, with that record's stream.
 void find_syncs(const Store& s, Shared* shp) {
@@ -857,7 +818,6 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
     sh.match = &own;
   }
   res.method = sh.match->method;
-  pair_p2p(s, opt.filter, &sh);
   std::map<int32_t, std::vector<int64_t>> colls_by_step;
   auto by_step_of = [&](const Collective& c) {
     int32_t last_step = INT32_MIN;
@@ -869,7 +829,7 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
       }
   };
   for (const Collective& c : sh.match->matched) by_step_of(c);
-  for (const Collective& c : sh.p2p) by_step_of(c);
+  for (const Collective& c : sh.match->p2p) by_step_of(c);
   selected.clear();
   selected.shrink_to_fit();
 

@@ -929,6 +929,42 @@ TEST(Stragglers, SubCommunicatorsWithoutRankListsMatch) {
   EXPECT_NEAR(c[1]["skew_us"].get<double>(), 150.0, kEps);
 }
 
+TEST(Stragglers, PointToPointPairsInTheOneMatcher) {
+  // Pipeline stages: rank 0 sends to rank 1 twice (no Seq: paired by occurrence within the
+  // process group), next to an all-reduce of both. The sends and recvs pair in the matcher (its
+  // p2p list, ids after the collectives) and are not unmatched; a lone send stays unmatched.
+  auto p2p = [](int32_t r, const char* op, int64_t s, int64_t e) {
+    Row x{r, 30, s, e, std::string("ncclDevKernel_") + op, Category::Communication};
+    x.nccl = Nccl{op, -1, "pp", "", 1024};
+    return x;
+  };
+  auto ar = [](int32_t r, int64_t s, int64_t e) {
+    Row x{r, 20, s, e, kAllReduce, Category::Communication};
+    x.nccl = Nccl{"allreduce", -1, "world", "", 4096};
+    return x;
+  };
+  const Store s =
+      make_store({ar(0, 10, 50), ar(1, 20, 50), p2p(0, "Send", 100, 200), p2p(1, "Recv", 150, 200),
+                  p2p(0, "Send", 300, 400), p2p(1, "Recv", 300, 400), p2p(0, "Send", 500, 600)});
+  std::vector<uint32_t> all(s.activities.size());
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  const CollectiveMatch m = match_collectives(s, all);
+  ASSERT_EQ(m.matched.size(), 1u);
+  ASSERT_EQ(m.p2p.size(), 2u);
+  for (size_t k = 0; k < m.p2p.size(); ++k) {
+    EXPECT_EQ(m.p2p[k].id, static_cast<int64_t>(1 + k));
+    EXPECT_EQ(m.p2p[k].op, "send/recv");
+    ASSERT_EQ(m.p2p[k].arrivals.size(), 2u);
+    EXPECT_NE(m.p2p[k].arrivals[0].rank, m.p2p[k].arrivals[1].rank);
+  }
+  EXPECT_EQ(s.activities.start_ns[m.p2p[0].arrivals[1].row], 150000);  // the first recv
+  EXPECT_EQ(m.unmatched_count, 1u);  // the third send, whose recv never ran
+  ASSERT_EQ(m.unmatched.size(), 1u);
+  EXPECT_EQ(collective_op_key(m.unmatched[0].op), "send");
+  // The ledger ranks collectives only.
+  EXPECT_EQ(stragglers(s)["matched"].get<int>(), 1);
+}
+
 TEST(Stragglers, HostLaunchDelayIsTheCause) {
   // Three ranks: gemm [100,1100) (corr 1, launched at 10); AllReduce (corr 2) launched at 20
   // and starting at 1100 on ranks 0 and 2; rank 1's launch comes at 1400, after its GPU went

@@ -36,6 +36,9 @@ struct CollectiveMatch {
   size_t comm_kernels = 0;     // communication kernels among the rows
   std::vector<int32_t> ranks;  // ranks with GPU work among the rows, sorted
   std::vector<Collective> matched;
+  // Point-to-point pairs (op "send/recv"): a Send and the Recv of another rank that complete
+  // together, ids after the last of `matched`. Not in the ledger, which ranks collectives.
+  std::vector<Collective> p2p;
   size_t unmatched_count = 0;
   std::vector<UnmatchedCollective> unmatched;  // the first kMaxUnmatchedListed, in key order
   static constexpr size_t kMaxUnmatchedListed = 50;
@@ -45,7 +48,7 @@ struct CollectiveMatch {
 // whole-store ids). Throws nothing on odd input: kernels that match nothing are counted unmatched.
 CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& rows);
 
-// Per activity row: the id of the matched collective it belongs to, -1 for none.
+// Per activity row: the id of the matched collective it belongs to, -1 for none (also for p2p).
 std::vector<int64_t> collective_of_row(const Store& s, const CollectiveMatch& m);
 
 // "_allgather_base", "AllGather" -> "allgatherbase", "allgather": letters only, lower case.
