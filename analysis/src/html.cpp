@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <string_view>
@@ -23,6 +24,7 @@
 #include "kernalyse/energy.h"
 #include "kernalyse/error.h"
 #include "kernalyse/export.h"
+#include "kernalyse/parallel.h"
 #include "kernalyse/roofline.h"
 #include "timeline.h"
 
@@ -296,72 +298,94 @@ struct Built {
   std::vector<Table> tables;  // in page order
 };
 
-// Sections of build(), for the progress bar.
+// Sections of build(), for the progress bar: 4 for the analyses, 1 for the series, 1 the page.
 constexpr int64_t kBuildSteps = 6;
 
-Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr) {
-  auto step = [&] {
-    if (progress) progress->advance(1);
-  };
-  Built out;
-  json& d = out.data;
-  const int64_t base = export_base_ns(s);
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);  // throws on a bad --rank/--step
+// The analyses the page draws, each run once; they only read the store, so they run as tasks
+// on the shared pool (parallel.h), as kernalyse-merge runs --all.
+struct PageResults {
+  SummaryResult summary;
+  GapResult gaps;
+  RankUnionTables unions;
+  RangeResult ranges;
+  RooflineResult roof;
+  EnergyResult energy;
+  StragglerResult ledger;
+  CriticalPathResult cpath;
+  CrossRankOptions xo;  // the ledger's options (its tables' rendering)
+};
 
-  Report rep;
-  SummaryOptions so;
-  so.filter = opt.filter;
-  so.top = opt.top;
-  so.per_rank = false;
-  const SummaryResult summary = kernel_summary(s, so);
-  summary_report(summary, &rep);
-  step();
-  GapOptions go;
-  go.filter = opt.filter;
-  go.hist_min_us = opt.hist_min_us, go.hist_max_us = opt.hist_max_us, go.bins = opt.hist_bins;
-  go.top = opt.top;
-  const GapResult gaps = gap_analysis(s, go);
-  gap_report(gaps, &rep);
-  step();
-  CrossRankOptions xo;
-  xo.filter = opt.filter;
-  xo.kernel_wait_ns = opt.kernel_wait_ns;
-  xo.top = opt.top;
-  const RankUnionTables unions = rank_union_tables(s, xo);  // one pass feeds both
-  overlap_report(unions, &rep);
-  breakdown_report(unions, &rep);
-  RangeOptions ro;
-  ro.filter = opt.filter;
-  ro.top = opt.top;
-  const RangeResult ranges = range_analysis(s, ro);
-  range_report(ranges, &rep);
-  // Roofline (docs/analyses.md, "Performance model"): ops with known FLOPs and bytes as points,
-  // the device's roofs as lines; its op table below.
-  RooflineOptions rfo;
-  rfo.filter = opt.filter;
-  const RooflineResult roof = roofline_analysis(s, rfo);
-  Report rrep;
-  roofline_report(roof, &rrep);
-  Report erep;  // energy per step and range, shown next to the power chart
-  EnergyOptions eo;
-  eo.filter = opt.filter;
-  const EnergyResult energy = energy_analysis(s, eo);
-  energy_report(energy, &erep);
-  step();
-  const StragglerResult ledger = straggler_ledger(s, xo);
-  CriticalPathOptions co;  // the critical path of the median step, drawn over the rank lanes
-  co.filter = opt.filter;
-  co.top = opt.top;
-  Report crep;
-  const CriticalPathResult cpath = critical_path(s, co);
-  critical_path_report(cpath, &crep);
-  step();
+PageResults run_analyses(const Store& s, const HtmlOptions& opt, Progress* progress) {
+  PageResults r;
+  r.xo.filter = opt.filter;
+  r.xo.kernel_wait_ns = opt.kernel_wait_ns;
+  r.xo.top = opt.top;
+  const std::vector<std::function<void()>> tasks = {
+      [&] {
+        SummaryOptions so;
+        so.filter = opt.filter;
+        so.top = opt.top;
+        so.per_rank = false;
+        r.summary = kernel_summary(s, so);
+      },
+      [&] {
+        GapOptions go;
+        go.filter = opt.filter;
+        go.hist_min_us = opt.hist_min_us, go.hist_max_us = opt.hist_max_us;
+        go.bins = opt.hist_bins;
+        go.top = opt.top;
+        r.gaps = gap_analysis(s, go);
+      },
+      [&] { r.unions = rank_union_tables(s, r.xo); },  // one pass feeds overlap and breakdown
+      [&] {
+        RangeOptions ro;
+        ro.filter = opt.filter;
+        ro.top = opt.top;
+        r.ranges = range_analysis(s, ro);
+      },
+      [&] {
+        // Roofline (docs/analyses.md, "Performance model"): ops with known FLOPs and bytes.
+        RooflineOptions rfo;
+        rfo.filter = opt.filter;
+        r.roof = roofline_analysis(s, rfo);
+      },
+      [&] {
+        EnergyOptions eo;
+        eo.filter = opt.filter;
+        r.energy = energy_analysis(s, eo);
+      },
+      [&] { r.ledger = straggler_ledger(s, r.xo); },
+      [&] {
+        CriticalPathOptions co;  // the critical path of the median step, over the rank lanes
+        co.filter = opt.filter;
+        co.top = opt.top;
+        r.cpath = critical_path(s, co);
+      }};
+  // The longest (critical path, ledger) are queued last and start first.
+  parallel_for(
+      tasks.size(),
+      [&](size_t t) {
+        tasks[t]();
+        if (progress && t % 2 == 0) progress->advance(1);  // 4 of the build's steps
+      },
+      0, /*reverse=*/true);
+  return r;
+}
 
-  // Run summary.
+// The run summary's per-rank table, and the hosts and devices it names.
+struct RanksSection {
+  Table table;
+  size_t hosts = 0, devices = 0;
+  bool emulated = false;
+};
+
+RanksSection ranks_section(const Store& s, const HtmlOptions& opt,
+                           const std::vector<uint32_t>& rows) {
+  RanksSection out;
   std::set<std::string> hosts;
   std::set<std::pair<std::string, std::string>> devices;
-  bool emulated = s.attrs.emulated;
-  Table rt;
+  out.emulated = s.attrs.emulated;
+  Table& rt = out.table;
   rt.key = "ranks";
   rt.title = "Ranks";
   rt.columns = {"rank",
@@ -378,7 +402,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   for (uint32_t i : rows) acts[s.activities.rank[i]]++;
   for (const auto& r : s.ranks) {
     if (opt.filter.rank && *opt.filter.rank != r.rank) continue;
-    emulated = emulated || r.emulated;
+    out.emulated = out.emulated || r.emulated;
     hosts.insert(r.host);
     size_t p = 0;
     while (p <= r.devices.size() && !r.devices.empty()) {
@@ -392,60 +416,34 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
                        std::string(r.emulated ? "EMULATED" : "no"), r.clock_method,
                        us(r.clock_uncertainty_ns), acts[r.rank], r.source, r.collector_status});
   }
-  int64_t first = INT64_MAX, last = INT64_MIN;
-  for (uint32_t i : rows)
-    if (is_gpu_work(static_cast<Kind>(s.activities.kind[i])))
-      first = std::min(first, s.activities.start_ns[i]),
-      last = std::max(last, s.activities.end_ns[i]);
-  bool any = first <= last;
-  std::string headline = straggler_headline(ledger);
-  d["title"] = opt.title;
-  d["emulated"] = emulated;
-  d["scope"] = describe_filter(s, opt.filter);
-  d["produced_by"] = s.attrs.produced_by;
-  d["created_utc"] = s.attrs.created_utc;
-  d["tool_version"] = s.attrs.tool_version;
-  d["clock_domain"] = s.attrs.clock_domain;
-  d["origin_epoch_ns"] = base;
-  d["ranks"] = static_cast<int64_t>(rt.rows.size());
-  d["hosts"] = static_cast<int64_t>(hosts.size());
-  d["devices"] = static_cast<int64_t>(devices.size());
-  d["activities"] = static_cast<int64_t>(rows.size());
-  d["span"] = any ? json{{"start_us", us(first - base)},
-                         {"end_us", us(last - base)},
-                         {"dur_us", us(last - first)}}
-                  : json(nullptr);
-  d["root_cause"] = headline;
-  json notes = json::array();
-  for (const auto& h : rep.headline) notes.push_back(h);
-  for (const auto& n : straggler_notes(ledger)) notes.push_back(n);
-  d["notes"] = notes;
+  out.hosts = hosts.size();
+  out.devices = devices.size();
+  return out;
+}
 
-  // Down-sampled timeline over the window (the run's GPU span unless --from/--to narrow it).
+// The timeline's window: the run's GPU span unless --from/--to narrow it, in whole bins.
+Window timeline_window(const HtmlOptions& opt, int64_t base, int64_t first, int64_t last,
+                       size_t ranks) {
   Window w;
-  if (any) {
-    // Store times and --from/--to are each within the time range (docs/limits.md); their sum
-    // is clamped back into it so that the window's length, t1 - t0, cannot overflow.
-    auto in_range = [](int64_t t) { return std::clamp(t, -kMaxAbsTimeNs, kMaxAbsTimeNs); };
-    w.t0 = opt.from_ns ? in_range(base + *opt.from_ns) : first;
-    w.t1 = opt.to_ns ? in_range(base + *opt.to_ns) : last;
-    // Bins × ranks × 3 lanes bounds the page's size; past 200 ranks the bins get coarser.
-    int64_t nranks = std::max<int64_t>(1, static_cast<int64_t>(rt.rows.size()));
-    int64_t nb =
-        std::min<int64_t>(std::max(1, opt.timeline_bins), std::max<int64_t>(100, 200'000 / nranks));
-    if (w.t1 > w.t0) {
-      w.bin_ns = std::max<int64_t>(1, (w.t1 - w.t0 + nb - 1) / nb);
-      w.bins = static_cast<size_t>((w.t1 - w.t0 + w.bin_ns - 1) / w.bin_ns);
-      w.t1 = w.t0 + static_cast<int64_t>(w.bins) * w.bin_ns;  // whole bins
-    }
+  // Store times and --from/--to are each within the time range (docs/limits.md); their sum is
+  // clamped back into it so that the window's length, t1 - t0, cannot overflow.
+  auto in_range = [](int64_t t) { return std::clamp(t, -kMaxAbsTimeNs, kMaxAbsTimeNs); };
+  w.t0 = opt.from_ns ? in_range(base + *opt.from_ns) : first;
+  w.t1 = opt.to_ns ? in_range(base + *opt.to_ns) : last;
+  // Bins × ranks × 3 lanes bounds the page's size; past 200 ranks the bins get coarser.
+  const int64_t nranks = std::max<int64_t>(1, static_cast<int64_t>(ranks));
+  const int64_t nb =
+      std::min<int64_t>(std::max(1, opt.timeline_bins), std::max<int64_t>(100, 200'000 / nranks));
+  if (w.t1 > w.t0) {
+    w.bin_ns = std::max<int64_t>(1, (w.t1 - w.t0 + nb - 1) / nb);
+    w.bins = static_cast<size_t>((w.t1 - w.t0 + w.bin_ns - 1) / w.bin_ns);
+    w.t1 = w.t0 + static_cast<int64_t>(w.bins) * w.bin_ns;  // whole bins
   }
-  Table lanes;
-  d["timeline"] = w.valid() ? timeline(s, rows, w, base, &lanes) : json(nullptr);
+  return w;
+}
 
-  d["stragglers"] = straggler_heatmap(ledger, opt.max_collectives);
-  d["critical_path"] = critical_path_lanes(cpath);
-
-  // Overlap and breakdown per rank, from the union statistics (exact ns).
+// Overlap and breakdown per rank, from the union statistics (exact ns).
+void union_sections(const RankUnionTables& unions, json* d) {
   json ov = {{"ranks", json::array()},
              {"overlapped_ns", json::array()},
              {"exposed_ns", json::array()},
@@ -469,24 +467,26 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     br["other_ns"].push_back(u.other_excl_ns);
     br["idle_ns"].push_back(sat_sub(u.span_ns, u.busy_ns));
   }
-  d["overlap"] = ov;
-  d["breakdown"] = br;
+  (*d)["overlap"] = ov;
+  (*d)["breakdown"] = br;
+}
 
-  // Gap histogram: "< lo", "lo–hi" per bin, "≥ hi" (edges in whole µs).
+// Gap histogram: "< lo", "lo–hi" per bin, "≥ hi" (edges in whole µs).
+json gap_section(const GapResult& gaps) {
   json gh = {{"labels", json::array()}, {"counts", json::array()}};
-  {
-    const auto edge = [](double v) { return cell_text(Cell(v), 0); };
-    gh["labels"].push_back("< " + edge(gaps.edges_us.front()));
-    gh["counts"].push_back(gaps.underflow);
-    for (size_t b = 0; b < gaps.counts.size(); ++b) {
-      gh["labels"].push_back(edge(gaps.edges_us[b]) + "–" + edge(gaps.edges_us[b + 1]));
-      gh["counts"].push_back(gaps.counts[b]);
-    }
-    gh["labels"].push_back("≥ " + edge(gaps.edges_us.back()));
-    gh["counts"].push_back(gaps.overflow);
+  const auto edge = [](double v) { return cell_text(Cell(v), 0); };
+  gh["labels"].push_back("< " + edge(gaps.edges_us.front()));
+  gh["counts"].push_back(gaps.underflow);
+  for (size_t b = 0; b < gaps.counts.size(); ++b) {
+    gh["labels"].push_back(edge(gaps.edges_us[b]) + "–" + edge(gaps.edges_us[b + 1]));
+    gh["counts"].push_back(gaps.counts[b]);
   }
-  d["gaps"] = gh;
+  gh["labels"].push_back("≥ " + edge(gaps.edges_us.back()));
+  gh["counts"].push_back(gaps.overflow);
+  return gh;
+}
 
+json kernel_section(const SummaryResult& summary) {
   json kb = {{"names", json::array()},
              {"total_ns", json::array()},
              {"count", json::array()},
@@ -497,8 +497,10 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     kb["total_ns"].push_back(r.total_ns);
     kb["count"].push_back(r.count);
   }
-  d["kernels"] = kb;
+  return kb;
+}
 
+json range_section(const RangeResult& ranges) {
   json rb = {{"names", json::array()},
              {"gpu_ns", json::array()},
              {"calls", json::array()},
@@ -509,44 +511,102 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
     rb["calls"].push_back(r.calls);
     rb["items"].push_back(r.gpu_items);
   }
-  d["ranges"] = rb;
+  return rb;
+}
 
+// Ops with known FLOPs and bytes as points, the device's roofs as lines.
+json roofline_section(const RooflineResult& roof) {
+  json pts = json::array(), peaks = json::array();
+  std::vector<const RooflineRow*> rs;
+  for (const RooflineRow& r : roof.ops)
+    if (r.has_work && r.flops > 0 && r.bytes > 0 && r.time_ns > 0) rs.push_back(&r);
+  if (rs.size() > 300) rs.resize(300);  // rows come sorted by time: the 300 that matter most
+  for (const RooflineRow* r : rs)
+    pts.push_back({r->intensity, r->flops_per_s, r->time_ns, r->op + " " + r->shape, r->cls,
+                   r->dtype, r->pct_of_bound});
+  if (roof.peaks)
+    for (const char* dt : {"fp32", "tf32", "bf16", "fp8"})
+      if (peak_flops(*roof.peaks, dt) > 0)
+        peaks.push_back({{"dtype", dt}, {"flops_per_s", peak_flops(*roof.peaks, dt)}});
+  return {{"points", pts},
+          {"peaks", peaks},
+          {"bytes_per_s", roof.peaks ? json(roof.peaks->bytes_per_s) : json(nullptr)},
+          {"device", roof.peaks ? roof.peaks->name : roof.device},
+          {"why", !roof.store_has_ops ? "no operator shapes in this store (record_shapes=True)"
+                                      : "no op with known FLOPs and bytes in the selection"}};
+}
+
+Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr) {
+  Built out;
+  json& d = out.data;
+  const int64_t base = export_base_ns(s);
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);  // throws on a bad --rank/--step
+  const PageResults res = run_analyses(s, opt, progress);
+  // The tables the page links to, rendered from the typed results.
+  Report rep, rrep, erep, crep;
+  summary_report(res.summary, &rep);
+  gap_report(res.gaps, &rep);
+  overlap_report(res.unions, &rep);
+  breakdown_report(res.unions, &rep);
+  range_report(res.ranges, &rep);
+  roofline_report(res.roof, &rrep);
+  energy_report(res.energy, &erep);  // energy per step and range, next to the power chart
+  critical_path_report(res.cpath, &crep);
+
+  // Run summary.
+  RanksSection rs = ranks_section(s, opt, rows);
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (uint32_t i : rows)
+    if (is_gpu_work(static_cast<Kind>(s.activities.kind[i])))
+      first = std::min(first, s.activities.start_ns[i]),
+      last = std::max(last, s.activities.end_ns[i]);
+  const bool any = first <= last;
+  d["title"] = opt.title;
+  d["emulated"] = rs.emulated;
+  d["scope"] = describe_filter(s, opt.filter);
+  d["produced_by"] = s.attrs.produced_by;
+  d["created_utc"] = s.attrs.created_utc;
+  d["tool_version"] = s.attrs.tool_version;
+  d["clock_domain"] = s.attrs.clock_domain;
+  d["origin_epoch_ns"] = base;
+  d["ranks"] = static_cast<int64_t>(rs.table.rows.size());
+  d["hosts"] = static_cast<int64_t>(rs.hosts);
+  d["devices"] = static_cast<int64_t>(rs.devices);
+  d["activities"] = static_cast<int64_t>(rows.size());
+  d["span"] = any ? json{{"start_us", us(first - base)},
+                         {"end_us", us(last - base)},
+                         {"dur_us", us(last - first)}}
+                  : json(nullptr);
+  d["root_cause"] = straggler_headline(res.ledger);
+  json notes = json::array();
+  for (const auto& h : rep.headline) notes.push_back(h);
+  for (const auto& n : straggler_notes(res.ledger)) notes.push_back(n);
+  d["notes"] = notes;
+
+  const Window w = any ? timeline_window(opt, base, first, last, rs.table.rows.size()) : Window{};
+  Table lanes;
+  d["timeline"] = w.valid() ? timeline(s, rows, w, base, &lanes) : json(nullptr);
+  d["stragglers"] = straggler_heatmap(res.ledger, opt.max_collectives);
+  d["critical_path"] = critical_path_lanes(res.cpath);
+  union_sections(res.unions, &d);
+  d["gaps"] = gap_section(res.gaps);
+  d["kernels"] = kernel_section(res.summary);
+  d["ranges"] = range_section(res.ranges);
   Table mem, power;
   d["memory"] = counter_series(s, opt, w, base, kCounterGpuMemory, "gpu_memory",
                                "GPU memory in use", "bytes", &mem);
   d["power"] =
       counter_series(s, opt, w, base, kCounterPower, "gpu_power", "GPU board power", "mw", &power);
-
-  {
-    json pts = json::array(), peaks = json::array();
-    std::vector<const RooflineRow*> rs;
-    for (const RooflineRow& r : roof.ops)
-      if (r.has_work && r.flops > 0 && r.bytes > 0 && r.time_ns > 0) rs.push_back(&r);
-    if (rs.size() > 300) rs.resize(300);  // rows come sorted by time: the 300 that matter most
-    for (const RooflineRow* r : rs)
-      pts.push_back({r->intensity, r->flops_per_s, r->time_ns, r->op + " " + r->shape, r->cls,
-                     r->dtype, r->pct_of_bound});
-    if (roof.peaks)
-      for (const char* dt : {"fp32", "tf32", "bf16", "fp8"})
-        if (peak_flops(*roof.peaks, dt) > 0)
-          peaks.push_back({{"dtype", dt}, {"flops_per_s", peak_flops(*roof.peaks, dt)}});
-    d["roofline"] = {
-        {"points", pts},
-        {"peaks", peaks},
-        {"bytes_per_s", roof.peaks ? json(roof.peaks->bytes_per_s) : json(nullptr)},
-        {"device", roof.peaks ? roof.peaks->name : roof.device},
-        {"why", !roof.store_has_ops ? "no operator shapes in this store (record_shapes=True)"
-                                    : "no op with known FLOPs and bytes in the selection"}};
-  }
-  d["energy"] = {{"total_j", energy.total_j},
-                 {"idle_j", energy.idle_j},
-                 {"sampling_period_ns", energy.period_ns},
-                 {"statistical", energy.statistical()},
-                 {"devices", energy.devices.size()}};
+  d["roofline"] = roofline_section(res.roof);
+  d["energy"] = {{"total_j", res.energy.total_j},
+                 {"idle_j", res.energy.idle_j},
+                 {"sampling_period_ns", res.energy.period_ns},
+                 {"statistical", res.energy.statistical()},
+                 {"devices", res.energy.devices.size()}};
   // Tables in page order; charts link to them by key.
-  out.tables.push_back(std::move(rt));
+  out.tables.push_back(std::move(rs.table));
   if (!lanes.key.empty()) out.tables.push_back(std::move(lanes));
-  for (auto& t : straggler_tables(ledger, xo)) out.tables.push_back(std::move(t));
+  for (auto& t : straggler_tables(res.ledger, res.xo)) out.tables.push_back(std::move(t));
   for (const char* k : {"critical_path_steps", "critical_path_ranks"})
     if (const Table* t = find_table(crep, k)) out.tables.push_back(*t);
   for (const char* k : {"overlap", "breakdown", "gap_histogram", "gaps_per_rank", "gap_transitions",
