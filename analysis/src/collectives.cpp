@@ -87,6 +87,59 @@ void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, Coll
   }
 }
 
+// Per rank its communication kernels in start order (parallel threads); the ranks with any GPU
+// work go to m->ranks, every communication kernel (selection order) to *all.
+std::map<int32_t, std::vector<uint32_t>> comm_kernels_by_rank(const Store& s,
+                                                              const std::vector<uint32_t>& rows,
+                                                              CollectiveMatch* m,
+                                                              std::vector<uint32_t>* all) {
+  const auto& a = s.activities;
+  const detail::RowsByRank by_rank(s, rows);
+  struct RankComm {
+    bool gpu = false;
+    std::vector<uint32_t> rows, in_order;
+  };
+  std::vector<RankComm> per(by_rank.size());
+  parallel_for(by_rank.size(), [&](size_t k) {
+    for (uint32_t i : by_rank.rows(k)) {
+      if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+      per[k].gpu = true;
+      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+          a.category[i] == static_cast<uint8_t>(Category::Communication))
+        per[k].rows.push_back(i);
+    }
+    per[k].in_order = detail::merge_streams_by_start(s, per[k].rows);
+  });
+  std::map<int32_t, std::vector<uint32_t>> comm;
+  for (size_t k = 0; k < per.size(); ++k) {
+    if (!per[k].gpu) continue;
+    m->ranks.push_back(by_rank.rank(k));
+    all->insert(all->end(), per[k].rows.begin(), per[k].rows.end());
+    comm[by_rank.rank(k)] = std::move(per[k].in_order);
+  }
+  return comm;
+}
+
+// Counts and lists the incomplete instances as unmatched, but for the sends and recvs that
+// paired (m->p2p).
+void list_unmatched(const Store& s, const std::vector<const Instance*>& incomplete,
+                    CollectiveMatch* m) {
+  std::vector<uint8_t> paired(m->p2p.empty() ? 0 : s.activities.size(), 0);
+  for (const Collective& c : m->p2p)
+    for (const auto& x : c.arrivals) paired[x.row] = 1;
+  for (const Instance* in : incomplete) {
+    if (!paired.empty() && std::all_of(in->arrivals.begin(), in->arrivals.end(),
+                                       [&](const CollectiveArrival& x) { return paired[x.row]; }))
+      continue;
+    ++m->unmatched_count;
+    if (m->unmatched.size() < CollectiveMatch::kMaxUnmatchedListed) {
+      UnmatchedCollective u{in->op, {}, in->expected.size()};
+      for (const auto& x : in->arrivals) u.ranks_present.push_back(x.rank);
+      m->unmatched.push_back(std::move(u));
+    }
+  }
+}
+
 }  // namespace
 
 std::string collective_op_key(const std::string& op) {
@@ -109,32 +162,8 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   }
   auto nccl_row = [&](uint32_t r) { return nccl_of.empty() ? -1 : nccl_of[r]; };
 
-  // Per rank (parallel threads) its communication kernels in start order; ranks are those with
-  // any GPU work.
-  const detail::RowsByRank by_rank(s, rows);
-  struct RankComm {
-    bool gpu = false;
-    std::vector<uint32_t> rows, in_order;
-  };
-  std::vector<RankComm> per(by_rank.size());
-  parallel_for(by_rank.size(), [&](size_t k) {
-    for (uint32_t i : by_rank.rows(k)) {
-      if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
-      per[k].gpu = true;
-      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
-          a.category[i] == static_cast<uint8_t>(Category::Communication))
-        per[k].rows.push_back(i);
-    }
-    per[k].in_order = detail::merge_streams_by_start(s, per[k].rows);
-  });
-  std::map<int32_t, std::vector<uint32_t>> comm;
   std::vector<uint32_t> comm_rows;
-  for (size_t k = 0; k < per.size(); ++k) {
-    if (!per[k].gpu) continue;
-    out.ranks.push_back(by_rank.rank(k));
-    comm_rows.insert(comm_rows.end(), per[k].rows.begin(), per[k].rows.end());
-    comm[by_rank.rank(k)] = std::move(per[k].in_order);
-  }
+  std::map<int32_t, std::vector<uint32_t>> comm = comm_kernels_by_rank(s, rows, &out, &comm_rows);
   out.comm_kernels = comm_rows.size();
 
   // Method: the best identity every communication kernel has.
@@ -261,21 +290,7 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
     out.matched.push_back(std::move(c));
   }
   pair_point_to_point(s, rows, &out);
-  // Unmatched: the incomplete instances, but for the sends and recvs that paired.
-  std::vector<uint8_t> paired(out.p2p.empty() ? 0 : a.size(), 0);
-  for (const Collective& c : out.p2p)
-    for (const auto& x : c.arrivals) paired[x.row] = 1;
-  for (const Instance* in : incomplete) {
-    if (!paired.empty() && std::all_of(in->arrivals.begin(), in->arrivals.end(),
-                                       [&](const CollectiveArrival& x) { return paired[x.row]; }))
-      continue;
-    ++out.unmatched_count;
-    if (out.unmatched.size() < CollectiveMatch::kMaxUnmatchedListed) {
-      UnmatchedCollective u{in->op, {}, in->expected.size()};
-      for (const auto& x : in->arrivals) u.ranks_present.push_back(x.rank);
-      out.unmatched.push_back(std::move(u));
-    }
-  }
+  list_unmatched(s, incomplete, &out);
   return out;
 }
 
