@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "h5raw.h"
 #include "h5util.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
@@ -93,8 +94,9 @@ Handle open_column(hid_t group, const std::string& what, const char* name, H5T_c
   // A corrupt file can claim any length: before anything is allocated, the rows must fit in
   // the bytes the dataset really stores (filters such as deflate: at most ~1000:1). Otherwise a
   // damaged dataspace means gigabytes allocated ("out of memory", length_error) or HDF5
-  // reading past its buffers.
-  if (dims[0] > 0) {
+  // reading past its buffers. String datasets are checked by RawStrings::dataset instead, which
+  // must look at the fill value before H5Dget_create_plist converts it through the global heap.
+  if (dims[0] > 0 && cls != H5T_STRING) {
     Handle dcpl(h5(H5Dget_create_plist(ds), "cannot read " + what), H5Pclose);
     const bool filtered = H5Pget_nfilters(dcpl) > 0;
     const uint64_t elem = cls == H5T_STRING ? 1 : H5Tget_size(type);
@@ -176,29 +178,18 @@ void read_column(hid_t group, const std::string& table, const char* name, std::v
        "cannot read " + what);
 }
 
-std::vector<std::string> read_strings(hid_t loc, const std::string& what, const char* name) {
+// Variable-length strings never go through libhdf5's conversion (h5raw.h, docs/fuzzing.md).
+std::vector<std::string> read_strings(RawStrings& raw, hid_t loc, const std::string& what,
+                                      const char* name) {
   size_t rows = 0;
   Handle ds = open_column(loc, what, name, H5T_STRING, &rows);
   Handle ftype(h5(H5Dget_type(ds), "cannot read " + what), H5Tclose);
   if (H5Tis_variable_str(ftype) <= 0)
     throw Failure(what + " is not a variable-length string dataset");
-  Handle mtype = vlen_string_type(H5Tget_cset(ftype));
-  std::vector<std::string> out;
-  if (!rows) return out;
-  Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
-  std::vector<char*> buf(rows, nullptr);
-  ok(H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), "cannot read " + what);
-  struct Reclaim {
-    hid_t t, s;
-    std::vector<char*>& b;
-    ~Reclaim() { H5Dvlen_reclaim(t, s, H5P_DEFAULT, b.data()); }
-  } reclaim{mtype, space, buf};
-  out.reserve(rows);
-  for (char* p : buf) out.emplace_back(p ? p : "");
-  return out;
+  return raw.dataset(ds, what, rows);
 }
 
-std::string read_attr_str(hid_t loc, const char* name) {
+std::string read_attr_str(RawStrings& raw, hid_t loc, const char* name) {
   if (H5Aexists(loc, name) <= 0) return {};  // optional metadata
   const std::string what = std::string("attribute ") + name;
   Handle attr(h5(H5Aopen(loc, name, H5P_DEFAULT), "cannot open " + what), H5Aclose);
@@ -206,16 +197,13 @@ std::string read_attr_str(hid_t loc, const char* name) {
   if (H5Tget_class(ftype) != H5T_STRING) throw Failure(what + " is not a string");
   Handle space(h5(H5Aget_space(attr), "cannot read " + what), H5Sclose);
   if (H5Sget_simple_extent_npoints(space) != 1) throw Failure(what + " is not a scalar");
-  if (H5Tis_variable_str(ftype) > 0) {
-    Handle mtype = vlen_string_type(H5Tget_cset(ftype));
-    char* p = nullptr;
-    ok(H5Aread(attr, mtype, &p), "cannot read " + what);
-    std::string out = p ? p : "";
-    H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, &p);
-    return out;
-  }
-  // Fixed-length (e.g. written by hand with h5py's numpy bytes): read with the file's own type.
+  // Variable-length: schema 1 and 2 stores, or set with h5py (`f.attrs[k] = "text"`).
+  if (H5Tis_variable_str(ftype) > 0) return raw.attribute(loc, name, what);
+  // Fixed-length (schema 3): read with the file's own type, no conversion. A string longer than
+  // the file is a corrupt datatype, not an allocation to attempt.
   size_t size = H5Tget_size(ftype);
+  if (size == 0 || size > raw.file_size())
+    throw Failure("corrupt " + what + ": a string of " + std::to_string(size) + " bytes");
   std::string out(size, '\0');
   ok(H5Aread(attr, ftype, out.data()), "cannot read " + what);
   out.resize(std::strlen(out.c_str()));
@@ -249,7 +237,7 @@ void require_ids(const std::string& what, const std::vector<uint32_t>& ids, size
 
 // /ranks: one column per RankInfo field, transposed into rows. Fields added later may be
 // absent (older stores): their defaults stay.
-void read_ranks(hid_t file, std::vector<RankInfo>& out) {
+void read_ranks(RawStrings& raw, hid_t file, std::vector<RankInfo>& out) {
   Handle g = open_group(file, "ranks");
   {
     std::vector<const char*> names;
@@ -261,7 +249,7 @@ void read_ranks(hid_t file, std::vector<RankInfo>& out) {
     if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
     std::vector<disk_type_t<M>> col;
     if constexpr (std::is_same_v<M, std::string>)
-      col = read_strings(g, std::string("/ranks/") + def.name, def.name);
+      col = read_strings(raw, g, std::string("/ranks/") + def.name, def.name);
     else
       read_column(g, "ranks", def.name, col);
     if (std::string_view(def.name) == "rank") out.resize(col.size());  // the first field
@@ -314,22 +302,23 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
                   std::to_string(kSchemaVersion) + ")");
   if (version < 1) throw Failure("invalid schema version " + std::to_string(version));
   s.attrs.schema_version = version;
-  s.attrs.tool_version = read_attr_str(file, "tool_version");
-  s.attrs.produced_by = read_attr_str(file, "produced_by");
-  s.attrs.command_line = read_attr_str(file, "command_line");
-  s.attrs.created_utc = read_attr_str(file, "created_utc");
-  s.attrs.clock_domain = read_attr_str(file, "clock_domain");
+  RawStrings raw(path, file);
+  s.attrs.tool_version = read_attr_str(raw, file, "tool_version");
+  s.attrs.produced_by = read_attr_str(raw, file, "produced_by");
+  s.attrs.command_line = read_attr_str(raw, file, "command_line");
+  s.attrs.created_utc = read_attr_str(raw, file, "created_utc");
+  s.attrs.clock_domain = read_attr_str(raw, file, "clock_domain");
   s.attrs.emulated = H5Aexists(file, "emulated") > 0 && read_attr_int(file, "emulated") != 0;
 
   {
-    std::vector<std::string> strings = read_strings(file, "/strings", "strings");
+    std::vector<std::string> strings = read_strings(raw, file, "/strings", "strings");
     if (!strings.empty() && !strings[0].empty())
       throw Failure("corrupt /strings: id 0 is not the empty string");
     s.strings.assign(std::move(strings));
   }
   const size_t nstr = s.strings.size();
 
-  read_ranks(file, s.ranks);
+  read_ranks(raw, file, s.ranks);
   auto all = [](std::string_view) { return true; };
   if (sel.activities)
     read_table(file, "activities", s.activities, nstr, [&](std::string_view c) {
