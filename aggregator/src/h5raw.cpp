@@ -152,8 +152,7 @@ std::string RawStrings::heap_string(const uint8_t* id, const std::string& what) 
 }
 
 std::vector<std::string> RawStrings::dataset(hid_t ds, const std::string& what, size_t rows) {
-  std::vector<std::string> out(rows);
-  if (!rows) return out;
+  if (!rows) return {};
   // H5Dget_create_plist converts a fill value to memory form: through the global heap for
   // strings. Refuse one before asking for the property list.
   require_no_fill_value(ds, what);
@@ -166,6 +165,7 @@ std::vector<std::string> RawStrings::dataset(hid_t ds, const std::string& what, 
     throw Failure("corrupt " + what + ": " + std::to_string(rows) + " rows of " +
                   std::to_string(elem) + " bytes but " + std::to_string(H5Dget_storage_size(ds)) +
                   " bytes stored");
+  std::vector<std::string> out(rows);  // only now: `rows` is bounded by the file's size
   auto decode = [&](const std::vector<uint8_t>& raw, size_t first, size_t n) {
     for (size_t i = 0; i < n; ++i) out[first + i] = heap_string(raw.data() + i * elem, what);
   };
