@@ -299,60 +299,79 @@ void RawStrings::require_no_fill_value(hid_t ds, const std::string& what) {
   }
 }
 
+// An attribute message (version 1: name, datatype and dataspace each padded to 8 bytes; 2 and 3
+// unpadded, 3 with a character set byte), checked as far as libhdf5 1.10's decoder trusts it: the
+// name NUL-terminated inside its field (H5MM_strdup), datatype and dataspace inside the message,
+// the data (points x element size) inside what is left (the decoder compared it with the whole
+// message, and copied past the header's buffer).
+RawStrings::Attribute RawStrings::parse_attribute(const Message& m, const std::string& what) const {
+  const uint8_t* d = m.data;
+  const std::string bad = "corrupt " + what + ": attribute message ";
+  if (m.size < 8) throw Failure(bad + "too short");
+  const unsigned version = d[0];
+  if (version < 1 || version > 3) throw Failure(bad + "version " + std::to_string(version));
+  if (version > 1 && (d[1] & 3))
+    throw Failure(what + ": an attribute with a shared datatype or dataspace is not supported");
+  auto pad = [&](uint64_t n) { return version == 1 ? align8(n) : n; };
+  const uint64_t name_size = le(d + 2, 2), type_size = le(d + 4, 2), space_size = le(d + 6, 2);
+  uint64_t p = version == 3 ? 9 : 8;
+  auto field = [&](uint64_t size, uint64_t min, const char* name) {
+    if (size < min || m.size < p || pad(size) > m.size - p)
+      throw Failure(bad + "has a bad " + name + " size (" + std::to_string(size) + ")");
+    const uint8_t* f = d + p;
+    p += pad(size);
+    return f;
+  };
+  Attribute a;
+  const char* n = reinterpret_cast<const char*>(field(name_size, 1, "name"));
+  if (strnlen(n, name_size) != name_size - 1) throw Failure(bad + "has an unterminated name");
+  a.name = std::string_view(n, name_size - 1);
+  a.type = field(type_size, 8, "datatype");
+  const uint8_t* s = field(space_size, 4, "dataspace");
+  // Dataspace version 1: rank, flags, 5 reserved bytes, dims; version 2: rank, flags, type
+  // (0 scalar, 1 simple, 2 null), dims. Maximum dimensions may follow; unused here.
+  const unsigned rank = s[1];
+  const uint64_t dims_at = s[0] == 1 ? 8 : 4;
+  if ((s[0] != 1 && s[0] != 2) || rank > 32 || space_size < dims_at + rank * sizeof_size_)
+    throw Failure(bad + "has a bad dataspace");
+  a.points = s[0] == 2 && s[3] == 2 ? 0 : 1;
+  for (unsigned i = 0; i < rank; ++i)
+    if (!checked_mul(a.points, length(s + dims_at + i * sizeof_size_), &a.points))
+      throw Failure(bad + "has a bad dataspace");
+  // Element size: the datatype's size field, but a variable-length element on disk is a heap ID.
+  const uint64_t elem = (a.type[0] & 0x0f) == 9 ? 4 + sizeof_addr_ + 4 : le(a.type + 4, 4);
+  uint64_t data_size = 0;
+  if (!checked_mul(a.points, elem, &data_size) || data_size > m.size - std::min(p, m.size))
+    throw Failure(bad + "holds less data than its type and dataspace need");
+  a.data = d + p;
+  return a;
+}
+
+void RawStrings::check_attributes(hid_t obj, const std::string& what) {
+  std::vector<std::vector<uint8_t>> chunks;
+  for (const Message& m : messages(obj, chunks, what)) {
+    if (m.type != kMsgAttribute) continue;
+    if (m.flags & kMsgShared) throw Failure(what + ": shared attribute messages are not supported");
+    parse_attribute(m, what);
+  }
+}
+
 std::string RawStrings::attribute(hid_t loc, const char* name, const std::string& what) {
   std::vector<std::vector<uint8_t>> chunks;
-  bool shared = false;
   for (const Message& m : messages(loc, chunks, what)) {
-    if (m.type != kMsgAttribute) continue;
-    if (m.flags & kMsgShared) {
-      shared = true;
-      continue;
-    }
-    const uint8_t* d = m.data;
-    if (m.size < 8) throw Failure("corrupt " + what + ": short attribute message");
-    const unsigned version = d[0];
-    if (version < 1 || version > 3)
-      throw Failure("corrupt " + what + ": attribute message version " + std::to_string(version));
-    auto pad = [&](uint64_t n) { return version == 1 ? align8(n) : n; };
-    const uint64_t name_size = le(d + 2, 2), type_size = le(d + 4, 2), space_size = le(d + 6, 2);
-    uint64_t p = version == 3 ? 9 : 8;
-    if (m.size < p || pad(name_size) > m.size - p)
-      throw Failure("corrupt " + what + ": attribute message runs past its end");
-    const char* n = reinterpret_cast<const char*>(d + p);
-    if (name_size == 0 || strnlen(n, name_size) != std::strlen(name) ||
-        std::memcmp(n, name, std::strlen(name)) != 0)
-      continue;
-    if (version > 1 && (d[1] & 3))
-      throw Failure(what + ": a shared datatype or dataspace is not supported");
-    p += pad(name_size);
-    if (pad(type_size) > m.size - p || type_size < 8)
-      throw Failure("corrupt " + what + ": attribute message runs past its end");
-    const uint8_t* t = d + p;
-    if ((t[0] & 0x0f) != 9 || (t[1] & 0x0f) != 1)  // variable-length, of type string
+    if (m.type != kMsgAttribute || (m.flags & kMsgShared)) continue;
+    const Attribute a = parse_attribute(m, what);
+    if (a.name != name) continue;
+    if ((a.type[0] & 0x0f) != 9 || (a.type[1] & 0x0f) != 1)  // variable-length, of type string
       throw Failure(what + ": the object header does not hold a variable-length string");
-    p += pad(type_size);
-    if (pad(space_size) > m.size - p || space_size < 4)
-      throw Failure("corrupt " + what + ": attribute message runs past its end");
-    const uint8_t* s = d + p;
-    // Dataspace version 1: rank, flags, 5 reserved bytes, dims; version 2: rank, flags, type.
-    const unsigned rank = s[1];
-    const uint64_t dims_at = s[0] == 1 ? 8 : 4;
-    if ((s[0] != 1 && s[0] != 2) || (s[0] == 2 && s[3] == 2) ||
-        space_size < dims_at + rank * sizeof_size_)
-      throw Failure("corrupt " + what + ": bad dataspace");
-    for (unsigned i = 0; i < rank; ++i)
-      if (length(s + dims_at + i * sizeof_size_) != 1) throw Failure(what + " is not a scalar");
-    p += pad(space_size);
-    const uint64_t id = 4 + sizeof_addr_ + 4;
-    if (id > m.size - p) throw Failure("corrupt " + what + ": attribute message runs past its end");
-    return heap_string(d + p, what);
+    if (a.points != 1) throw Failure(what + " is not a scalar");
+    return heap_string(a.data, what);
   }
-  // Dense storage (a fractal heap, h5py's libver="latest" past 8 attributes) or a shared
-  // message: not parsed here, so refused rather than read unchecked.
-  throw Failure(
-      what + ": a variable-length string in " +
-      (shared ? "a shared attribute message" : "dense attribute storage") +
-      ", which kernalyse does not read (store it as a fixed-length string, docs/store.md)");
+  // Dense storage (a fractal heap, h5py's libver="latest" past 8 attributes): not parsed here,
+  // so refused rather than read unchecked.
+  throw Failure(what +
+                ": a variable-length string in dense attribute storage, which kernalyse does not "
+                "read (store it as a fixed-length string, docs/store.md)");
 }
 
 }  // namespace kernalyse::detail

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kernalyse::detail {
@@ -31,6 +32,10 @@ class RawStrings {
   // The scalar variable-length string attribute `name` of the object `loc`, found in its object
   // header (compact attribute storage; dense storage is refused).
   std::string attribute(hid_t loc, const char* name, const std::string& what);
+
+  // Checks every attribute message in the object header of `obj` as far as libhdf5's decoder
+  // trusts it; run before the first H5A call on `obj` (H5Aexists decodes them all).
+  void check_attributes(hid_t obj, const std::string& what);
 
   uint64_t file_size() const { return size_; }
 
@@ -50,6 +55,14 @@ class RawStrings {
     size_t size;
   };
 
+  struct Attribute {
+    std::string_view name;
+    const uint8_t* type = nullptr;  // the datatype message
+    uint64_t points = 0;
+    const uint8_t* data = nullptr;  // points elements
+  };
+
+  Attribute parse_attribute(const Message& m, const std::string& what) const;
   std::vector<uint8_t> bytes(uint64_t addr, uint64_t len, const std::string& what);
   uint64_t address(const uint8_t* p) const;
   uint64_t length(const uint8_t* p) const;

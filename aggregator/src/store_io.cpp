@@ -294,6 +294,8 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   Handle fapl = file_access();
   Handle file(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
   Store s;
+  RawStrings raw(path, file);
+  raw.check_attributes(file, "root group");
   if (H5Aexists(file, "schema_version") <= 0)
     throw Failure("not a kernalyse store (no schema_version)");
   int32_t version = read_attr_int(file, "schema_version");
@@ -302,7 +304,6 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
                   std::to_string(kSchemaVersion) + ")");
   if (version < 1) throw Failure("invalid schema version " + std::to_string(version));
   s.attrs.schema_version = version;
-  RawStrings raw(path, file);
   s.attrs.tool_version = read_attr_str(raw, file, "tool_version");
   s.attrs.produced_by = read_attr_str(raw, file, "produced_by");
   s.attrs.command_line = read_attr_str(raw, file, "command_line");

@@ -181,6 +181,23 @@ TEST_F(StoreHeap, RowCountBoundedByStoredBytes) {
   }
 }
 
+TEST_F(StoreHeap, AttributeMessagesCheckedBeforeLibhdf5DecodesThem) {
+  // H5Aexists decodes every attribute message of the root group; libhdf5 1.10 copied an
+  // attribute's data past the object header's buffer when its type said more than the message
+  // held. Version 1 attribute message: version, reserved, name size, datatype size, dataspace
+  // size (2 bytes each), then the name padded to 8 bytes, then the datatype (size at +4).
+  const size_t name = bytes_.find("produced_by");
+  ASSERT_NE(name, std::string::npos);
+  ASSERT_EQ(le(name - 6, 2), 12u);  // "produced_by" and its NUL
+  EXPECT_EQ(patched_error(name - 4, 0xffff, 2),
+            "corrupt root group: attribute message has a bad datatype size (65535)");
+  EXPECT_EQ(patched_error(name + 16 + 4, 100000, 4),
+            "corrupt root group: attribute message holds less data than its type and dataspace "
+            "need");
+  EXPECT_EQ(patched_error(name + 11, 'x', 1),
+            "corrupt root group: attribute message has an unterminated name");
+}
+
 // Schema 1 and 2 stores (and h5py's `f.attrs[k] = "text"`) hold variable-length attributes.
 void set_vlen_attr(const std::string& file, const char* name, const std::string& value) {
   hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
