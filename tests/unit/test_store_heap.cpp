@@ -198,6 +198,26 @@ TEST_F(StoreHeap, AttributeMessagesCheckedBeforeLibhdf5DecodesThem) {
             "corrupt root group: attribute message has an unterminated name");
 }
 
+TEST_F(StoreHeap, ChunkLargerThanTheFile) {
+  // A numeric column's chunk record (B-tree version 1: chunk size, filter mask, offsets, address)
+  // claiming 3.8 GB: libhdf5 allocated that much before reading (found by the fuzzer).
+  hid_t f = H5Fopen(path("run.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t ds = H5Dopen2(f, "activities/start_ns", H5P_DEFAULT);
+  const hsize_t origin[1] = {0};
+  unsigned mask = 0;
+  haddr_t addr = 0;
+  hsize_t size = 0;
+  ASSERT_GE(H5Dget_chunk_info_by_coord(ds, origin, &mask, &addr, &size), 0);
+  H5Dclose(ds), H5Fclose(f);
+  ASSERT_EQ(size, 16u);  // 2 rows of int64
+  const size_t rec = bytes_.find(put(16, 4) + put(0, 4) + put(0, 16) + put(addr, 8));
+  ASSERT_NE(rec, std::string::npos);
+  EXPECT_EQ(patched_error(rec, 3825205344u, 4),
+            "corrupt /activities/start_ns: 3825205344 bytes stored, more than the whole file (" +
+                std::to_string(bytes_.size()) + " bytes)");
+}
+
 // Schema 1 and 2 stores (and h5py's `f.attrs[k] = "text"`) hold variable-length attributes.
 void set_vlen_attr(const std::string& file, const char* name, const std::string& value) {
   hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
