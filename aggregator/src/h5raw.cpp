@@ -28,7 +28,8 @@ uint64_t le(const uint8_t* p, size_t n) {
 
 uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
-constexpr unsigned kMsgFillOld = 0x4, kMsgFill = 0x5, kMsgAttribute = 0xC, kMsgContinuation = 0x10;
+constexpr unsigned kMsgLinkInfo = 0x2, kMsgFillOld = 0x4, kMsgFill = 0x5, kMsgLink = 0x6,
+                   kMsgAttribute = 0xC, kMsgContinuation = 0x10, kMsgSymbolTable = 0x11;
 constexpr unsigned kMsgShared = 0x02;  // message flag: the message lives elsewhere (SOHM)
 
 }  // namespace
@@ -345,6 +346,56 @@ RawStrings::Attribute RawStrings::parse_attribute(const Message& m, const std::s
     throw Failure(bad + "holds less data than its type and dataspace need");
   a.data = d + p;
   return a;
+}
+
+// Addresses a group's header gives libhdf5 to follow: each must be undefined (all ones) or inside
+// the file. libhdf5 1.10 added a size to an address near 2^64 without an overflow check (its
+// metadata accumulator then copied to a wild pointer: a segfault, found by the fuzzer in a link
+// info message's fractal heap address).
+void RawStrings::check_group(hid_t g, const std::string& what) {
+  std::vector<std::vector<uint8_t>> chunks;
+  const std::string bad = "corrupt " + what + ": ";
+  auto check = [&](const uint8_t* p, bool may_be_undefined, const char* field) {
+    const uint64_t a = address(p);
+    const uint64_t undefined =
+        sizeof_addr_ == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * sizeof_addr_)) - 1;
+    if ((a == undefined && !may_be_undefined) || (a != undefined && a >= size_))
+      throw Failure(bad + field + " address " + std::to_string(a) + " is outside the file");
+  };
+  for (const Message& m : messages(g, chunks, what)) {
+    const uint8_t* d = m.data;
+    if (m.type ==
+        kMsgLinkInfo) {  // version, flags, [max creation index], heap, name index, [order index]
+      if (m.size < 2) throw Failure(bad + "short link info message");
+      const uint64_t p = 2 + (d[1] & 1 ? 8 : 0);
+      const unsigned n = d[1] & 2 ? 3 : 2;
+      if (m.size < p + n * sizeof_addr_) throw Failure(bad + "short link info message");
+      for (unsigned i = 0; i < n; ++i) check(d + p + i * sizeof_addr_, true, "link storage");
+    } else if (m.type == kMsgSymbolTable) {  // B-tree, local heap
+      if (m.size < 2 * sizeof_addr_) throw Failure(bad + "short symbol table message");
+      check(d, false, "symbol table B-tree");
+      check(d + sizeof_addr_, false, "symbol table heap");
+    } else if (m.type == kMsgLink) {
+      // version 1, flags, [type], [creation order (8)], [charset], name length (1 << (flags & 3)
+      // bytes), name, then for a hard link (type 0) the object's address.
+      if (m.size < 2) throw Failure(bad + "short link message");
+      const unsigned flags = d[1];
+      uint64_t p = 2;
+      unsigned type = 0;
+      if (flags & 0x08) type = p < m.size ? d[p++] : 0;
+      p += (flags & 0x04 ? 8 : 0) + (flags & 0x10 ? 1 : 0);
+      const uint64_t width = uint64_t{1} << (flags & 3);
+      if (m.size < p + width) throw Failure(bad + "short link message");
+      const uint64_t name = le(d + p, width);
+      p += width;
+      if (name > m.size - p) throw Failure(bad + "short link message");
+      p += name;
+      if (type == 0) {
+        if (m.size - p < sizeof_addr_) throw Failure(bad + "short link message");
+        check(d + p, false, "link");
+      }
+    }
+  }
 }
 
 void RawStrings::check_attributes(hid_t obj, const std::string& what) {

@@ -36,6 +36,9 @@ class RawStrings {
   // Checks every attribute message in the object header of `obj` as far as libhdf5's decoder
   // trusts it; run before the first H5A call on `obj` (H5Aexists decodes them all).
   void check_attributes(hid_t obj, const std::string& what);
+  // Checks the addresses a group's object header holds (link info, symbol table, hard links);
+  // run before the first H5L or H5G call that looks into `g`.
+  void check_group(hid_t g, const std::string& what);
 
   uint64_t file_size() const { return size_; }
 

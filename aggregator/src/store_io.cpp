@@ -73,11 +73,13 @@ void write_file(const Store& s, const std::string& tmp, Progress& progress) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-Handle open_group(hid_t loc, const char* name) {
+// The group's header is checked before libhdf5 follows its addresses (h5raw.h).
+Handle open_group(RawStrings& raw, hid_t loc, const char* name) {
   if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
     throw Failure(std::string("not a complete kernalyse store (no /") + name + ")");
-  return Handle(h5(H5Gopen2(loc, name, H5P_DEFAULT), std::string("cannot open /") + name),
-                H5Gclose);
+  Handle g(h5(H5Gopen2(loc, name, H5P_DEFAULT), std::string("cannot open /") + name), H5Gclose);
+  raw.check_group(g, std::string("/") + name);
+  return g;
 }
 
 // Opens a 1-D dataset and returns its length.
@@ -247,7 +249,7 @@ void require_ids(const std::string& what, const std::vector<uint32_t>& ids, size
 // /ranks: one column per RankInfo field, transposed into rows. Fields added later may be
 // absent (older stores): their defaults stay.
 void read_ranks(RawStrings& raw, hid_t file, std::vector<RankInfo>& out) {
-  Handle g = open_group(file, "ranks");
+  Handle g = open_group(raw, file, "ranks");
   {
     std::vector<const char*> names;
     for_each_rank_field([&](const auto& def, auto) { names.push_back(def.name); });
@@ -275,8 +277,9 @@ void read_ranks(RawStrings& raw, hid_t file, std::vector<RankInfo>& out) {
 // Reads the columns `wanted` of one table: every one its list names must be there, but for
 // Added ones a file may predate (then "unknown" for every row); string ids and times checked.
 template <class Tab, class Wanted>
-void read_table(hid_t file, const char* table, Tab& t, size_t nstr, Wanted&& wanted) {
-  Handle g = open_group(file, table);
+void read_table(RawStrings& raw, hid_t file, const char* table, Tab& t, size_t nstr,
+                Wanted&& wanted) {
+  Handle g = open_group(raw, file, table);
   require_same_lengths<Tab>(g, table);
   for_each_column(t, [&](const auto& def, auto& col) {
     if (!wanted(std::string_view(def.name))) return;
@@ -305,6 +308,7 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   Store s;
   RawStrings raw(path, file);
   raw.check_attributes(file, "root group");
+  raw.check_group(file, "root group");
   if (H5Aexists(file, "schema_version") <= 0)
     throw Failure("not a kernalyse store (no schema_version)");
   int32_t version = read_attr_int(file, "schema_version");
@@ -331,16 +335,16 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   read_ranks(raw, file, s.ranks);
   auto all = [](std::string_view) { return true; };
   if (sel.activities)
-    read_table(file, "activities", s.activities, nstr, [&](std::string_view c) {
+    read_table(raw, file, "activities", s.activities, nstr, [&](std::string_view c) {
       return (c != "correlation" || sel.activity_correlation) && (c != "step" || sel.activity_step);
     });
   if (sel.launches)
-    read_table(file, "launches", s.launches, nstr, [&](std::string_view c) {
+    read_table(raw, file, "launches", s.launches, nstr, [&](std::string_view c) {
       return sel.launch_detail || c == "rank" || c == "start_ns" || c == "correlation";
     });
-  if (sel.annotations) read_table(file, "annotations", s.annotations, nstr, all);
+  if (sel.annotations) read_table(raw, file, "annotations", s.annotations, nstr, all);
   if (sel.nccl) {
-    read_table(file, "nccl", s.nccl, nstr, all);
+    read_table(raw, file, "nccl", s.nccl, nstr, all);
     if (sel.activities)
       for (uint64_t x : s.nccl.activity)
         if (x >= s.activities.size())
@@ -349,10 +353,10 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   }
   // Schema 2: absent in older stores (no counters then).
   if (sel.counters && H5Lexists(file, "counters", H5P_DEFAULT) > 0)
-    read_table(file, "counters", s.counters, nstr, all);
+    read_table(raw, file, "counters", s.counters, nstr, all);
   // Optional (docs/store.md): absent when the source had no op shapes, and in older stores.
   if (sel.ops && H5Lexists(file, "ops", H5P_DEFAULT) > 0)
-    read_table(file, "ops", s.ops, nstr, [&](std::string_view c) {
+    read_table(raw, file, "ops", s.ops, nstr, [&](std::string_view c) {
       const bool detail = c == "pid" || c == "tid" || c == "start_ns" || c == "end_ns";
       const bool shapes = c == "dims_id" || c == "types_id" || c == "concrete_id";
       return (!detail || sel.ops_detail) && (!shapes || sel.ops_shapes);

@@ -218,6 +218,23 @@ TEST_F(StoreHeap, ChunkLargerThanTheFile) {
                 std::to_string(bytes_.size()) + " bytes)");
 }
 
+TEST_F(StoreHeap, GroupAddressOutsideTheFile) {
+  // A compact group's link info message (version 1 header: type 2, size 40; then version 0,
+  // flags 3, the maximum creation index, and three undefined addresses: fractal heap, name index,
+  // creation order index). An address near 2^64 made libhdf5's metadata accumulator copy to a
+  // wild pointer (a segfault, found by the fuzzer).
+  const std::string msg = put(2, 2) + put(40, 2) + put(0, 4) + put(0, 1) + put(3, 1);
+  size_t at = 0;
+  for (at = bytes_.find(msg); at != std::string::npos; at = bytes_.find(msg, at + 1))
+    if (bytes_.compare(at + 18, 24, std::string(24, '\xff')) == 0) break;
+  ASSERT_NE(at, std::string::npos);
+  const std::string err = patched_error(at + 18, 0xffff000000000001u, 8);
+  EXPECT_EQ(err.rfind("corrupt /", 0), 0u) << err;
+  EXPECT_NE(err.find(": link storage address 18446462598732840961 is outside the file"),
+            std::string::npos)
+      << err;
+}
+
 // Schema 1 and 2 stores (and h5py's `f.attrs[k] = "text"`) hold variable-length attributes.
 void set_vlen_attr(const std::string& file, const char* name, const std::string& value) {
   hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
