@@ -29,7 +29,8 @@ uint64_t le(const uint8_t* p, size_t n) {
 uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
 constexpr unsigned kMsgLinkInfo = 0x2, kMsgFillOld = 0x4, kMsgFill = 0x5, kMsgLink = 0x6,
-                   kMsgAttribute = 0xC, kMsgContinuation = 0x10, kMsgSymbolTable = 0x11;
+                   kMsgLayout = 0x8, kMsgAttribute = 0xC, kMsgContinuation = 0x10,
+                   kMsgSymbolTable = 0x11;
 constexpr unsigned kMsgShared = 0x02;  // message flag: the message lives elsewhere (SOHM)
 
 }  // namespace
@@ -356,11 +357,7 @@ void RawStrings::check_group(hid_t g, const std::string& what) {
   std::vector<std::vector<uint8_t>> chunks;
   const std::string bad = "corrupt " + what + ": ";
   auto check = [&](const uint8_t* p, bool may_be_undefined, const char* field) {
-    const uint64_t a = address(p);
-    const uint64_t undefined =
-        sizeof_addr_ == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * sizeof_addr_)) - 1;
-    if ((a == undefined && !may_be_undefined) || (a != undefined && a >= size_))
-      throw Failure(bad + field + " address " + std::to_string(a) + " is outside the file");
+    check_address(p, may_be_undefined, bad + field);
   };
   for (const Message& m : messages(g, chunks, what)) {
     const uint8_t* d = m.data;
@@ -395,6 +392,59 @@ void RawStrings::check_group(hid_t g, const std::string& what) {
         check(d + p, false, "link");
       }
     }
+  }
+}
+
+void RawStrings::check_address(const uint8_t* p, bool may_be_undefined,
+                               const std::string& what) const {
+  const uint64_t a = address(p);
+  const uint64_t undefined =
+      sizeof_addr_ == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * sizeof_addr_)) - 1;
+  if ((a == undefined && !may_be_undefined) || (a != undefined && a >= size_))
+    throw Failure(what + " address " + std::to_string(a) + " is outside the file");
+}
+
+// The layout message: version 1 and 2 (dimensionality, class, 5 reserved bytes, address unless
+// compact), 3 (class; contiguous: address, size; chunked: dimensionality, address, ...) and 4
+// (chunked: flags, dimensionality, dimension width, dimensions, index type and its parameters,
+// then the index address). Undefined (all ones) means not allocated yet.
+void RawStrings::check_dataset(hid_t ds, const std::string& what) {
+  std::vector<std::vector<uint8_t>> chunks;
+  const std::string bad = "corrupt " + what + ": ";
+  for (const Message& m : messages(ds, chunks, what)) {
+    if (m.type != kMsgLayout) continue;
+    const uint8_t* d = m.data;
+    if (m.size < 2) throw Failure(bad + "short layout message");
+    const unsigned version = d[0];
+    uint64_t p = 0;
+    if (version == 1 || version == 2) {
+      if (m.size < 3 || d[2] == 0) continue;  // compact: data in the header
+      p = 8;
+    } else if (version == 3 || version == 4) {
+      const unsigned cls = d[1];
+      if (cls == 1)
+        p = 2;
+      else if (cls == 2 && version == 3)
+        p = 3;
+      else if (cls == 2) {
+        if (m.size < 5) throw Failure(bad + "short layout message");
+        const uint64_t width = d[4];
+        p = 5 + uint64_t{d[3]} * width;
+        if (m.size < p + 1) throw Failure(bad + "short layout message");
+        const unsigned index = d[p++];
+        static constexpr uint64_t kIndexInfo[6] = {0, 0, 0, 1, 5, 6};  // by index type
+        if (index == 1 && (d[2] & 2))
+          p += sizeof_size_ + 4;  // single filtered chunk
+        else if (index >= 2 && index <= 5)
+          p += kIndexInfo[index];
+        else if (index != 1)
+          throw Failure(bad + "unknown chunk index type " + std::to_string(index));
+      } else
+        continue;  // compact or virtual
+    } else
+      throw Failure(bad + "layout message version " + std::to_string(version));
+    if (m.size < p + sizeof_addr_) throw Failure(bad + "short layout message");
+    check_address(d + p, true, bad + "storage");
   }
 }
 

@@ -39,6 +39,9 @@ class RawStrings {
   // Checks the addresses a group's object header holds (link info, symbol table, hard links);
   // run before the first H5L or H5G call that looks into `g`.
   void check_group(hid_t g, const std::string& what);
+  // The same for a dataset's storage address (layout message); before the first call that reads
+  // its chunk index or data.
+  void check_dataset(hid_t ds, const std::string& what);
 
   uint64_t file_size() const { return size_; }
 
@@ -66,6 +69,7 @@ class RawStrings {
   };
 
   Attribute parse_attribute(const Message& m, const std::string& what) const;
+  void check_address(const uint8_t* p, bool may_be_undefined, const std::string& what) const;
   std::vector<uint8_t> bytes(uint64_t addr, uint64_t len, const std::string& what);
   uint64_t address(const uint8_t* p) const;
   uint64_t length(const uint8_t* p) const;

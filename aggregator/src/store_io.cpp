@@ -83,10 +83,11 @@ Handle open_group(RawStrings& raw, hid_t loc, const char* name) {
 }
 
 // Opens a 1-D dataset and returns its length.
-Handle open_column(hid_t group, const std::string& what, const char* name, H5T_class_t cls,
-                   size_t* rows) {
+Handle open_column(RawStrings& raw, hid_t group, const std::string& what, const char* name,
+                   H5T_class_t cls, size_t* rows) {
   if (H5Lexists(group, name, H5P_DEFAULT) <= 0) throw Failure("missing dataset " + what);
   Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
+  raw.check_dataset(ds, what);  // before libhdf5 follows its storage address (h5raw.h)
   Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
   if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
   hsize_t dims[1] = {0};
@@ -176,10 +177,11 @@ void prefer_huge_pages(void* p, size_t bytes) {
 
 // Reads straight into the vector's storage: no staging copy, so peak memory is the column.
 template <class T>
-void read_column(hid_t group, const std::string& table, const char* name, std::vector<T>& out) {
+void read_column(RawStrings& raw, hid_t group, const std::string& table, const char* name,
+                 std::vector<T>& out) {
   const std::string what = "/" + table + "/" + name;
   size_t rows = 0;
-  Handle ds = open_column(group, what, name, H5Traits<T>::cls, &rows);
+  Handle ds = open_column(raw, group, what, name, H5Traits<T>::cls, &rows);
   std::vector<T>().swap(out);
   out.reserve(rows);
   prefer_huge_pages(out.data(), rows * sizeof(T));
@@ -193,7 +195,7 @@ void read_column(hid_t group, const std::string& table, const char* name, std::v
 std::vector<std::string> read_strings(RawStrings& raw, hid_t loc, const std::string& what,
                                       const char* name) {
   size_t rows = 0;
-  Handle ds = open_column(loc, what, name, H5T_STRING, &rows);
+  Handle ds = open_column(raw, loc, what, name, H5T_STRING, &rows);
   Handle ftype(h5(H5Dget_type(ds), "cannot read " + what), H5Tclose);
   if (H5Tis_variable_str(ftype) <= 0)
     throw Failure(what + " is not a variable-length string dataset");
@@ -262,7 +264,7 @@ void read_ranks(RawStrings& raw, hid_t file, std::vector<RankInfo>& out) {
     if constexpr (std::is_same_v<M, std::string>)
       col = read_strings(raw, g, std::string("/ranks/") + def.name, def.name);
     else
-      read_column(g, "ranks", def.name, col);
+      read_column(raw, g, "ranks", def.name, col);
     if (std::string_view(def.name) == "rank") out.resize(col.size());  // the first field
     require_rows("ranks", out.size(), {col.size()});
     for (size_t i = 0; i < col.size(); ++i) {
@@ -284,7 +286,7 @@ void read_table(RawStrings& raw, hid_t file, const char* table, Tab& t, size_t n
   for_each_column(t, [&](const auto& def, auto& col) {
     if (!wanted(std::string_view(def.name))) return;
     if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
-    read_column(g, table, def.name, col);
+    read_column(raw, g, table, def.name, col);
   });
   const size_t n = t.size();
   for_each_column(t, [&](const auto& def, auto& col) {

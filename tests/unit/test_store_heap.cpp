@@ -235,6 +235,22 @@ TEST_F(StoreHeap, GroupAddressOutsideTheFile) {
       << err;
 }
 
+TEST_F(StoreHeap, DatasetStorageAddressOutsideTheFile) {
+  // A layout message (version 3, chunked, 2 dimensions: rows and the element) of a 2-row int64
+  // column: its chunk B-tree address, then the chunk shape (2 rows, 8 bytes).
+  const std::string head = put(3, 1) + put(2, 1) + put(2, 1);
+  const std::string shape = put(2, 4) + put(8, 4);
+  size_t at = 0;
+  for (at = bytes_.find(head); at != std::string::npos; at = bytes_.find(head, at + 1))
+    if (bytes_.compare(at + 11, 8, shape) == 0) break;
+  ASSERT_NE(at, std::string::npos);
+  const std::string err = patched_error(at + 3, 0xffff000000000001u, 8);
+  EXPECT_EQ(err.rfind("corrupt /", 0), 0u) << err;
+  EXPECT_NE(err.find(": storage address 18446462598732840961 is outside the file"),
+            std::string::npos)
+      << err;
+}
+
 // Schema 1 and 2 stores (and h5py's `f.attrs[k] = "text"`) hold variable-length attributes.
 void set_vlen_attr(const std::string& file, const char* name, const std::string& value) {
   hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
