@@ -218,6 +218,14 @@ std::vector<RawStrings::Message> RawStrings::messages(hid_t obj,
                                                       const std::string& what) {
   H5O_info_t info{};
   ok(H5Oget_info2(obj, &info, H5O_INFO_BASIC), "cannot read " + what);
+  return messages_at(info.addr, chunks, what);
+}
+
+std::vector<RawStrings::Message> RawStrings::messages_at(uint64_t addr,
+                                                         std::vector<std::vector<uint8_t>>& chunks,
+                                                         const std::string& what) {
+  H5O_info_t info{};
+  info.addr = addr;
   const std::string where = "the object header at " + std::to_string(info.addr);
   std::vector<uint8_t> prefix = bytes(info.addr, 16, what);
   const bool v2 = std::memcmp(prefix.data(), "OHDR", 4) == 0;
@@ -408,10 +416,26 @@ void RawStrings::check_address(const uint8_t* p, bool may_be_undefined,
 // compact), 3 (class; contiguous: address, size; chunked: dimensionality, address, ...) and 4
 // (chunked: flags, dimensionality, dimension width, dimensions, index type and its parameters,
 // then the index address). Undefined (all ones) means not allocated yet.
-void RawStrings::check_dataset(hid_t ds, const std::string& what) {
+// Chunk dimensions must not be 0: H5Dopen2 divides by them (SIGFPE, found by the fuzzer), so the
+// header is read through the link, before the dataset is opened.
+void RawStrings::check_dataset(hid_t group, const char* name, const std::string& what) {
+  H5L_info_t link{};
+  ok(H5Lget_info(group, name, &link, H5P_DEFAULT), "cannot open " + what);
+  if (link.type != H5L_TYPE_HARD)
+    throw Failure(what + " is not a dataset (a soft or external link)");
   std::vector<std::vector<uint8_t>> chunks;
   const std::string bad = "corrupt " + what + ": ";
-  for (const Message& m : messages(ds, chunks, what)) {
+  if (link.u.address >= size_)
+    throw Failure(bad + "address " + std::to_string(link.u.address) + " is outside the file");
+  // Chunk dimensions (`n` of `width` bytes at `at`): each at least 1.
+  auto check_dims = [&](const Message& m, uint64_t at, uint64_t n, uint64_t width) {
+    if (n == 0 || n > 33 || width == 0 || width > 8 || m.size < at + n * width)
+      throw Failure(bad + "bad chunk dimensions in the layout message");
+    for (uint64_t i = 0; i < n; ++i)
+      if (le(m.data + at + i * width, width) == 0)
+        throw Failure(bad + "chunk dimension " + std::to_string(i) + " is 0");
+  };
+  for (const Message& m : messages_at(link.u.address, chunks, what)) {
     if (m.type != kMsgLayout) continue;
     const uint8_t* d = m.data;
     if (m.size < 2) throw Failure(bad + "short layout message");
@@ -420,15 +444,19 @@ void RawStrings::check_dataset(hid_t ds, const std::string& what) {
     if (version == 1 || version == 2) {
       if (m.size < 3 || d[2] == 0) continue;  // compact: data in the header
       p = 8;
+      if (d[2] == 2) check_dims(m, p + sizeof_addr_, d[1], 4);
     } else if (version == 3 || version == 4) {
       const unsigned cls = d[1];
       if (cls == 1)
         p = 2;
-      else if (cls == 2 && version == 3)
+      else if (cls == 2 && version == 3) {
+        if (m.size < 3) throw Failure(bad + "short layout message");
         p = 3;
-      else if (cls == 2) {
+        check_dims(m, p + sizeof_addr_, d[2], 4);
+      } else if (cls == 2) {
         if (m.size < 5) throw Failure(bad + "short layout message");
         const uint64_t width = d[4];
+        check_dims(m, 5, d[3], width);
         p = 5 + uint64_t{d[3]} * width;
         if (m.size < p + 1) throw Failure(bad + "short layout message");
         const unsigned index = d[p++];

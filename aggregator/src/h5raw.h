@@ -39,9 +39,9 @@ class RawStrings {
   // Checks the addresses a group's object header holds (link info, symbol table, hard links);
   // run before the first H5L or H5G call that looks into `g`.
   void check_group(hid_t g, const std::string& what);
-  // The same for a dataset's storage address (layout message); before the first call that reads
-  // its chunk index or data.
-  void check_dataset(hid_t ds, const std::string& what);
+  // The same for the dataset `name` in `group`, through its link, before H5Dopen2: the storage
+  // address and the chunk dimensions of its layout message.
+  void check_dataset(hid_t group, const char* name, const std::string& what);
 
   uint64_t file_size() const { return size_; }
 
@@ -75,6 +75,8 @@ class RawStrings {
   uint64_t length(const uint8_t* p) const;
   const Collection& collection(uint64_t addr, const std::string& what);
   std::string heap_string(const uint8_t* id, const std::string& what);
+  std::vector<Message> messages_at(uint64_t addr, std::vector<std::vector<uint8_t>>& chunks,
+                                   const std::string& what);
   std::vector<Message> messages(hid_t obj, std::vector<std::vector<uint8_t>>& chunks,
                                 const std::string& what);
   void require_no_fill_value(hid_t ds, const std::string& what);

@@ -86,8 +86,8 @@ Handle open_group(RawStrings& raw, hid_t loc, const char* name) {
 Handle open_column(RawStrings& raw, hid_t group, const std::string& what, const char* name,
                    H5T_class_t cls, size_t* rows) {
   if (H5Lexists(group, name, H5P_DEFAULT) <= 0) throw Failure("missing dataset " + what);
+  raw.check_dataset(group, name, what);  // before libhdf5 decodes its layout (h5raw.h)
   Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
-  raw.check_dataset(ds, what);  // before libhdf5 follows its storage address (h5raw.h)
   Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
   if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
   hsize_t dims[1] = {0};
@@ -126,13 +126,14 @@ Handle open_column(RawStrings& raw, hid_t group, const std::string& what, const 
 
 // Every column of a table must have one length; checked on the dataspaces alone, before any
 // column is read (a corrupt store used to read 16 GB before noticing; F17).
-void require_same_lengths(hid_t group, const std::string& table,
+void require_same_lengths(RawStrings& raw, hid_t group, const std::string& table,
                           const std::vector<const char*>& names) {
   hsize_t first = 0;
   bool have = false;
   for (const char* name : names) {
     if (H5Lexists(group, name, H5P_DEFAULT) <= 0) continue;  // missing: reported by the read
     const std::string what = "/" + table + "/" + name;
+    raw.check_dataset(group, name, what);
     Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
     Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
     if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
@@ -147,11 +148,11 @@ void require_same_lengths(hid_t group, const std::string& table,
 
 // The same for a row table, whose column list names its columns.
 template <class Tab>
-void require_same_lengths(hid_t group, const std::string& table) {
+void require_same_lengths(RawStrings& raw, hid_t group, const std::string& table) {
   std::vector<const char*> names;
   const Tab empty;
   for_each_column(empty, [&](const auto& def, const auto&) { names.push_back(def.name); });
-  require_same_lengths(group, table, names);
+  require_same_lengths(raw, group, table, names);
 }
 
 // Timestamps read from a store must be in the supported range (docs/limits.md): the analyses
@@ -255,7 +256,7 @@ void read_ranks(RawStrings& raw, hid_t file, std::vector<RankInfo>& out) {
   {
     std::vector<const char*> names;
     for_each_rank_field([&](const auto& def, auto) { names.push_back(def.name); });
-    require_same_lengths(g, "ranks", names);
+    require_same_lengths(raw, g, "ranks", names);
   }
   for_each_rank_field([&](const auto& def, auto field) {
     using M = std::decay_t<decltype(def.unknown)>;
@@ -282,7 +283,7 @@ template <class Tab, class Wanted>
 void read_table(RawStrings& raw, hid_t file, const char* table, Tab& t, size_t nstr,
                 Wanted&& wanted) {
   Handle g = open_group(raw, file, table);
-  require_same_lengths<Tab>(g, table);
+  require_same_lengths<Tab>(raw, g, table);
   for_each_column(t, [&](const auto& def, auto& col) {
     if (!wanted(std::string_view(def.name))) return;
     if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;

@@ -251,6 +251,20 @@ TEST_F(StoreHeap, DatasetStorageAddressOutsideTheFile) {
       << err;
 }
 
+TEST_F(StoreHeap, ZeroChunkDimension) {
+  // The same layout message with its first chunk dimension 0: H5Dopen2 divided by it (SIGFPE,
+  // found by the fuzzer); the header is checked through the link before the dataset is opened.
+  const std::string head = put(3, 1) + put(2, 1) + put(2, 1);
+  const std::string shape = put(2, 4) + put(8, 4);
+  size_t at = 0;
+  for (at = bytes_.find(head); at != std::string::npos; at = bytes_.find(head, at + 1))
+    if (bytes_.compare(at + 11, 8, shape) == 0) break;
+  ASSERT_NE(at, std::string::npos);
+  const std::string err = patched_error(at + 11, 0, 4);
+  EXPECT_EQ(err.rfind("corrupt /", 0), 0u) << err;
+  EXPECT_NE(err.find(": chunk dimension 0 is 0"), std::string::npos) << err;
+}
+
 // Schema 1 and 2 stores (and h5py's `f.attrs[k] = "text"`) hold variable-length attributes.
 void set_vlen_attr(const std::string& file, const char* name, const std::string& value) {
   hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
