@@ -202,14 +202,18 @@ inline void write_attr_int(hid_t loc, const char* name, int32_t value) {
   ok(H5Awrite(attr, H5T_NATIVE_INT32, &value), std::string("cannot write attribute ") + name);
 }
 
+// Fixed-length, NUL-terminated UTF-8 (schema 3): the value lives in the object header itself, not
+// in the global heap, which the reader could not screen for an attribute (docs/fuzzing.md).
 inline void write_attr_str(hid_t loc, const char* name, const std::string& value) {
-  Handle type = vlen_string_type();
+  Handle type(h5(H5Tcopy(H5T_C_S1), "cannot create string type"), H5Tclose);
+  ok(H5Tset_size(type, value.size() + 1), "cannot create string type");
+  ok(H5Tset_strpad(type, H5T_STR_NULLTERM), "cannot create string type");
+  ok(H5Tset_cset(type, H5T_CSET_UTF8), "cannot create string type");
   Handle space(h5(H5Screate(H5S_SCALAR), "cannot create dataspace"), H5Sclose);
   Handle attr(h5(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT),
                  std::string("cannot create attribute ") + name),
               H5Aclose);
-  const char* p = value.c_str();
-  ok(H5Awrite(attr, type, &p), std::string("cannot write attribute ") + name);
+  ok(H5Awrite(attr, type, value.c_str()), std::string("cannot write attribute ") + name);
 }
 
 inline std::string utc_now() {

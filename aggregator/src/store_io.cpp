@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "h5raw.h"
 #include "h5util.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
@@ -75,17 +76,20 @@ void write_file(const Store& s, const std::string& tmp, Progress& progress) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-Handle open_group(hid_t loc, const char* name) {
+// The group's header is checked before libhdf5 follows its addresses (h5raw.h).
+Handle open_group(RawStrings& raw, hid_t loc, const char* name) {
   if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
     throw Failure(std::string("not a complete kernalyse store (no /") + name + ")");
-  return Handle(h5(H5Gopen2(loc, name, H5P_DEFAULT), std::string("cannot open /") + name),
-                H5Gclose);
+  Handle g(h5(H5Gopen2(loc, name, H5P_DEFAULT), std::string("cannot open /") + name), H5Gclose);
+  raw.check_group(g, std::string("/") + name);
+  return g;
 }
 
 // Opens a 1-D dataset and returns its length.
-Handle open_column(hid_t group, const std::string& what, const char* name, H5T_class_t cls,
-                   size_t* rows) {
+Handle open_column(RawStrings& raw, hid_t group, const std::string& what, const char* name,
+                   H5T_class_t cls, size_t* rows) {
   if (H5Lexists(group, name, H5P_DEFAULT) <= 0) throw Failure("missing dataset " + what);
+  raw.check_dataset(group, name, what);  // before libhdf5 decodes its layout (h5raw.h)
   Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
   Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
   if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
@@ -96,8 +100,9 @@ Handle open_column(hid_t group, const std::string& what, const char* name, H5T_c
   // A corrupt file can claim any length: before anything is allocated, the rows must fit in
   // the bytes the dataset really stores (filters such as deflate: at most ~1000:1). Otherwise a
   // damaged dataspace means gigabytes allocated ("out of memory", length_error) or HDF5
-  // reading past its buffers.
-  if (dims[0] > 0) {
+  // reading past its buffers. String datasets are checked by RawStrings::dataset instead, which
+  // must look at the fill value before H5Dget_create_plist converts it through the global heap.
+  if (dims[0] > 0 && cls != H5T_STRING) {
     Handle dcpl(h5(H5Dget_create_plist(ds), "cannot read " + what), H5Pclose);
     const bool filtered = H5Pget_nfilters(dcpl) > 0;
     const uint64_t elem = cls == H5T_STRING ? 1 : H5Tget_size(type);
@@ -108,6 +113,15 @@ Handle open_column(hid_t group, const std::string& what, const char* name, H5T_c
       throw Failure("corrupt " + what + ": " + std::to_string(dims[0]) + " rows of " +
                     std::to_string(elem) + " bytes but " + std::to_string(stored) +
                     " bytes stored");
+    // Nor can the chunks claim more bytes than the file has: libhdf5 allocates a chunk's
+    // recorded size before reading it (a corrupt 3.8 GB record of a 96-byte chunk).
+    Handle fid(h5(H5Iget_file_id(ds), "cannot read " + what), H5Fclose);
+    hsize_t file_size = 0;
+    ok(H5Fget_filesize(fid, &file_size), "cannot read " + what);
+    if (stored > file_size)
+      throw Failure("corrupt " + what + ": " + std::to_string(stored) +
+                    " bytes stored, more than the whole file (" + std::to_string(file_size) +
+                    " bytes)");
   }
   *rows = dims[0];
   return ds;
@@ -115,13 +129,14 @@ Handle open_column(hid_t group, const std::string& what, const char* name, H5T_c
 
 // Every column of a table must have one length; checked on the dataspaces alone, before any
 // column is read (a corrupt store used to read 16 GB before noticing; F17).
-void require_same_lengths(hid_t group, const std::string& table,
+void require_same_lengths(RawStrings& raw, hid_t group, const std::string& table,
                           const std::vector<const char*>& names) {
   hsize_t first = 0;
   bool have = false;
   for (const char* name : names) {
     if (H5Lexists(group, name, H5P_DEFAULT) <= 0) continue;  // missing: reported by the read
     const std::string what = "/" + table + "/" + name;
+    raw.check_dataset(group, name, what);
     Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
     Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
     if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
@@ -136,11 +151,11 @@ void require_same_lengths(hid_t group, const std::string& table,
 
 // The same for a row table, whose column list names its columns.
 template <class Tab>
-void require_same_lengths(hid_t group, const std::string& table) {
+void require_same_lengths(RawStrings& raw, hid_t group, const std::string& table) {
   std::vector<const char*> names;
   const Tab empty;
   for_each_column(empty, [&](const auto& def, const auto&) { names.push_back(def.name); });
-  require_same_lengths(group, table, names);
+  require_same_lengths(raw, group, table, names);
 }
 
 // Timestamps read from a store must be in the supported range (docs/limits.md): the analyses
@@ -173,11 +188,11 @@ struct PendingColumn {
 };
 
 template <class T>
-PendingColumn open_for_read(hid_t group, const std::string& table, const char* name,
-                            std::vector<T>& out) {
+PendingColumn open_for_read(RawStrings& raw, hid_t group, const std::string& table,
+                            const char* name, std::vector<T>& out) {
   auto what = std::make_shared<std::string>("/" + table + "/" + name);
   size_t rows = 0;
-  auto ds = std::make_shared<Handle>(open_column(group, *what, name, H5Traits<T>::cls, &rows));
+  auto ds = std::make_shared<Handle>(open_column(raw, group, *what, name, H5Traits<T>::cls, &rows));
   return {[&out, rows] {
             std::vector<T>().swap(out);
             out.reserve(rows);
@@ -192,35 +207,25 @@ PendingColumn open_for_read(hid_t group, const std::string& table, const char* n
 }
 
 template <class T>
-void read_column(hid_t group, const std::string& table, const char* name, std::vector<T>& out) {
-  PendingColumn c = open_for_read(group, table, name, out);
+void read_column(RawStrings& raw, hid_t group, const std::string& table, const char* name,
+                 std::vector<T>& out) {
+  PendingColumn c = open_for_read(raw, group, table, name, out);
   c.allocate();
   c.read();
 }
 
-std::vector<std::string> read_strings(hid_t loc, const std::string& what, const char* name) {
+// Variable-length strings never go through libhdf5's conversion (h5raw.h, docs/fuzzing.md).
+std::vector<std::string> read_strings(RawStrings& raw, hid_t loc, const std::string& what,
+                                      const char* name) {
   size_t rows = 0;
-  Handle ds = open_column(loc, what, name, H5T_STRING, &rows);
+  Handle ds = open_column(raw, loc, what, name, H5T_STRING, &rows);
   Handle ftype(h5(H5Dget_type(ds), "cannot read " + what), H5Tclose);
   if (H5Tis_variable_str(ftype) <= 0)
     throw Failure(what + " is not a variable-length string dataset");
-  Handle mtype = vlen_string_type(H5Tget_cset(ftype));
-  std::vector<std::string> out;
-  if (!rows) return out;
-  Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
-  std::vector<char*> buf(rows, nullptr);
-  ok(H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), "cannot read " + what);
-  struct Reclaim {
-    hid_t t, s;
-    std::vector<char*>& b;
-    ~Reclaim() { H5Dvlen_reclaim(t, s, H5P_DEFAULT, b.data()); }
-  } reclaim{mtype, space, buf};
-  out.reserve(rows);
-  for (char* p : buf) out.emplace_back(p ? p : "");
-  return out;
+  return raw.dataset(ds, what, rows);
 }
 
-std::string read_attr_str(hid_t loc, const char* name) {
+std::string read_attr_str(RawStrings& raw, hid_t loc, const char* name) {
   if (H5Aexists(loc, name) <= 0) return {};  // optional metadata
   const std::string what = std::string("attribute ") + name;
   Handle attr(h5(H5Aopen(loc, name, H5P_DEFAULT), "cannot open " + what), H5Aclose);
@@ -228,16 +233,13 @@ std::string read_attr_str(hid_t loc, const char* name) {
   if (H5Tget_class(ftype) != H5T_STRING) throw Failure(what + " is not a string");
   Handle space(h5(H5Aget_space(attr), "cannot read " + what), H5Sclose);
   if (H5Sget_simple_extent_npoints(space) != 1) throw Failure(what + " is not a scalar");
-  if (H5Tis_variable_str(ftype) > 0) {
-    Handle mtype = vlen_string_type(H5Tget_cset(ftype));
-    char* p = nullptr;
-    ok(H5Aread(attr, mtype, &p), "cannot read " + what);
-    std::string out = p ? p : "";
-    H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, &p);
-    return out;
-  }
-  // Fixed-length (e.g. written by hand with h5py's numpy bytes): read with the file's own type.
+  // Variable-length: schema 1 and 2 stores, or set with h5py (`f.attrs[k] = "text"`).
+  if (H5Tis_variable_str(ftype) > 0) return raw.attribute(loc, name, what);
+  // Fixed-length (schema 3): read with the file's own type, no conversion. A string longer than
+  // the file is a corrupt datatype, not an allocation to attempt.
   size_t size = H5Tget_size(ftype);
+  if (size == 0 || size > raw.file_size())
+    throw Failure("corrupt " + what + ": a string of " + std::to_string(size) + " bytes");
   std::string out(size, '\0');
   ok(H5Aread(attr, ftype, out.data()), "cannot read " + what);
   out.resize(std::strlen(out.c_str()));
@@ -271,21 +273,21 @@ void require_ids(const std::string& what, const std::vector<uint32_t>& ids, size
 
 // /ranks: one column per RankInfo field, transposed into rows. Fields added later may be
 // absent (older stores): their defaults stay.
-void read_ranks(hid_t file, std::vector<RankInfo>& out) {
-  Handle g = open_group(file, "ranks");
+void read_ranks(RawStrings& raw, hid_t file, std::vector<RankInfo>& out) {
+  Handle g = open_group(raw, file, "ranks");
   {
     std::vector<const char*> names;
     for_each_rank_field([&](const auto& def, auto) { names.push_back(def.name); });
-    require_same_lengths(g, "ranks", names);
+    require_same_lengths(raw, g, "ranks", names);
   }
   for_each_rank_field([&](const auto& def, auto field) {
     using M = std::decay_t<decltype(def.unknown)>;
     if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
     std::vector<disk_type_t<M>> col;
     if constexpr (std::is_same_v<M, std::string>)
-      col = read_strings(g, std::string("/ranks/") + def.name, def.name);
+      col = read_strings(raw, g, std::string("/ranks/") + def.name, def.name);
     else
-      read_column(g, "ranks", def.name, col);
+      read_column(raw, g, "ranks", def.name, col);
     if (std::string_view(def.name) == "rank") out.resize(col.size());  // the first field
     require_rows("ranks", out.size(), {col.size()});
     for (size_t i = 0; i < col.size(); ++i) {
@@ -300,14 +302,15 @@ void read_ranks(hid_t file, std::vector<RankInfo>& out) {
 // Reads the columns `wanted` of one table: every one its list names must be there, but for
 // Added ones a file may predate (then "unknown" for every row); string ids and times checked.
 template <class Tab, class Wanted>
-void read_table(hid_t file, const char* table, Tab& t, size_t nstr, Wanted&& wanted) {
-  Handle g = open_group(file, table);
-  require_same_lengths<Tab>(g, table);
+void read_table(RawStrings& raw, hid_t file, const char* table, Tab& t, size_t nstr,
+                Wanted&& wanted) {
+  Handle g = open_group(raw, file, table);
+  require_same_lengths<Tab>(raw, g, table);
   std::vector<PendingColumn> pending;
   for_each_column(t, [&](const auto& def, auto& col) {
     if (!wanted(std::string_view(def.name))) return;
     if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
-    pending.push_back(open_for_read(g, table, def.name, col));
+    pending.push_back(open_for_read(raw, g, table, def.name, col));
   });
   // The first touch of fresh memory (page faults, the kernel zeroing pages) is most of a big
   // store's read: the columns are allocated on parallel threads, then read one by one.
@@ -333,6 +336,9 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   Handle fapl = file_access();
   Handle file(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
   Store s;
+  RawStrings raw(path, file);
+  raw.check_attributes(file, "root group");
+  raw.check_group(file, "root group");
   if (H5Aexists(file, "schema_version") <= 0)
     throw Failure("not a kernalyse store (no schema_version)");
   int32_t version = read_attr_int(file, "schema_version");
@@ -341,34 +347,34 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
                   std::to_string(kSchemaVersion) + ")");
   if (version < 1) throw Failure("invalid schema version " + std::to_string(version));
   s.attrs.schema_version = version;
-  s.attrs.tool_version = read_attr_str(file, "tool_version");
-  s.attrs.produced_by = read_attr_str(file, "produced_by");
-  s.attrs.command_line = read_attr_str(file, "command_line");
-  s.attrs.created_utc = read_attr_str(file, "created_utc");
-  s.attrs.clock_domain = read_attr_str(file, "clock_domain");
+  s.attrs.tool_version = read_attr_str(raw, file, "tool_version");
+  s.attrs.produced_by = read_attr_str(raw, file, "produced_by");
+  s.attrs.command_line = read_attr_str(raw, file, "command_line");
+  s.attrs.created_utc = read_attr_str(raw, file, "created_utc");
+  s.attrs.clock_domain = read_attr_str(raw, file, "clock_domain");
   s.attrs.emulated = H5Aexists(file, "emulated") > 0 && read_attr_int(file, "emulated") != 0;
 
   {
-    std::vector<std::string> strings = read_strings(file, "/strings", "strings");
+    std::vector<std::string> strings = read_strings(raw, file, "/strings", "strings");
     if (!strings.empty() && !strings[0].empty())
       throw Failure("corrupt /strings: id 0 is not the empty string");
     s.strings.assign(std::move(strings));
   }
   const size_t nstr = s.strings.size();
 
-  read_ranks(file, s.ranks);
+  read_ranks(raw, file, s.ranks);
   auto all = [](std::string_view) { return true; };
   if (sel.activities)
-    read_table(file, "activities", s.activities, nstr, [&](std::string_view c) {
+    read_table(raw, file, "activities", s.activities, nstr, [&](std::string_view c) {
       return (c != "correlation" || sel.activity_correlation) && (c != "step" || sel.activity_step);
     });
   if (sel.launches)
-    read_table(file, "launches", s.launches, nstr, [&](std::string_view c) {
+    read_table(raw, file, "launches", s.launches, nstr, [&](std::string_view c) {
       return sel.launch_detail || c == "rank" || c == "start_ns" || c == "correlation";
     });
-  if (sel.annotations) read_table(file, "annotations", s.annotations, nstr, all);
+  if (sel.annotations) read_table(raw, file, "annotations", s.annotations, nstr, all);
   if (sel.nccl) {
-    read_table(file, "nccl", s.nccl, nstr, all);
+    read_table(raw, file, "nccl", s.nccl, nstr, all);
     if (sel.activities)
       for (uint64_t x : s.nccl.activity)
         if (x >= s.activities.size())
@@ -377,10 +383,10 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   }
   // Schema 2: absent in older stores (no counters then).
   if (sel.counters && H5Lexists(file, "counters", H5P_DEFAULT) > 0)
-    read_table(file, "counters", s.counters, nstr, all);
+    read_table(raw, file, "counters", s.counters, nstr, all);
   // Optional (docs/store.md): absent when the source had no op shapes, and in older stores.
   if (sel.ops && H5Lexists(file, "ops", H5P_DEFAULT) > 0)
-    read_table(file, "ops", s.ops, nstr, [&](std::string_view c) {
+    read_table(raw, file, "ops", s.ops, nstr, [&](std::string_view c) {
       const bool detail = c == "pid" || c == "tid" || c == "start_ns" || c == "end_ns";
       const bool shapes = c == "dims_id" || c == "types_id" || c == "concrete_id";
       return (!detail || sel.ops_detail) && (!shapes || sel.ops_shapes);

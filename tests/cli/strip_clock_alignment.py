@@ -20,6 +20,8 @@ def strip(table, cols):
 for table, cols in (("activities", ("start_ns", "end_ns")), ("launches", ("start_ns", "end_ns")),
                     ("annotations", ("start_ns", "end_ns")), ("counters", ("ts_ns",))):
     strip(table, cols)
+# A Python str: h5py writes a variable-length attribute (a schema-3 store writes fixed-length
+# ones), so this also checks kernalyse's reading of attributes set the h5py way.
 f.attrs["clock_domain"] = "stripped: each rank's own clock"
 R["clock_offset_ns"][:] = 0
 R["clock_drift"][:] = 0.0

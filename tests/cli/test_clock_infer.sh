@@ -103,7 +103,7 @@ local = (t - base[rk] - off[rk]) / (1.0 + dr[rk])
 back = np.rint(local).astype(np.int64) + base[rk]
 err = np.abs(back - a["activities/start_ns"][:]).max()
 print(f"# recorded times recovered from the inferred store within {err} ns")
-sys.exit(0 if err <= 2 and "inferred" in b.attrs["clock_domain"] else 1)
+sys.exit(0 if err <= 2 and "inferred" in b.attrs["clock_domain"].decode() else 1)
 EOF
 expect_eq "recorded times recoverable from /ranks (within 2 ns)" "$?" "0"
 

@@ -37,7 +37,8 @@ assert int((df["kind"] == 0).sum()) == 2 * 2000, int((df["kind"] == 0).sum())
 assert list(ranks["rank"]) == [0, 1], list(ranks["rank"])
 assert all(isinstance(s, str) for s in ranks["source"]), "ranks.source not str"
 assert kernel_ns.sum() > 0 and kernel_ns.index.map(lambda s: s != "").all()
-assert f.attrs["schema_version"] == 2
+assert f.attrs["schema_version"] == 3
+assert isinstance(clock, str) and "clock" in clock, clock
 assert f.attrs["emulated"] == 1, "tracegen data must be marked emulated"
 print("rows", len(df), "kernels", len(kernel_ns))
 PY

@@ -616,7 +616,7 @@ TEST_F(StoreIo, NewerSchemaAndForeignHdf5ViaH5py) {
   const std::string cmd =
       "/usr/bin/python3 -c \"" + script + "\" '" + p + "' '" + path("plain.h5") + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  EXPECT_EQ(error_of([&] { read_store(p); }), p + ": schema version 7 is newer than this tool (2)");
+  EXPECT_EQ(error_of([&] { read_store(p); }), p + ": schema version 7 is newer than this tool (3)");
   EXPECT_EQ(error_of([&] { read_store(path("plain.h5")); }),
             path("plain.h5") + ": not a kernalyse store (no schema_version)");
 }

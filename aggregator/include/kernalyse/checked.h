@@ -44,6 +44,13 @@ inline bool checked_mul(uint64_t a, uint64_t b, uint64_t* out) {
   *out = r;
   return true;
 }
+// File offsets: offset + length, false past 2^64 (a corrupt length read from a file).
+inline bool checked_add(uint64_t a, uint64_t b, uint64_t* out) {
+  uint64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return false;
+  *out = r;
+  return true;
+}
 
 // Totals of durations over many rows or ranks: each term fits (times are in range), but their
 // sum may not with extreme input. It saturates at the int64 limits (about 292 years) instead of

@@ -11,7 +11,8 @@
 
 namespace kernalyse {
 
-inline constexpr int kSchemaVersion = 2;  // 2: counters table, NCCL algo/proto/channels
+// 2: counters table, NCCL algo/proto/channels; 3: fixed-length string attributes (docs/store.md)
+inline constexpr int kSchemaVersion = 3;
 inline constexpr int32_t kNoStep = -1;
 inline constexpr int64_t kNoCorrelation = -1;
 
