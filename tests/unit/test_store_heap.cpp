@@ -79,7 +79,7 @@ class StoreHeap : public ::testing::Test {
   }
   static std::string put(uint64_t v, size_t n) {
     std::string s(n, '\0');
-    for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(v >> (8 * i));
+    for (size_t i = 0; i < n && i < 8; ++i) s[i] = static_cast<char>(v >> (8 * i));  // rest 0
     return s;
   }
   // The store with `n` bytes at `at` replaced by `v` (little-endian); its read error.
