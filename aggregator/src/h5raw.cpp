@@ -224,10 +224,8 @@ std::vector<RawStrings::Message> RawStrings::messages(hid_t obj,
 std::vector<RawStrings::Message> RawStrings::messages_at(uint64_t addr,
                                                          std::vector<std::vector<uint8_t>>& chunks,
                                                          const std::string& what) {
-  H5O_info_t info{};
-  info.addr = addr;
-  const std::string where = "the object header at " + std::to_string(info.addr);
-  std::vector<uint8_t> prefix = bytes(info.addr, 16, what);
+  const std::string where = "the object header at " + std::to_string(addr);
+  std::vector<uint8_t> prefix = bytes(addr, 16, what);
   const bool v2 = std::memcmp(prefix.data(), "OHDR", 4) == 0;
   unsigned hflags = 0;
   uint64_t begin = 0, len = 0;
@@ -236,13 +234,13 @@ std::vector<RawStrings::Message> RawStrings::messages_at(uint64_t addr,
     hflags = prefix[5];
     uint64_t p = 6 + (hflags & 0x20 ? 16 : 0) + (hflags & 0x10 ? 4 : 0);
     const size_t width = size_t{1} << (hflags & 3);
-    std::vector<uint8_t> field = bytes(info.addr + p, width, what);
+    std::vector<uint8_t> field = bytes(addr + p, width, what);
     len = le(field.data(), width);
-    begin = info.addr + p + width;
+    begin = addr + p + width;
   } else {
     if (prefix[0] != 1) throw Failure("corrupt " + what + ": " + where + " has a bad version");
     len = le(prefix.data() + 8, 4);
-    begin = info.addr + 16;
+    begin = addr + 16;
   }
   const size_t mh = v2 ? 4 + (hflags & 0x04 ? 2 : 0) : 8;  // message header size
   std::vector<Message> out;
@@ -427,6 +425,8 @@ void RawStrings::check_dataset(hid_t group, const char* name, const std::string&
   const std::string bad = "corrupt " + what + ": ";
   if (link.u.address >= size_)
     throw Failure(bad + "address " + std::to_string(link.u.address) + " is outside the file");
+  // The table's length check and the column's read both open it: its header is parsed once.
+  if (datasets_checked_.count(link.u.address)) return;
   // Chunk dimensions (`n` of `width` bytes at `at`): each at least 1.
   auto check_dims = [&](const Message& m, uint64_t at, uint64_t n, uint64_t width) {
     if (n == 0 || n > 33 || width == 0 || width > 8 || m.size < at + n * width)
@@ -474,6 +474,7 @@ void RawStrings::check_dataset(hid_t group, const char* name, const std::string&
     if (m.size < p + sizeof_addr_) throw Failure(bad + "short layout message");
     check_address(d + p, true, bad + "storage");
   }
+  datasets_checked_.insert(link.u.address);
 }
 
 void RawStrings::check_attributes(hid_t obj, const std::string& what) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,7 @@ class RawStrings {
   uint64_t size_ = 0;
   size_t sizeof_addr_ = 8, sizeof_size_ = 8;
   std::map<uint64_t, Collection> heap_;  // by address; never overlapping
+  std::set<uint64_t> datasets_checked_;  // object header addresses check_dataset passed
 };
 
 }  // namespace kernalyse::detail
