@@ -93,19 +93,19 @@ struct Window {
 json timeline(const Store& s, const std::vector<uint32_t>& rows, const Window& w, int64_t base,
               Table* totals) {
   const auto& a = s.activities;
-  std::map<int32_t, std::vector<uint32_t>> per_rank;
-  for (uint32_t i : rows)
-    if (is_gpu_work(static_cast<Kind>(a.kind[i]))) per_rank[a.rank[i]].push_back(i);
+  const detail::RowsByRank ranks(s, rows);
   json jr = json::array(), comp = json::array(), comm = json::array(), idle = json::array();
   totals->key = "timeline_lanes";
   totals->title = "Timeline lanes: busy time per rank inside the window";
   totals->columns = {"rank", "compute_us", "comm_us", "idle_us", "window_us", "bins", "bin_us"};
   totals->precision = 3;
-  for (auto& [rank, idx] : per_rank) {
-    std::vector<uint32_t> order = detail::merge_streams_by_start(s, idx);
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    const int32_t rank = ranks.rank(k);
+    const std::vector<uint32_t> order = detail::merge_streams_by_start(s, ranks.rows(k));
     std::vector<Interval> u_comp, u_comm, u_all;
     int64_t first = INT64_MAX, last = INT64_MIN;
     for (uint32_t i : order) {
+      if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
       int64_t st = a.start_ns[i], en = a.end_ns[i];
       first = std::min(first, st), last = std::max(last, en);
       push_merge(u_all, st, en);
@@ -113,6 +113,7 @@ json timeline(const Store& s, const std::vector<uint32_t>& rows, const Window& w
       if (c == Category::Computation) push_merge(u_comp, st, en);
       if (c == Category::Communication) push_merge(u_comm, st, en);
     }
+    if (first > last) continue;  // no GPU work: no lane
     std::vector<int64_t> bc(w.bins), bm(w.bins), ba(w.bins), span(w.bins);
     for (const auto& x : u_comp) add_cover(bc, w.t0, w.t1, w.bin_ns, x.start, x.end);
     for (const auto& x : u_comm) add_cover(bm, w.t0, w.t1, w.bin_ns, x.start, x.end);
