@@ -286,10 +286,20 @@ bool align_clocks(Store& st, const Options& o, ClockInference* inf,
   return true;
 }
 
-// One side of --diff: a store (the columns the diff reads), a trace file or a directory of
-// traces (imported in memory), with the same rules as the analyses' input.
-Store load_diff_input(const std::string& input, const Options& o, const Classifier& cls) {
+// One side of --diff: a store (the columns the diff reads, a rank at a time), a trace file or a
+// directory of traces (imported in memory), with the same rules as the analyses' input.
+struct DiffSource {
+  std::unique_ptr<RankSlices> slices;  // a store whose clocks stay as recorded
+  Store whole;                         // otherwise
+  DiffInput input() {
+    if (slices) return {&slices->header(), [this](const auto& f) { slices->for_each(f); }};
+    return {&whole, [this](const auto& f) { f(whole); }};
+  }
+};
+
+DiffSource load_diff_input(const std::string& input, const Options& o, const Classifier& cls) {
   ClockInference inf;
+  DiffSource out;
   std::vector<std::string> files = expand_inputs({input});
   if (files.size() == 1 && is_hdf5_file(files[0])) {
     ColumnSelection sel;
@@ -303,21 +313,32 @@ Store load_diff_input(const std::string& input, const Options& o, const Classifi
           return k == static_cast<uint8_t>(AnnotationKind::User) ||
                  k == static_cast<uint8_t>(AnnotationKind::Nvtx);
         });
-    Store s = read_store(files[0], sel);
-    align_clocks(s, o, &inf, nullptr);
-    return s;
+    // Inferring clocks needs every rank's collectives at once: then the store is read whole. So
+    // is a store whose rows are not grouped by rank (RankSlices refuses it; read_store then
+    // reports whatever else may be wrong with it).
+    if (o.align == "off" || (o.align == "auto" && clocks_aligned(a))) {
+      try {
+        out.slices = std::make_unique<RankSlices>(files[0], sel);
+        return out;
+      } catch (const Error&) {
+      }
+    }
+    out.whole = read_store(files[0], sel);
+    align_clocks(out.whole, o, &inf, nullptr);
+    return out;
   }
   for (const auto& f : files)
     if (is_hdf5_file(f))
       throw Error(f + ": is a store; give either one store or trace files, not both");
   ImportStats stats;
-  Store s = import_all(files, o, cls, &stats);
+  out.whole = import_all(files, o, cls, &stats);
   for (const auto& w : stats.warnings) std::cerr << "warning: " << w << "\n";
-  for (const auto& r : s.ranks) s.attrs.emulated = s.attrs.emulated || r.emulated;
+  for (const auto& r : out.whole.ranks)
+    out.whole.attrs.emulated = out.whole.attrs.emulated || r.emulated;
   // The clocks as an analysis or -o of the same input would have them (--align), so that a store
   // and the traces it was merged from compare equal.
-  align_clocks(s, o, &inf, nullptr);
-  return s;
+  align_clocks(out.whole, o, &inf, nullptr);
+  return out;
 }
 
 // --diff BASE TEST: both loaded the same way, compared, rendered like the other analyses.
@@ -334,14 +355,9 @@ int run_diff(const Options& o) {
   opt.base_label = o.diff[0], opt.test_label = o.diff[1];
   opt.filter = Filter{o.rank, o.step};
   opt.kernel_wait_ns = std::llround(o.kernel_wait_us * 1000.0);
-  // BASE is analysed on a second thread while TEST loads (the reads stay on this thread).
-  Store base = load_diff_input(o.diff[0], o, cls);
-  auto bf =
-      std::async(std::launch::async, [&] { return analyse_diff_side(base, opt, opt.base_label); });
-  Store test = load_diff_input(o.diff[1], o, cls);
-  DiffSidePtr t = analyse_diff_side(test, opt, opt.test_label);
-  DiffSidePtr b = bf.get();
-  TraceDiff d = diff_sides(base, *b, test, *t, opt);
+  DiffSource base = load_diff_input(o.diff[0], o, cls);
+  DiffSource test = load_diff_input(o.diff[1], o, cls);
+  TraceDiff d = diff_inputs(base.input(), test.input(), opt);
   Report report = diff_report(d, o.top);
   if (!o.html.empty()) {
     int64_t bytes = write_diff_html(d, o.html, o.force);

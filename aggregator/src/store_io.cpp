@@ -13,7 +13,11 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <future>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <type_traits>
 #include <utility>
 
@@ -160,10 +164,10 @@ void require_same_lengths(RawStrings& raw, hid_t group, const std::string& table
 
 // Timestamps read from a store must be in the supported range (docs/limits.md): the analyses
 // subtract them freely, which is only safe inside it.
-void require_times(const std::string& what, const std::vector<int64_t>& ts) {
+void require_times(const std::string& what, const std::vector<int64_t>& ts, size_t first = 0) {
   for (size_t i = 0; i < ts.size(); ++i)
     if (!time_in_range(ts[i]))
-      throw Failure("corrupt " + what + ": row " + std::to_string(i) + " holds " +
+      throw Failure("corrupt " + what + ": row " + std::to_string(first + i) + " holds " +
                     std::to_string(ts[i]) + ", outside the supported time range (|t| < 2^62 ns)");
 }
 
@@ -299,44 +303,129 @@ void read_ranks(RawStrings& raw, hid_t file, std::vector<RankInfo>& out) {
   });
 }
 
-// Reads the columns `wanted` of one table: every one its list names must be there, but for
-// Added ones a file may predate (then "unknown" for every row); string ids and times checked.
-template <class Tab, class Wanted>
-void read_table(RawStrings& raw, hid_t file, const char* table, Tab& t, size_t nstr,
-                Wanted&& wanted) {
+// Rows [first, first + n) of the 1-D dataset `ds` into `buf` (a hyperslab read).
+void read_range(hid_t ds, hid_t mem_type, size_t first, size_t n, void* buf,
+                const std::string& what) {
+  const hsize_t start[1] = {first}, count[1] = {n};
+  Handle fspace(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
+  ok(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr),
+     "cannot read " + what);
+  Handle mspace(h5(H5Screate_simple(1, count, nullptr), "cannot read " + what), H5Sclose);
+  ok(H5Dread(ds, mem_type, mspace, fspace, H5P_DEFAULT, buf), "cannot read " + what);
+}
+
+// One table's wanted columns, opened and checked (open_column), ready to read any range of rows:
+// the whole table (read_store) or one rank's rows at a time (RankSlices). A wanted column that
+// is Added to the list after the file was written is absent from `cols` (then "unknown").
+template <class Tab>
+struct OpenTable {
+  std::string table;
+  size_t rows = 0;
+  std::function<bool(std::string_view)> wanted;
+  std::map<std::string, std::shared_ptr<Handle>, std::less<>> cols;
+};
+
+// Every column its list names must be there, but for Added ones a file may predate.
+template <class Tab>
+OpenTable<Tab> open_table(RawStrings& raw, hid_t file, const char* table,
+                          std::function<bool(std::string_view)> wanted) {
+  OpenTable<Tab> o;
+  o.table = table;
+  o.wanted = std::move(wanted);
   Handle g = open_group(raw, file, table);
   require_same_lengths<Tab>(raw, g, table);
+  const Tab empty;
+  for_each_column(empty, [&](const auto& def, const auto& col) {
+    using T = typename std::decay_t<decltype(col)>::value_type;
+    if (!o.wanted(def.name)) return;
+    if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
+    const std::string what = "/" + o.table + "/" + def.name;
+    o.cols.emplace(def.name, std::make_shared<Handle>(
+                                 open_column(raw, g, what, def.name, H5Traits<T>::cls, &o.rows)));
+  });
+  return o;
+}
+
+// Rows [first, first + n) of the wanted columns into `t`; string ids and times checked. With
+// `rank`, the rank column is not read but filled with it (RankSlices checked it beforehand).
+template <class Tab>
+void read_rows(const OpenTable<Tab>& o, Tab& t, size_t first, size_t n, size_t nstr,
+               const int32_t* rank = nullptr) {
   std::vector<PendingColumn> pending;
   for_each_column(t, [&](const auto& def, auto& col) {
-    if (!wanted(std::string_view(def.name))) return;
-    if (def.rule == ColumnRule::Added && H5Lexists(g, def.name, H5P_DEFAULT) <= 0) return;
-    pending.push_back(open_for_read(raw, g, table, def.name, col));
+    using T = typename std::decay_t<decltype(col)>::value_type;
+    if (!o.wanted(def.name)) return;
+    auto it = o.cols.find(def.name);
+    if (it == o.cols.end()) return col.assign(n, def.unknown);  // Added after the file
+    if constexpr (std::is_same_v<T, int32_t>)
+      if (rank && std::string_view(def.name) == "rank") return col.assign(n, *rank);
+    auto what = std::make_shared<std::string>("/" + o.table + "/" + def.name);
+    pending.push_back(
+        {[&col, n] {
+           // A slice read into the previous slice's store reuses its memory (RankSlices).
+           if (col.capacity() < n) {
+             std::vector<T>().swap(col);
+             col.reserve(n);
+             prefer_huge_pages(col.data(), n * sizeof(T));
+           }
+           col.resize(n);
+         },
+         [&col, first, n, ds = it->second, what, whole = first == 0 && n == o.rows] {
+           if (!n) return;
+           if (whole) {
+             ok(H5Dread(*ds, H5Traits<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, col.data()),
+                "cannot read " + *what);
+             return;
+           }
+           read_range(*ds, H5Traits<T>::mem(), first, n, col.data(), *what);
+         }});
   });
   // The first touch of fresh memory (page faults, the kernel zeroing pages) is most of a big
   // store's read: the columns are allocated on parallel threads, then read one by one.
   parallel_for(pending.size(), [&](size_t i) { pending[i].allocate(); });
   for (auto& c : pending) c.read();
-  const size_t n = t.size();
-  for_each_column(t, [&](const auto& def, auto& col) {
-    if (!wanted(std::string_view(def.name))) return;
-    if (def.rule == ColumnRule::Added && col.empty()) col.assign(n, def.unknown);
-    require_rows(table, n, {col.size()});
-  });
   for_each_column(t, [&](const auto& def, const auto& col) {
     using T = typename std::decay_t<decltype(col)>::value_type;
-    const std::string what = std::string("/") + table + "/" + def.name;
+    if (!o.wanted(def.name)) return;
+    const std::string what = "/" + o.table + "/" + def.name;
     if constexpr (std::is_same_v<T, uint32_t>)  // string ids (store.h)
       require_ids(what, col, nstr);
     if constexpr (std::is_same_v<T, int64_t>)  // times (store.h)
-      if (std::string_view(def.name).ends_with("_ns")) require_times(what, col);
+      if (std::string_view(def.name).ends_with("_ns")) require_times(what, col, first);
   });
 }
 
-Store read_file(const std::string& path, const ColumnSelection& sel) {
-  Handle fapl = file_access();
-  Handle file(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
-  Store s;
-  RawStrings raw(path, file);
+// Reads the columns `wanted` of one whole table.
+template <class Tab>
+void read_table(RawStrings& raw, hid_t file, const char* table, Tab& t, size_t nstr,
+                std::function<bool(std::string_view)> wanted) {
+  const OpenTable<Tab> o = open_table<Tab>(raw, file, table, std::move(wanted));
+  read_rows(o, t, 0, o.rows, nstr);
+}
+
+// What ColumnSelection asks of each table.
+bool activity_wanted(const ColumnSelection& sel, std::string_view c) {
+  return (c != "correlation" || sel.activity_correlation) && (c != "step" || sel.activity_step);
+}
+bool launch_wanted(const ColumnSelection& sel, std::string_view c) {
+  return sel.launch_detail || c == "rank" || c == "start_ns" || c == "correlation";
+}
+bool op_wanted(const ColumnSelection& sel, std::string_view c) {
+  const bool detail = c == "pid" || c == "tid" || c == "start_ns" || c == "end_ns";
+  const bool shapes = c == "dims_id" || c == "types_id" || c == "concrete_id";
+  return (!detail || sel.ops_detail) && (!shapes || sel.ops_shapes);
+}
+bool all_wanted(std::string_view) { return true; }
+
+void require_nccl_rows(const NcclInfo& nccl, size_t activities) {
+  for (uint64_t x : nccl.activity)
+    if (x >= activities)
+      throw Failure("corrupt /nccl/activity: row " + std::to_string(x) + " but only " +
+                    std::to_string(activities) + " activities");
+}
+
+// The file-level part of a store: attributes, /strings and /ranks.
+void read_header(RawStrings& raw, hid_t file, Store& s) {
   raw.check_attributes(file, "root group");
   raw.check_group(file, "root group");
   if (H5Aexists(file, "schema_version") <= 0)
@@ -353,44 +442,40 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   s.attrs.created_utc = read_attr_str(raw, file, "created_utc");
   s.attrs.clock_domain = read_attr_str(raw, file, "clock_domain");
   s.attrs.emulated = H5Aexists(file, "emulated") > 0 && read_attr_int(file, "emulated") != 0;
-
   {
     std::vector<std::string> strings = read_strings(raw, file, "/strings", "strings");
     if (!strings.empty() && !strings[0].empty())
       throw Failure("corrupt /strings: id 0 is not the empty string");
     s.strings.assign(std::move(strings));
   }
-  const size_t nstr = s.strings.size();
-
   read_ranks(raw, file, s.ranks);
-  auto all = [](std::string_view) { return true; };
+}
+
+Store read_file(const std::string& path, const ColumnSelection& sel) {
+  Handle fapl = file_access();
+  Handle file(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
+  Store s;
+  RawStrings raw(path, file);
+  read_header(raw, file, s);
+  const size_t nstr = s.strings.size();
   if (sel.activities)
-    read_table(raw, file, "activities", s.activities, nstr, [&](std::string_view c) {
-      return (c != "correlation" || sel.activity_correlation) && (c != "step" || sel.activity_step);
-    });
+    read_table(raw, file, "activities", s.activities, nstr,
+               [&](std::string_view c) { return activity_wanted(sel, c); });
   if (sel.launches)
-    read_table(raw, file, "launches", s.launches, nstr, [&](std::string_view c) {
-      return sel.launch_detail || c == "rank" || c == "start_ns" || c == "correlation";
-    });
-  if (sel.annotations) read_table(raw, file, "annotations", s.annotations, nstr, all);
+    read_table(raw, file, "launches", s.launches, nstr,
+               [&](std::string_view c) { return launch_wanted(sel, c); });
+  if (sel.annotations) read_table(raw, file, "annotations", s.annotations, nstr, all_wanted);
   if (sel.nccl) {
-    read_table(raw, file, "nccl", s.nccl, nstr, all);
-    if (sel.activities)
-      for (uint64_t x : s.nccl.activity)
-        if (x >= s.activities.size())
-          throw Failure("corrupt /nccl/activity: row " + std::to_string(x) + " but only " +
-                        std::to_string(s.activities.size()) + " activities");
+    read_table(raw, file, "nccl", s.nccl, nstr, all_wanted);
+    if (sel.activities) require_nccl_rows(s.nccl, s.activities.size());
   }
   // Schema 2: absent in older stores (no counters then).
   if (sel.counters && H5Lexists(file, "counters", H5P_DEFAULT) > 0)
-    read_table(raw, file, "counters", s.counters, nstr, all);
+    read_table(raw, file, "counters", s.counters, nstr, all_wanted);
   // Optional (docs/store.md): absent when the source had no op shapes, and in older stores.
   if (sel.ops && H5Lexists(file, "ops", H5P_DEFAULT) > 0)
-    read_table(raw, file, "ops", s.ops, nstr, [&](std::string_view c) {
-      const bool detail = c == "pid" || c == "tid" || c == "start_ns" || c == "end_ns";
-      const bool shapes = c == "dims_id" || c == "types_id" || c == "concrete_id";
-      return (!detail || sel.ops_detail) && (!shapes || sel.ops_shapes);
-    });
+    read_table(raw, file, "ops", s.ops, nstr,
+               [&](std::string_view c) { return op_wanted(sel, c); });
   return s;
 }
 
@@ -406,6 +491,41 @@ bool is_hdf5_file(const std::string& path) {
   ::close(fd);
   return got == static_cast<ssize_t>(sizeof buf) && std::memcmp(buf, kSignature, sizeof buf) == 0;
 }
+
+namespace {
+
+// One line for a path that is no readable HDF5 file (before libhdf5 sees it).
+void require_readable_hdf5(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw Error(path + ": no such file");
+    throw Error(path + ": " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
+  {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(path + ": " + std::strerror(errno));
+    ::close(fd);
+  }
+  if (!is_hdf5_file(path)) throw Error(path + ": not an HDF5 file");
+}
+
+// Failures name the file; so does whatever else a damaged file still provokes.
+template <class F>
+auto naming_the_file(const std::string& path, F&& f) {
+  QuietErrors quiet;
+  try {
+    return f();
+  } catch (const Failure& e) {
+    throw Error(path + ": " + e.what());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(path + ": cannot read the store (" + e.what() + ")");
+  }
+}
+
+}  // namespace
 
 void write_store(const Store& store, const std::string& path, const WriteOptions& opt) {
   QuietErrors quiet;
@@ -423,25 +543,190 @@ void write_store(const Store& store, const std::string& path, const WriteOptions
 }
 
 Store read_store(const std::string& path, const ColumnSelection& sel) {
-  QuietErrors quiet;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) throw Error(path + ": no such file");
-    throw Error(path + ": " + std::strerror(errno));
-  }
-  if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
-  {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(path + ": " + std::strerror(errno));
-    ::close(fd);
-  }
-  if (!is_hdf5_file(path)) throw Error(path + ": not an HDF5 file");
-  try {
+  return naming_the_file(path, [&] {
+    require_readable_hdf5(path);
     return read_file(path, sel);
-  } catch (const Failure& e) {
-    throw Error(path + ": " + e.what());
-  } catch (const std::exception& e) {  // whatever a damaged file still provokes: name the file
-    throw Error(path + ": cannot read the store (" + e.what() + ")");
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// RankSlices
+
+namespace {
+
+// The rows of one rank in a table: [first, end).
+struct RankRun {
+  int32_t rank;
+  size_t first, end;
+};
+
+// The runs of a rank column, read in blocks (a few MB, not the column); Failure unless the
+// ranks ascend, each in one run.
+std::vector<RankRun> rank_runs(hid_t ds, size_t rows, const std::string& table) {
+  std::vector<RankRun> runs;
+  constexpr size_t kBlock = size_t{1} << 20;
+  std::vector<int32_t> buf;
+  for (size_t first = 0; first < rows; first += kBlock) {
+    const size_t n = std::min(kBlock, rows - first);
+    buf.resize(n);
+    read_range(ds, H5T_NATIVE_INT32, first, n, buf.data(), "/" + table + "/rank");
+    for (size_t i = 0; i < n; ++i) {
+      if (!runs.empty() && runs.back().rank == buf[i]) continue;
+      if (!runs.empty() && buf[i] < runs.back().rank)
+        throw Failure("/" + table + " is not grouped by rank (row " + std::to_string(first + i) +
+                      ")");
+      if (!runs.empty()) runs.back().end = first + i;
+      runs.push_back({buf[i], first + i, rows});
+    }
+  }
+  return runs;
+}
+
+// A table read a rank at a time: its open columns and each rank's rows.
+template <class Tab>
+struct SlicedTable {
+  std::optional<OpenTable<Tab>> open;                 // absent: not selected, or not in the file
+  std::map<int32_t, std::pair<size_t, size_t>> rows;  // rank -> [first, end)
+
+  void init(RawStrings& raw, hid_t file, const char* table,
+            std::function<bool(std::string_view)> wanted) {
+    open = open_table<Tab>(raw, file, table, std::move(wanted));
+    if (!open->rows) return;
+    for (const RankRun& r : rank_runs(*open->cols.at("rank"), open->rows, table))
+      rows[r.rank] = {r.first, r.end};
+  }
+  // Rank `rank`'s rows into `out`; the first row's index in the table.
+  size_t read(int32_t rank, Tab& out, size_t nstr) const {
+    if (!open) return 0;
+    auto it = rows.find(rank);
+    const size_t first = it == rows.end() ? 0 : it->second.first;
+    const size_t n = it == rows.end() ? 0 : it->second.second - it->second.first;
+    read_rows(*open, out, first, n, nstr, &rank);
+    return first;
+  }
+};
+
+}  // namespace
+
+struct RankSlices::Impl {
+  std::string path;
+  std::optional<Handle> file;
+  std::optional<RawStrings> raw;
+  Store header;
+  SlicedTable<Activities> activities;
+  SlicedTable<LaunchCalls> launches;
+  SlicedTable<Annotations> annotations;
+  SlicedTable<Counters> counters;
+  SlicedTable<Ops> ops;
+  bool nccl_read = false;
+  NcclInfo nccl;                                 // whole: a few rows per collective
+  std::vector<int32_t> ranks;                    // one per slice
+  std::vector<std::vector<uint32_t>> nccl_rows;  // per slice, in table order
+
+  void open(const ColumnSelection& sel) {
+    Handle fapl = file_access();
+    file.emplace(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
+    raw.emplace(path, *file);
+    read_header(*raw, *file, header);
+    const size_t nstr = header.strings.size();
+    if (sel.activities)
+      activities.init(*raw, *file, "activities",
+                      [sel](std::string_view c) { return activity_wanted(sel, c); });
+    if (sel.launches)
+      launches.init(*raw, *file, "launches",
+                    [sel](std::string_view c) { return launch_wanted(sel, c); });
+    if (sel.annotations) annotations.init(*raw, *file, "annotations", all_wanted);
+    if (sel.counters && H5Lexists(*file, "counters", H5P_DEFAULT) > 0)
+      counters.init(*raw, *file, "counters", all_wanted);
+    if (sel.ops && H5Lexists(*file, "ops", H5P_DEFAULT) > 0)
+      ops.init(*raw, *file, "ops", [sel](std::string_view c) { return op_wanted(sel, c); });
+    std::set<int32_t> all;
+    for (const auto* m :
+         {&activities.rows, &launches.rows, &annotations.rows, &counters.rows, &ops.rows})
+      for (const auto& [r, range] : *m) all.insert(r);
+    ranks.assign(all.begin(), all.end());
+    nccl_rows.resize(ranks.size());
+    if (!sel.nccl) return;
+    nccl_read = true;
+    read_table(*raw, *file, "nccl", nccl, nstr, all_wanted);
+    if (!sel.activities) return;
+    require_nccl_rows(nccl, activities.open ? activities.open->rows : 0);
+    // Each row goes with the rank whose activity it describes.
+    std::vector<std::pair<size_t, size_t>> starts;  // (first activity row, slice)
+    for (const auto& [r, range] : activities.rows)
+      starts.emplace_back(range.first,
+                          std::lower_bound(ranks.begin(), ranks.end(), r) - ranks.begin());
+    for (size_t i = 0; i < nccl.size(); ++i) {
+      auto it = std::upper_bound(starts.begin(), starts.end(),
+                                 std::make_pair(static_cast<size_t>(nccl.activity[i]), SIZE_MAX));
+      nccl_rows[std::prev(it)->second].push_back(static_cast<uint32_t>(i));
+    }
+  }
+
+  // Into `s`, whose columns' memory is reused (fresh memory is the expensive part).
+  void read(size_t k, Store& s) const {
+    s.attrs = header.attrs;
+    s.strings = header.strings;
+    const int32_t rank = ranks.at(k);
+    s.ranks.clear();
+    for (const RankInfo& r : header.ranks)
+      if (r.rank == rank) s.ranks.push_back(r);
+    const size_t nstr = header.strings.size();
+    const size_t first = activities.read(rank, s.activities, nstr);
+    launches.read(rank, s.launches, nstr);
+    annotations.read(rank, s.annotations, nstr);
+    counters.read(rank, s.counters, nstr);
+    ops.read(rank, s.ops, nstr);
+    if (nccl_read) {
+      const std::vector<uint32_t>& rows = nccl_rows[k];
+      for_each_column_pair(s.nccl, nccl, [&](const auto&, auto& dst, const auto& src) {
+        dst.clear();
+        for (uint32_t i : rows) dst.push_back(src[i]);
+      });
+      for (uint64_t& x : s.nccl.activity) x -= first;
+    }
+  }
+};
+
+RankSlices::RankSlices(const std::string& path, const ColumnSelection& sel)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  naming_the_file(path, [&] {
+    require_readable_hdf5(path);
+    impl_->open(sel);
+    return 0;
+  });
+}
+
+RankSlices::~RankSlices() = default;
+
+const Store& RankSlices::header() const { return impl_->header; }
+
+size_t RankSlices::size() const { return impl_->ranks.size(); }
+
+Store RankSlices::read(size_t k) {
+  Store s;
+  read(k, s);
+  return s;
+}
+
+void RankSlices::read(size_t k, Store& into) {
+  naming_the_file(impl_->path, [&] {
+    impl_->read(k, into);
+    return 0;
+  });
+}
+
+void RankSlices::for_each(const std::function<void(const Store&)>& f) {
+  // Two stores in turn: slice k + 1 is read into one while f runs on the other.
+  Store buf[2];
+  std::future<void> next;
+  if (size()) next = std::async(std::launch::async, [&] { read(0, buf[0]); });
+  for (size_t k = 0; k < size(); ++k) {
+    next.get();
+    if (k + 1 < size())
+      next = std::async(std::launch::async, [&, k] { read(k + 1, buf[(k + 1) % 2]); });
+    f(buf[k % 2]);
   }
 }
 

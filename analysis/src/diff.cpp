@@ -1,7 +1,8 @@
 // Trace diff (docs/analyses.md, "Trace diff"): kernels matched by full name; names found on one
 // side only are grouped by the range that launched them into "replaced" groups; per step CPU time
 // and GPU span; per rank the overlap/breakdown unions, the idle split and the straggler ledger,
-// taken from those analyses' typed results. The two sides are analysed in parallel.
+// taken from those analyses' typed results. Each side is analysed a slice of ranks at a time
+// (RankSlices for a store), so that memory holds one slice, not both whole runs (issue 17).
 #include "kernalyse/diff.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <future>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,19 +21,7 @@
 
 namespace kernalyse {
 
-// Everything one side contributes, computed from that store alone.
-struct DiffSide {
-  std::vector<KernelStat> kernels;
-  std::map<int32_t, StepSide> steps;
-  std::vector<RankUnion> unions;
-  std::vector<StreamIdle> idle;
-  StragglerResult ledger;
-};
-
-void DiffSideDeleter::operator()(DiffSide* p) const { delete p; }
-
 namespace {
-using Side = DiffSide;
 
 // Per ProfilerStep#N: the longest rank's CPU step, the longest rank's GPU span, the kernels.
 std::map<int32_t, StepSide> step_sides(const Store& s, const Filter& f,
@@ -74,26 +64,6 @@ std::map<int32_t, StepSide> step_sides(const Store& s, const Filter& f,
   return out;
 }
 
-// The parts only read the store: they run on the shared pool (parallel.h), so that the side
-// analysed last (TEST, after its load) uses every core instead of one.
-Side analyse_side(const Store& s, const DiffOptions& opt) {
-  Side side;
-  CrossRankOptions xo;
-  xo.filter = opt.filter;
-  xo.kernel_wait_ns = opt.kernel_wait_ns;
-  xo.causes = false;  // the ledger: who was last and the waits; not why
-  std::vector<std::function<void()>> parts = {
-      [&] { side.kernels = kernel_stats(s, opt.filter, /*verbose=*/true); },
-      [&] { side.steps = step_sides(s, opt.filter, select_activities(s, opt.filter)); }};
-  if (opt.cross_rank) {
-    parts.push_back([&] { side.unions = rank_unions(s, xo, /*per_step=*/false); });
-    parts.push_back([&] { side.idle = stream_idle(s, xo); });
-    parts.push_back([&] { side.ledger = straggler_ledger(s, xo); });
-  }
-  parallel_for(parts.size(), [&](size_t i) { parts[i](); });  // rethrows the first failure
-  return side;
-}
-
 // What launched one kernel: the innermost NVTX / user range on the launch's CPU thread that
 // contains the launch (ranges on one thread nest; the latest-starting one) and the ATen op that
 // launched it (/ops, traces recorded with shapes). Name ids; 0 (the empty string) when none.
@@ -124,6 +94,7 @@ std::map<LaunchedKey, KernelSide> by_launcher(const Store& s, const Filter& f,
   const auto kernel = static_cast<uint8_t>(Kind::Kernel);
   for (uint32_t i : select_activities(s, f))
     if (a.kind[i] == kernel && wanted[a.name_id[i]]) rows.push_back(i);
+  if (rows.empty()) return out;  // the names are not kernels here (or filtered out)
   // The launch of kernel row i (its thread and start) through the one (rank, correlation) index;
   // tid -1 when unknown.
   const LaunchCalls& l = s.launches;
@@ -229,13 +200,152 @@ void form_groups(const std::map<LaunchedKey, KernelSide>& rb,
   }
 }
 
-// Errors name the side: "BASE run.h5: no ProfilerStep#9 in ranks 0-7".
-Side analyse(const Store& s, const DiffOptions& opt, const std::string& label) {
+// The rows the ledger reads when it charges no causes: every communication kernel of the
+// selection and each rank's first GPU item in it (the matcher counts a rank with GPU work as
+// present), with their /nccl rows; appended to `out`, whose strings are the slice's.
+void add_ledger_rows(const Store& s, const std::vector<uint32_t>& rows, Store* out) {
+  const Activities& a = s.activities;
+  std::vector<uint32_t> keep;
+  std::set<int32_t> present;
+  int32_t last = INT32_MIN;  // rows come by rank: the set is consulted once per rank
+  for (uint32_t i : rows) {
+    if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+    const bool comm = a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+                      a.category[i] == static_cast<uint8_t>(Category::Communication);
+    const bool first = a.rank[i] != last && present.insert(a.rank[i]).second;
+    last = a.rank[i];
+    if (comm || first) keep.push_back(i);
+  }
+  const size_t base = out->activities.size();
+  for_each_column_pair(out->activities, a, [&](const auto&, auto& dst, const auto& src) {
+    for (uint32_t i : keep) dst.push_back(src[i]);
+  });
+  std::vector<std::pair<uint32_t, size_t>> nccl;  // (kept row, /nccl row)
+  for (size_t k = 0; k < s.nccl.size(); ++k) {
+    auto it = std::lower_bound(keep.begin(), keep.end(), s.nccl.activity[k]);
+    if (it != keep.end() && *it == s.nccl.activity[k])
+      nccl.emplace_back(static_cast<uint32_t>(base + (it - keep.begin())), k);
+  }
+  for_each_column_pair(out->nccl, s.nccl, [&](const auto&, auto& dst, const auto& src) {
+    for (auto [row, k] : nccl) dst.push_back(src[k]);
+  });
+  for (size_t k = out->nccl.size() - nccl.size(), j = 0; k < out->nccl.size(); ++k, ++j)
+    out->nccl.activity[k] = nccl[j].first;
+}
+
+// One side's figures, added up slice by slice (each slice holds whole ranks).
+struct Side {
+  std::map<std::string, KernelSide> kernels;  // by full name
+  std::map<int32_t, StepSide> steps;
+  std::vector<RankUnion> unions;
+  std::vector<StreamIdle> idle;
+  StragglerResult ledger;
+  std::map<LaunchedKey, KernelSide> launched;  // by_launcher of the names asked for
+};
+
+// Adds one slice: the parts only read it, so they run on the shared pool (parallel.h). Errors
+// name the side: "BASE run.h5: no ProfilerStep#9 in ranks 0-7".
+void add_slice(const Store& s, const DiffOptions& opt, const std::string& label,
+               const std::set<std::string>& launcher_names, Side* side, Store* ledger_rows) {
+  CrossRankOptions xo;
+  xo.filter = opt.filter;
+  xo.kernel_wait_ns = opt.kernel_wait_ns;
+  std::vector<KernelStat> kernels;
+  std::map<int32_t, StepSide> steps;
+  std::vector<RankUnion> unions;
+  std::vector<StreamIdle> idle;
+  std::map<LaunchedKey, KernelSide> launched;
+  const std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  std::vector<std::function<void()>> parts = {
+      [&] { kernels = kernel_stats(s, opt.filter, /*verbose=*/true); },
+      [&] { steps = step_sides(s, opt.filter, rows); },
+      [&] { launched = by_launcher(s, opt.filter, launcher_names); }};
+  if (opt.cross_rank) {
+    parts.push_back([&] { unions = rank_unions(s, xo, /*per_step=*/false); });
+    parts.push_back([&] { idle = stream_idle(s, xo); });
+    parts.push_back([&] { add_ledger_rows(s, rows, ledger_rows); });
+  }
   try {
-    return analyse_side(s, opt);
+    parallel_for(parts.size(), [&](size_t i) { parts[i](); });  // rethrows the first failure
   } catch (const Error& e) {
     throw Error(label + ": " + e.what());
   }
+  for (const KernelStat& k : kernels) {
+    KernelSide& o = side->kernels[k.name];
+    o.count += k.count, o.total_ns += k.total_ns;
+  }
+  for (const auto& [n, st] : steps) {  // the slices' ranks are disjoint
+    StepSide& o = side->steps[n];
+    o.cpu_ns = std::max(o.cpu_ns, st.cpu_ns);
+    o.gpu_span_ns = std::max(o.gpu_span_ns, st.gpu_span_ns);
+    o.kernels += st.kernels, o.ranks += st.ranks;
+  }
+  side->unions.insert(side->unions.end(), unions.begin(), unions.end());
+  side->idle.insert(side->idle.end(), idle.begin(), idle.end());
+  for (const auto& [k, v] : launched) {
+    KernelSide& o = side->launched[k];
+    o.count += v.count, o.total_ns += v.total_ns;
+  }
+}
+
+// One pass over a side's slices; `launcher_names`: the names whose launchers to gather.
+Side analyse(const DiffInput& in, const DiffOptions& opt, const std::string& label,
+             const std::set<std::string>& launcher_names) {
+  Side side;
+  Store ledger_rows;
+  ledger_rows.attrs = in.header->attrs;
+  ledger_rows.strings = in.header->strings;
+  ledger_rows.ranks = in.header->ranks;
+  bool any = false;
+  in.each_slice([&](const Store& s) {
+    if (!filter_applies(s, opt.filter)) return;  // another rank, or no such step in this one
+    any = true;
+    add_slice(s, opt, label, launcher_names, &side, &ledger_rows);
+  });
+  if (!any) {  // the whole run's message: "no ProfilerStep#9 in ranks 0-7"
+    try {
+      select_activities(*in.header, opt.filter);
+    } catch (const Error& e) {
+      throw Error(label + ": " + e.what());
+    }
+  }
+  if (opt.cross_rank) {
+    CrossRankOptions xo;  // no filter: the rows were selected when they were gathered
+    xo.causes = false;    // the ledger: who was last and the waits; not why
+    try {
+      side.ledger = straggler_ledger(ledger_rows, xo);
+    } catch (const Error& e) {
+      throw Error(label + ": " + e.what());
+    }
+  }
+  return side;
+}
+
+// The gathering pass again, for names the first one did not ask about.
+void add_launchers(const DiffInput& in, const DiffOptions& opt, const std::string& label,
+                   const std::set<std::string>& names, std::map<LaunchedKey, KernelSide>* out) {
+  if (names.empty()) return;
+  in.each_slice([&](const Store& s) {
+    if (!filter_applies(s, opt.filter)) return;
+    try {
+      for (const auto& [k, v] : by_launcher(s, opt.filter, names)) {
+        KernelSide& o = (*out)[k];
+        o.count += v.count, o.total_ns += v.total_ns;
+      }
+    } catch (const Error& e) {
+      throw Error(label + ": " + e.what());
+    }
+  });
+}
+
+// Strings of `x` that `y` does not have: kernel names that cannot be in both runs, so their
+// launchers are gathered during the first pass (a second pass only for what filters hide).
+std::set<std::string> only_in(const Store& x, const Store& y) {
+  std::unordered_set<std::string_view> in_y(y.strings.all().begin(), y.strings.all().end());
+  std::set<std::string> out;
+  for (const std::string& n : x.strings.all())
+    if (!in_y.count(n)) out.insert(n);
+  return out;
 }
 
 RankSide rank_side(int32_t rank, const Side& s) {
@@ -285,56 +395,46 @@ bool TraceDiff::identical() const {
   return base_straggler == test_straggler && base_collectives == test_collectives;
 }
 
-DiffSidePtr analyse_diff_side(const Store& s, const DiffOptions& opt, const std::string& label) {
-  return DiffSidePtr(new DiffSide(analyse(s, opt, label)));
-}
-
 TraceDiff diff_stores(const Store& base, const Store& test, const DiffOptions& opt) {
-  // The sides are independent: one thread each (the stores are only read).
-  auto tf =
-      std::async(std::launch::async, [&] { return analyse_diff_side(test, opt, opt.test_label); });
-  DiffSidePtr b = analyse_diff_side(base, opt, opt.base_label);
-  DiffSidePtr t = tf.get();
-  return diff_sides(base, *b, test, *t, opt);
+  return diff_inputs({&base, [&](const auto& f) { f(base); }},
+                     {&test, [&](const auto& f) { f(test); }}, opt);
 }
 
-TraceDiff diff_sides(const Store& base, const DiffSide& b, const Store& test, const DiffSide& t,
-                     const DiffOptions& opt) {
+TraceDiff diff_inputs(const DiffInput& base, const DiffInput& test, const DiffOptions& opt) {
+  const std::set<std::string> cand_b = only_in(*base.header, *test.header);
+  const std::set<std::string> cand_t = only_in(*test.header, *base.header);
+  const Side b = analyse(base, opt, opt.base_label, cand_b);
+  const Side t = analyse(test, opt, opt.test_label, cand_t);
   TraceDiff d;
   d.base_label = opt.base_label, d.test_label = opt.test_label;
   d.cross_rank = opt.cross_rank;
-  d.base_emulated = base.attrs.emulated;
-  d.test_emulated = test.attrs.emulated;
-  std::unordered_map<std::string, size_t> in_test;
-  for (size_t i = 0; i < t.kernels.size(); ++i) in_test.emplace(t.kernels[i].name, i);
-  std::vector<uint8_t> test_seen(t.kernels.size(), 0);
-  for (const KernelStat& k : b.kernels) {
+  d.base_emulated = base.header->attrs.emulated;
+  d.test_emulated = test.header->attrs.emulated;
+  for (const auto& [name, k] : b.kernels) {
     d.base_kernels.count += k.count, d.base_kernels.total_ns += k.total_ns;
-    auto it = in_test.find(k.name);
-    if (it == in_test.end()) {
-      d.only_base.push_back({k.name, {k.count, k.total_ns}});
-      continue;
-    }
-    const KernelStat& x = t.kernels[it->second];
-    test_seen[it->second] = 1;
-    d.kernels.push_back({k.name, {k.count, k.total_ns}, {x.count, x.total_ns}});
+    auto it = t.kernels.find(name);
+    if (it == t.kernels.end())
+      d.only_base.push_back({name, k});
+    else
+      d.kernels.push_back({name, k, it->second});
   }
-  for (size_t i = 0; i < t.kernels.size(); ++i) {
-    d.test_kernels.count += t.kernels[i].count, d.test_kernels.total_ns += t.kernels[i].total_ns;
-    if (!test_seen[i])
-      d.only_test.push_back({t.kernels[i].name, {t.kernels[i].count, t.kernels[i].total_ns}});
+  for (const auto& [name, k] : t.kernels) {
+    d.test_kernels.count += k.count, d.test_kernels.total_ns += k.total_ns;
+    if (!b.kernels.count(name)) d.only_test.push_back({name, k});
   }
 
   // Replaced groups: one-sided names under the same launching range on both sides; then, for
   // what no range explains, under the same ATen op (another vendor's or a compiler's kernels for
   // the same operator).
   if (!d.only_base.empty() && !d.only_test.empty()) {
-    std::set<std::string> nb, nt;
-    for (const auto& k : d.only_base) nb.insert(k.name);
-    for (const auto& k : d.only_test) nt.insert(k.name);
-    auto rf = std::async(std::launch::async, [&] { return by_launcher(test, opt.filter, nt); });
-    auto rb = by_launcher(base, opt.filter, nb);
-    auto rt = rf.get();
+    std::map<LaunchedKey, KernelSide> rb = b.launched, rt = t.launched;
+    std::set<std::string> nb, nt;  // one-sided names the first pass did not gather
+    for (const auto& k : d.only_base)
+      if (!cand_b.count(k.name)) nb.insert(k.name);
+    for (const auto& k : d.only_test)
+      if (!cand_t.count(k.name)) nt.insert(k.name);
+    add_launchers(base, opt, opt.base_label, nb, &rb);
+    add_launchers(test, opt, opt.test_label, nt, &rt);
     std::set<LaunchedKey> used_b, used_t;
     form_groups(
         rb, rt, [](const LaunchedKey& k) -> const std::string& { return k.range; }, "range",

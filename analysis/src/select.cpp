@@ -72,6 +72,14 @@ std::string describe_filter(const Store& s, const Filter& f) {
   return out;
 }
 
+bool filter_applies(const Store& s, const Filter& f) {
+  if (f.rank) {
+    const auto ranks = store_ranks(s);
+    if (!std::binary_search(ranks.begin(), ranks.end(), *f.rank)) return false;
+  }
+  return !f.step || s.activities.step.size() != s.activities.size() || step_exists(s, f);
+}
+
 std::vector<uint32_t> select_activities(const Store& s, const Filter& f) {
   const Activities& a = s.activities;
   const size_t n = a.size();

@@ -129,6 +129,37 @@ EOF
 expect_eq "store vs itself: identical, nothing changed" "$self" "True"
 expect_contains "text says no change" "$(kernalyse-merge --diff "$TMP/base.h5" "$TMP/pair/base" -q)" "no change"
 
+# Stores are read a rank at a time (RankSlices: peak memory of a rank, not of both runs), trace
+# directories whole: the same pair both ways gives the same diff, with and without filters.
+kernalyse-merge "$TMP/pair/test" -o "$TMP/test.h5" -q
+for args in "" "--rank 1 --step 2" "--step 1" "--rank 2"; do
+  kernalyse-merge --diff "$TMP/base.h5" "$TMP/test.h5" $args --json -q >"$TMP/sliced.json"
+  kernalyse-merge --diff "$TMP/pair/base" "$TMP/pair/test" $args --json -q >"$TMP/whole.json"
+  expect_eq "stores by rank = traces whole (${args:-no filter})" "$("$PY" - "$TMP/sliced.json" "$TMP/whole.json" <<'EOF'
+import json, sys
+s, w = (json.load(open(f))["diff"] for f in sys.argv[1:])
+for d in (s, w):
+    d.pop("base"), d.pop("test")  # the inputs' names
+print(s == w and len(s["kernels"]) > 10 and len(s["replaced"]) == 1)
+EOF
+)" "True"
+done
+# The diff's ledger (gathered slice by slice, without causes) = the --stragglers ledger of the
+# whole store: who was last, how often, the wait inflicted and suffered, per rank.
+kernalyse-merge "$TMP/base.h5" --stragglers --json -q >"$TMP/ledger.json"
+kernalyse-merge --diff "$TMP/base.h5" "$TMP/test.h5" --json -q >"$TMP/sliced.json"
+expect_eq "diff ledger per rank = --stragglers ledger" "$("$PY" - "$TMP/ledger.json" "$TMP/sliced.json" <<'EOF'
+import json, sys
+led = json.load(open(sys.argv[1]))["stragglers"]
+d = json.load(open(sys.argv[2]))["diff"]
+want = {r["rank"]: (r["times_last"], round(r["inflicted_us"] * 1000), round(r["suffered_us"] * 1000))
+        for r in led["ranks"]}
+got = {r["rank"]: (r["base"]["times_last"], r["base"]["inflicted_ns"], r["base"]["suffered_ns"])
+       for r in d["ranks"]}
+print(want == got and sum(v[0] for v in want.values()) > 10)
+EOF
+)" "True"
+
 # --rank and --step apply to both sides.
 kernalyse-merge --diff "$TMP/pair/base" "$TMP/pair/test" --align off --rank 1 --step 2 --json -q >"$TMP/r1.json"
 expect_eq "--rank/--step diff exits 0" "$?" "0"

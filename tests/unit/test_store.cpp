@@ -717,3 +717,87 @@ TEST(Utc, MillisecondsFloorOnBothSidesOfTheEpoch) {
   EXPECT_EQ(kernalyse::utc_ms(-1'000'000'000), "1969-12-31T23:59:59.000Z");
   EXPECT_EQ(kernalyse::utc_now().size(), 20u);
 }
+
+namespace {
+
+// The rows of `rank` in `whole`, every column, equal `slice`'s (a table with a rank column).
+template <class Tab>
+void expect_rank_rows(const Tab& whole, const Tab& slice, int32_t rank, const char* table) {
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < whole.size(); ++i)
+    if (whole.rank[i] == rank) rows.push_back(i);
+  for_each_column_pair(whole, slice, [&](const auto& def, const auto& w, const auto& x) {
+    ASSERT_EQ(x.size(), rows.size()) << table << "/" << def.name << " rank " << rank;
+    for (size_t k = 0; k < rows.size(); ++k)
+      EXPECT_EQ(x[k], w[rows[k]]) << table << "/" << def.name << " row " << k;
+  });
+}
+
+}  // namespace
+
+// RankSlices (--diff reads a store a rank at a time): each slice holds exactly one rank's rows of
+// every table in table order, its /nccl rows pointing into the slice; in rank order; the header
+// has every /ranks row and no table rows.
+TEST_F(StoreIo, RankSlicesHoldEachRanksRows) {
+  Store s = sample_store();
+  s.ops.rank = {0, 0, 3};  // a few ops too (sorted by rank like every writer's)
+  s.ops.pid = s.ops.tid = {1, 1, 1};
+  s.ops.start_ns = {1, 2, 3}, s.ops.end_ns = {4, 5, 6};
+  s.ops.name_id = {1, 2, 1};
+  s.ops.external_id = s.ops.correlation = {7, 8, 9};
+  s.ops.dims_id = s.ops.types_id = s.ops.concrete_id = {0, 0, 0};
+  const std::string p = path("run.h5");
+  write_store(s, p);
+  const Store whole = read_store(p);
+  RankSlices slices(p, ColumnSelection::all());
+  EXPECT_EQ(slices.header().ranks.size(), 3u);
+  EXPECT_EQ(slices.header().strings.all(), whole.strings.all());
+  EXPECT_EQ(slices.header().activities.size() + slices.header().launches.size(), 0u);
+  std::vector<int32_t> seen;
+  size_t nccl = 0;
+  slices.for_each([&](const Store& x) {
+    ASSERT_EQ(x.ranks.size(), 1u);
+    const int32_t r = x.ranks[0].rank;
+    seen.push_back(r);
+    EXPECT_EQ(x.strings.all(), whole.strings.all());
+    expect_rank_rows(whole.activities, x.activities, r, "activities");
+    expect_rank_rows(whole.launches, x.launches, r, "launches");
+    expect_rank_rows(whole.annotations, x.annotations, r, "annotations");
+    expect_rank_rows(whole.counters, x.counters, r, "counters");
+    expect_rank_rows(whole.ops, x.ops, r, "ops");
+    // /nccl: the whole store's rows of this rank's activities, in order, re-pointed.
+    size_t first = 0;
+    while (first < whole.activities.size() && whole.activities.rank[first] != r) ++first;
+    std::vector<size_t> want;
+    for (size_t i = 0; i < whole.nccl.size(); ++i)
+      if (whole.activities.rank[whole.nccl.activity[i]] == r) want.push_back(i);
+    ASSERT_EQ(x.nccl.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_EQ(x.nccl.activity[k] + first, whole.nccl.activity[want[k]]);
+      EXPECT_EQ(x.nccl.seq[k], whole.nccl.seq[want[k]]);
+      EXPECT_EQ(x.nccl.comm_hash[k], whole.nccl.comm_hash[want[k]]);
+    }
+    nccl += x.nccl.size();
+  });
+  EXPECT_EQ(seen, (std::vector<int32_t>{0, 1, 3}));  // rank 1: a step annotation only
+  EXPECT_EQ(nccl, whole.nccl.size());
+  EXPECT_GT(nccl, 0u);
+  // A slice read on its own is the same as the one for_each handed over.
+  Store one = slices.read(2);
+  expect_rank_rows(whole.activities, one.activities, 3, "activities");
+}
+
+// A store whose rows are not grouped by rank (another writer's) is refused with one line; the
+// caller then reads it whole, which still works.
+TEST_F(StoreIo, RankSlicesRefuseRowsNotGroupedByRank) {
+  Store s = sample_store();
+  ASSERT_GT(s.launches.size(), 2u);
+  for_each_column(s.launches, [](const auto&, auto& col) {
+    std::rotate(col.begin(), col.end() - 1, col.end());  // rank 3's last launch goes first
+  });
+  const std::string p = path("run.h5");
+  write_store(s, p);
+  EXPECT_EQ(error_of([&] { RankSlices x(p, ColumnSelection::all()); }),
+            p + ": /launches is not grouped by rank (row 1)");
+  EXPECT_EQ(read_store(p).launches.size(), s.launches.size());
+}

@@ -1,6 +1,8 @@
 // Reading and writing the HDF5 store (layout in docs/store.md).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "kernalyse/error.h"
@@ -19,6 +21,39 @@ void write_store(const Store& store, const std::string& path, const WriteOptions
 
 // Reads the selected columns. Throws Error on a missing, non-HDF5 or wrong-schema file.
 Store read_store(const std::string& path, const ColumnSelection& sel = ColumnSelection::all());
+
+// A store read a rank at a time, for analyses whose figures are per rank or add up across ranks
+// (--diff): peak memory is a rank's rows, not the whole store's. On this VM the first touch of
+// fresh memory costs ~3 ms per MB once the host has reclaimed it, so the whole store's columns
+// cost seconds that one rank's reused buffers do not (issue 17, docs/benchmarks.md).
+// Every table with a rank column must hold its rows grouped by rank, ascending (what every
+// writer does: store.h's sort orders); the constructor checks the rank columns and throws Error
+// otherwise (a caller then reads the store whole). /nccl is read whole and split by activity.
+// libhdf5 is not thread-safe: one thread at a time in a RankSlices, and none elsewhere meanwhile.
+class RankSlices {
+ public:
+  RankSlices(const std::string& path, const ColumnSelection& sel);
+  ~RankSlices();
+  RankSlices(const RankSlices&) = delete;
+  RankSlices& operator=(const RankSlices&) = delete;
+
+  // Attributes, strings and every /ranks row; no table rows.
+  const Store& header() const;
+  // Slices: one per rank that has rows in some table, ascending.
+  size_t size() const;
+  // Slice k: the header's attributes and strings (same ids), the rank's /ranks row, every
+  // selected table's rows of that rank (nccl.activity indexes the slice's activities).
+  Store read(size_t k);
+  // The same into `into`, reusing its columns' memory.
+  void read(size_t k, Store& into);
+  // read(0), read(1), ... handed to f in turn; the next slice is read on another thread while
+  // f runs (f may use the parallel pool; it must not use HDF5).
+  void for_each(const std::function<void(const Store&)>& f);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // True if the file starts with the HDF5 signature (used to tell stores from traces).
 bool is_hdf5_file(const std::string& path);

@@ -27,6 +27,10 @@ void store_overview(const Store& s, Report* out);
 // Indices of activities passing the filter (all kinds), in store order. Throws Error when
 // --rank names a rank the store lacks or --step a ProfilerStep#N that no selected rank has.
 std::vector<uint32_t> select_activities(const Store& s, const Filter& f);
+// Whether the store has the rank and the ProfilerStep#N the filter names: false exactly where
+// select_activities throws for them. A diff reading a run a rank at a time skips the slices it
+// is false for, and asks select_activities for the whole run's message if it was false for all.
+bool filter_applies(const Store& s, const Filter& f);
 
 // "rank 3, all steps", "ranks 0-7, ProfilerStep#5", ... for headlines and titles.
 std::string describe_filter(const Store& s, const Filter& f);

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -98,20 +98,18 @@ struct TraceDiff {
   bool identical() const;
 };
 
-TraceDiff diff_stores(const Store& base, const Store& test, const DiffOptions& opt);
-
-// The same in two phases, so that one run is analysed while the other is still loading (the
-// HDF5 read is single-threaded; the analysis of a side needs only its own store).
-// analyse_diff_side(store, opt, label): that side's figures; label names it in errors.
-// diff_sides(...): the comparison; the stores must be the ones the sides were analysed from.
-struct DiffSide;
-struct DiffSideDeleter {
-  void operator()(DiffSide* p) const;
+// One side as the diff reads it: `header` holds the attributes, strings and /ranks rows;
+// `each_slice(f)` hands f the side's rows as stores that each hold whole ranks (all of a rank's
+// rows in one of them) with the header's string ids. It may be called twice (a second pass
+// gathers launchers for one-sided names a --rank/--step filter hid from the first).
+struct DiffInput {
+  const Store* header = nullptr;
+  std::function<void(const std::function<void(const Store&)>&)> each_slice;
 };
-using DiffSidePtr = std::unique_ptr<DiffSide, DiffSideDeleter>;
-DiffSidePtr analyse_diff_side(const Store& s, const DiffOptions& opt, const std::string& label);
-TraceDiff diff_sides(const Store& base, const DiffSide& b, const Store& test, const DiffSide& t,
-                     const DiffOptions& opt);
+TraceDiff diff_inputs(const DiffInput& base, const DiffInput& test, const DiffOptions& opt);
+
+// Two stores in memory, each its own header and one slice.
+TraceDiff diff_stores(const Store& base, const Store& test, const DiffOptions& opt);
 
 // Tables for text and CSV (diff_steps, diff_kernels, diff_only_base, diff_only_test,
 // diff_replaced, diff_ranks) and the "diff" JSON object; render with render_text/json/csv.
