@@ -313,10 +313,10 @@ DiffSource load_diff_input(const std::string& input, const Options& o, const Cla
           return k == static_cast<uint8_t>(AnnotationKind::User) ||
                  k == static_cast<uint8_t>(AnnotationKind::Nvtx);
         });
-    // Inferring clocks needs every rank's collectives at once: then the store is read whole. So
-    // is a store whose rows are not grouped by rank (RankSlices refuses it; read_store then
-    // reports whatever else may be wrong with it).
-    if (o.align == "off" || (o.align == "auto" && clocks_aligned(a))) {
+    // Inferring clocks needs every rank's collectives at once: then the store is read whole (a
+    // single rank has no other clock to align to). So is a store whose rows are not grouped by
+    // rank (RankSlices refuses it; read_store then reports whatever else may be wrong with it).
+    if (o.align == "off" || (o.align == "auto" && (clocks_aligned(a) || a.ranks.size() < 2))) {
       try {
         out.slices = std::make_unique<RankSlices>(files[0], sel);
         return out;
