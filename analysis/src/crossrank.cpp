@@ -15,7 +15,8 @@
 namespace kernalyse {
 namespace {
 
-using Iv = std::pair<int64_t, int64_t>;
+using detail::push_merge;
+using Iv = Interval;
 
 Cell pct(int64_t part, int64_t whole) {
   if (whole <= 0) return std::monostate{};  // never NaN: "not applicable" is null
@@ -30,15 +31,6 @@ int64_t length(const std::vector<Iv>& m) {
   int64_t t = 0;
   for (const auto& [s, e] : m) t = sat_add(t, e - s);
   return t;
-}
-
-// Merges intervals sorted by start; touching intervals join (HTA: new group when ts > max end).
-void push_merge(std::vector<Iv>& m, int64_t s, int64_t e) {
-  if (!m.empty() && s <= m.back().second) {
-    m.back().second = std::max(m.back().second, e);
-  } else {
-    m.emplace_back(s, e);
-  }
 }
 
 // Kinds that are GPU work. Native mode leaves out syncs (CPU waits drawn on a stream) and host
@@ -95,17 +87,17 @@ UnionStats union_sorted(const Each& each) {
   // |a ∩ b| with b streamed, two cursors: a's moves past its intervals ending before b's.
   auto meet = [](const std::vector<Iv>& a, size_t& i, int64_t s, int64_t e, int64_t& t) {
     for (; i < a.size(); ++i) {
-      const int64_t x = std::max(a[i].first, s), y = std::min(a[i].second, e);
+      const int64_t x = std::max(a[i].start, s), y = std::min(a[i].end, e);
       if (y > x) t = sat_add(t, y - x);
-      if (a[i].second >= e) break;
+      if (a[i].end >= e) break;
     }
   };
   auto cc_closed = [&](int64_t s, int64_t e) { meet(mem, im, s, e, mem_in_cc); };
   auto comp_closed = [&](int64_t s, int64_t e) {
     meet(comm, jo, s, e, overlap);
     // comp ∪ comm in start order: communication starting before this interval goes first.
-    for (; jc < comm.size() && comm[jc].first < s; ++jc)
-      cc.add(comm[jc].first, comm[jc].second, cc_closed);
+    for (; jc < comm.size() && comm[jc].start < s; ++jc)
+      cc.add(comm[jc].start, comm[jc].end, cc_closed);
     cc.add(s, e, cc_closed);
   };
   each([&](int64_t s, int64_t e, Category c) {
@@ -114,7 +106,7 @@ UnionStats union_sorted(const Each& each) {
   });
   all.close([](int64_t, int64_t) {});
   comp.close(comp_closed);
-  for (; jc < comm.size(); ++jc) cc.add(comm[jc].first, comm[jc].second, cc_closed);
+  for (; jc < comm.size(); ++jc) cc.add(comm[jc].start, comm[jc].end, cc_closed);
   cc.close(cc_closed);
   u.span_ns = hi - lo;
   u.busy_ns = all.len;

@@ -75,13 +75,6 @@ void add_cover(std::vector<int64_t>& bins, int64_t t0, int64_t t1, int64_t bin_n
 }
 
 // Union of intervals given in start order, merged as they come.
-void push_merge(std::vector<Interval>& m, int64_t s, int64_t e) {
-  if (!m.empty() && s <= m.back().end)
-    m.back().end = std::max(m.back().end, e);
-  else
-    m.push_back({s, e});
-}
-
 struct Window {
   int64_t t0 = 0, t1 = 0, bin_ns = 1;
   size_t bins = 0;
@@ -108,10 +101,10 @@ json timeline(const Store& s, const std::vector<uint32_t>& rows, const Window& w
       if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
       int64_t st = a.start_ns[i], en = a.end_ns[i];
       first = std::min(first, st), last = std::max(last, en);
-      push_merge(u_all, st, en);
+      detail::push_merge(u_all, st, en);
       auto c = static_cast<Category>(a.category[i]);
-      if (c == Category::Computation) push_merge(u_comp, st, en);
-      if (c == Category::Communication) push_merge(u_comm, st, en);
+      if (c == Category::Computation) detail::push_merge(u_comp, st, en);
+      if (c == Category::Communication) detail::push_merge(u_comm, st, en);
     }
     if (first > last) continue;  // no GPU work: no lane
     std::vector<int64_t> bc(w.bins), bm(w.bins), ba(w.bins), span(w.bins);

@@ -8,9 +8,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernalyse/analysis.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse::detail {
+
+// Adds [s, e) to a union kept as disjoint intervals, fed in start order; touching intervals join
+// (HTA: a new group when ts > the max end so far).
+inline void push_merge(std::vector<Interval>& m, int64_t s, int64_t e) {
+  if (!m.empty() && s <= m.back().end)
+    m.back().end = std::max(m.back().end, e);
+  else
+    m.push_back({s, e});
+}
 
 // Rows of one rank given in store order (device, stream, start) → start order, by merging the
 // already-sorted per-stream runs (O(n log streams)) instead of sorting.
