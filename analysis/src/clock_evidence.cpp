@@ -89,19 +89,17 @@ ClockEvidence clock_evidence(const Store& s, std::shared_ptr<const CollectiveMat
   auto shared = std::make_shared<CollectiveMatch>(match_collectives(s, rows));
   const CollectiveMatch& cm = *shared;
   if (match) *match = shared;
-  std::vector<int32_t> nccl_of;
-  if (s.nccl.size()) {
-    nccl_of.assign(a.size(), -1);
-    for (size_t i = 0; i < s.nccl.size(); ++i)
-      if (s.nccl.activity[i] < a.size()) nccl_of[s.nccl.activity[i]] = static_cast<int32_t>(i);
-  }
-
   std::map<uint32_t, std::string> algo_of_name;  // per distinct name id: the regex runs once
+  std::map<std::string, std::string, std::less<>> op_key;  // per distinct op
+  ev.instances.reserve(cm.matched.size());
   for (const Collective& in : cm.matched) {
     ClockInstance ci;
-    ci.op = collective_op_key(in.op);
+    auto k = op_key.find(in.op);
+    if (k == op_key.end()) k = op_key.emplace(in.op, collective_op_key(in.op)).first;
+    ci.op = k->second;
+    ci.arrivals.reserve(in.arrivals.size());
     for (const auto& x : in.arrivals) {
-      int32_t n = nccl_of.empty() ? -1 : nccl_of[x.row];
+      const int32_t n = x.nccl;
       ClockArrival ca;
       ca.rank = x.rank;
       ca.start_ns = a.start_ns[x.row];

@@ -20,7 +20,8 @@ constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
 // Hosts under NTP are 0.1 to 10 ms apart: a stated ± wider than this adds nothing to "not aligned".
 constexpr double kLooseNs = 10e6;
 
-double median_of(std::vector<double> v) {
+// The median; reorders v (callers pass their scratch vectors: no copy per call).
+double median_of(std::vector<double>& v) {
   if (v.empty()) return 0;
   size_t m = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
@@ -295,9 +296,10 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   std::vector<Sample> samples;
   std::vector<double> t_of(ev.instances.size(), 0);
   std::vector<double> intra;  // spread of ends within one host (same clock) in ring-like instances
+  std::vector<double> ms;
   for (size_t c = 0; c < ev.instances.size(); ++c) {
     if (cls[c] != use) continue;
-    std::vector<double> ms;
+    ms.clear();
     for (const PerHost& p : inst_hosts[c]) {
       const int h = p.host;
       double m;
@@ -444,8 +446,9 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   std::vector<double> sigma(static_cast<size_t>(H), 0), se_beta(static_cast<size_t>(H), 0);
   auto residuals = [&] {
     std::vector<std::vector<std::pair<double, double>>> res(static_cast<size_t>(H));
+    std::vector<double> v;
     for (size_t c : inst_order) {
-      std::vector<double> v;
+      v.clear();
       for (auto& [h, m] : per_inst[c]) v.push_back(m + corr(h, t_of[c]));
       double T = median_of(v);
       for (auto& [h, m] : per_inst[c])

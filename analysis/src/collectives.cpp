@@ -63,6 +63,7 @@ void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, Coll
   struct Side {
     uint32_t row;
     bool send;
+    int32_t nccl;
   };
   std::map<std::pair<uint32_t, int64_t>, std::vector<Side>> sides;
   std::map<std::tuple<int32_t, uint32_t, bool>, int64_t> occurrence;
@@ -75,14 +76,15 @@ void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, Coll
     open[row] = 0;
     const int64_t k =
         nc.seq[i] >= 0 ? nc.seq[i] : occurrence[{a.rank[row], nc.pg_name_id[i], send}]++;
-    sides[{nc.pg_name_id[i], k}].push_back({static_cast<uint32_t>(row), send});
+    sides[{nc.pg_name_id[i], k}].push_back(
+        {static_cast<uint32_t>(row), send, static_cast<int32_t>(i)});
   }
   for (const auto& [key, v] : sides) {
     if (v.size() != 2 || v[0].send == v[1].send || a.rank[v[0].row] == a.rank[v[1].row]) continue;
     Collective c;
     c.id = static_cast<int64_t>(m->matched.size() + m->p2p.size());
     c.op = "send/recv";
-    for (const Side& x : v) c.arrivals.push_back({a.rank[x.row], x.row});
+    for (const Side& x : v) c.arrivals.push_back({a.rank[x.row], x.row, x.nccl});
     m->p2p.push_back(std::move(c));
   }
 }
@@ -229,7 +231,7 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
         }
         if (std::none_of(in.arrivals.begin(), in.arrivals.end(),
                          [&](const CollectiveArrival& x) { return x.rank == r; }))
-          in.arrivals.push_back({r, i});
+          in.arrivals.push_back({r, i, n});
         if (n >= 0) in.msg_bytes = std::max(in.msg_bytes, nc.msg_bytes[n]);
       }
     }

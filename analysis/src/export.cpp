@@ -395,9 +395,9 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   for (const auto& m : matched) {
     int64_t smax = INT64_MIN;
     int32_t last = -1;
-    for (auto& [r, i] : m.arrivals)
+    for (auto& [r, i, nccl_row] : m.arrivals)
       if (a.start_ns[i] > smax) smax = a.start_ns[i], last = r;
-    for (auto& [r, i] : m.arrivals) {
+    for (auto& [r, i, nccl_row] : m.arrivals) {
       int64_t w = std::clamp(smax - a.start_ns[i], int64_t{0}, a.end_ns[i] - a.start_ns[i]);
       if (w > 0 && sel.activity(i)) {
         waits.push_back({r, a.start_ns[i], a.start_ns[i] + w, m.id, last});
@@ -618,11 +618,11 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   for (const auto& m : matched) {
     uint32_t li = m.arrivals[0].row;
     int32_t lr = m.arrivals[0].rank;
-    for (auto& [r, i] : m.arrivals)
+    for (auto& [r, i, nccl_row] : m.arrivals)
       if (a.start_ns[i] > a.start_ns[li]) li = i, lr = r;
     if (!sel.activity(li)) continue;
     const std::string& name = m.op;
-    for (auto& [r, i] : m.arrivals) {
+    for (auto& [r, i, nccl_row] : m.arrivals) {
       if (i == li || !sel.activity(i)) continue;
       ++flow_id;
       begin("s", lr, tid_of[{lr, 10, a.device[li], a.stream[li]}]);

@@ -14,7 +14,8 @@ namespace kernalyse {
 
 struct CollectiveArrival {
   int32_t rank;
-  uint32_t row;  // activity row of the rank's communication kernel
+  uint32_t row;       // activity row of the rank's communication kernel
+  int32_t nccl = -1;  // its /nccl row, -1 if it has none
 };
 
 struct Collective {
