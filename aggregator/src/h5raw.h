@@ -5,8 +5,11 @@
 // so a corrupt store overflowed or hung inside the library. Here the raw 16-byte heap IDs are
 // taken from the dataset's chunks (or, for an attribute, from the object header's attribute
 // message) and the global heap collections ("GCOL", HDF5 file format spec "Global Heap") are
-// read with pread and validated before a byte of them is used. Every failure is a Failure; memory
-// and time are bounded by the file's size. Not installed; include only from aggregator/src.
+// read with pread and validated before a byte of them is used. The same reader screens the rest
+// of the metadata libhdf5 decodes on the store reader's path (superblock, object headers and
+// their messages, local heaps) before libhdf5 sees it, since 1.10 trusts the sizes inside them
+// too. Every failure is a Failure; memory and time are bounded by the file's size. Not
+// installed; include only from aggregator/src.
 #pragma once
 
 #include <hdf5.h>
@@ -22,8 +25,10 @@ namespace kernalyse::detail {
 
 class RawStrings {
  public:
-  // `path` is opened a second time, read-only, beside libhdf5's handle `file`.
-  RawStrings(const std::string& path, hid_t file);
+  // Opens `path` read-only and checks what H5Fopen decodes before libhdf5 opens it: the
+  // superblock (version 0 to 3), the driver information block or the superblock extension it
+  // points to, and the root group's object header (check_header). Run before H5Fopen.
+  explicit RawStrings(const std::string& path);
   ~RawStrings();
   RawStrings(const RawStrings&) = delete;
   RawStrings& operator=(const RawStrings&) = delete;
@@ -34,15 +39,9 @@ class RawStrings {
   // header (compact attribute storage; dense storage is refused).
   std::string attribute(hid_t loc, const char* name, const std::string& what);
 
-  // Checks every attribute message in the object header of `obj` as far as libhdf5's decoder
-  // trusts it; run before the first H5A call on `obj` (H5Aexists decodes them all).
-  void check_attributes(hid_t obj, const std::string& what);
-  // Checks the addresses a group's object header holds (link info, symbol table, hard links);
-  // run before the first H5L or H5G call that looks into `g`.
-  void check_group(hid_t g, const std::string& what);
-  // The same for the dataset `name` in `group`, through its link, before H5Dopen2: the storage
-  // address and the chunk dimensions of its layout message.
-  void check_dataset(hid_t group, const char* name, const std::string& what);
+  // Checks the object header that the hard link `name` in `loc` points to, through the link,
+  // before libhdf5 loads it (H5Gopen2, H5Dopen2 and the H5L calls into a group): check_header.
+  void check_link(hid_t loc, const char* name, const std::string& what);
 
   uint64_t file_size() const { return size_; }
 
@@ -69,6 +68,18 @@ class RawStrings {
     const uint8_t* data = nullptr;  // points elements
   };
 
+  void check_superblock();
+  // Every message of the object header at `addr` that libhdf5 1.10 decodes on the reader's path,
+  // checked against the message's size (h5raw.cpp); each header once.
+  void check_header(uint64_t addr, const std::string& what);
+  void check_message(const Message& m, const std::string& what);
+  void check_layout(const Message& m, const std::string& what) const;
+  void check_link_message(const Message& m, const std::string& bad) const;
+  void check_pipeline(const Message& m, const std::string& bad) const;
+  void check_local_heap(uint64_t addr, const std::string& bad);
+  uint64_t check_datatype(const uint8_t*& p, const uint8_t* end, unsigned depth,
+                          const std::string& bad) const;
+  uint64_t dataspace_points(const uint8_t* s, uint64_t size, const std::string& bad) const;
   Attribute parse_attribute(const Message& m, const std::string& what) const;
   void check_address(const uint8_t* p, bool may_be_undefined, const std::string& what) const;
   std::vector<uint8_t> bytes(uint64_t addr, uint64_t len, const std::string& what);
@@ -86,7 +97,7 @@ class RawStrings {
   uint64_t size_ = 0;
   size_t sizeof_addr_ = 8, sizeof_size_ = 8;
   std::map<uint64_t, Collection> heap_;  // by address; never overlapping
-  std::set<uint64_t> datasets_checked_;  // object header addresses check_dataset passed
+  std::set<uint64_t> headers_checked_;   // object header addresses check_header passed
 };
 
 }  // namespace kernalyse::detail

@@ -80,20 +80,20 @@ void write_file(const Store& s, const std::string& tmp, Progress& progress) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-// The group's header is checked before libhdf5 follows its addresses (h5raw.h).
+// The group's header is checked before libhdf5 loads it (h5raw.h).
 Handle open_group(RawStrings& raw, hid_t loc, const char* name) {
   if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
     throw Failure(std::string("not a complete kernalyse store (no /") + name + ")");
-  Handle g(h5(H5Gopen2(loc, name, H5P_DEFAULT), std::string("cannot open /") + name), H5Gclose);
-  raw.check_group(g, std::string("/") + name);
-  return g;
+  raw.check_link(loc, name, std::string("/") + name);
+  return Handle(h5(H5Gopen2(loc, name, H5P_DEFAULT), std::string("cannot open /") + name),
+                H5Gclose);
 }
 
 // Opens a 1-D dataset and returns its length.
 Handle open_column(RawStrings& raw, hid_t group, const std::string& what, const char* name,
                    H5T_class_t cls, size_t* rows) {
   if (H5Lexists(group, name, H5P_DEFAULT) <= 0) throw Failure("missing dataset " + what);
-  raw.check_dataset(group, name, what);  // before libhdf5 decodes its layout (h5raw.h)
+  raw.check_link(group, name, what);  // before libhdf5 decodes its header (h5raw.h)
   Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
   Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
   if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
@@ -140,7 +140,7 @@ void require_same_lengths(RawStrings& raw, hid_t group, const std::string& table
   for (const char* name : names) {
     if (H5Lexists(group, name, H5P_DEFAULT) <= 0) continue;  // missing: reported by the read
     const std::string what = "/" + table + "/" + name;
-    raw.check_dataset(group, name, what);
+    raw.check_link(group, name, what);
     Handle ds(h5(H5Dopen2(group, name, H5P_DEFAULT), "cannot open " + what), H5Dclose);
     Handle space(h5(H5Dget_space(ds), "cannot read " + what), H5Sclose);
     if (H5Sget_simple_extent_ndims(space) != 1) throw Failure(what + " is not a 1-D dataset");
@@ -424,10 +424,9 @@ void require_nccl_rows(const NcclInfo& nccl, size_t activities) {
                     std::to_string(activities) + " activities");
 }
 
-// The file-level part of a store: attributes, /strings and /ranks.
+// The file-level part of a store: attributes, /strings and /ranks. RawStrings' constructor
+// checked the root group's header (and its attribute messages, which H5Aexists decodes).
 void read_header(RawStrings& raw, hid_t file, Store& s) {
-  raw.check_attributes(file, "root group");
-  raw.check_group(file, "root group");
   if (H5Aexists(file, "schema_version") <= 0)
     throw Failure("not a kernalyse store (no schema_version)");
   int32_t version = read_attr_int(file, "schema_version");
@@ -452,10 +451,12 @@ void read_header(RawStrings& raw, hid_t file, Store& s) {
 }
 
 Store read_file(const std::string& path, const ColumnSelection& sel) {
+  // The superblock and the root group's header are checked before H5Fopen decodes them
+  // (h5raw.h), and with them the root's attribute messages, which H5Aexists decodes.
+  RawStrings raw(path);
   Handle fapl = file_access();
   Handle file(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
   Store s;
-  RawStrings raw(path, file);
   read_header(raw, file, s);
   const size_t nstr = s.strings.size();
   if (sel.activities)
@@ -624,9 +625,9 @@ struct RankSlices::Impl {
   std::vector<std::vector<uint32_t>> nccl_rows;  // per slice, in table order
 
   void open(const ColumnSelection& sel) {
+    raw.emplace(path);  // before H5Fopen, as in read_file
     Handle fapl = file_access();
     file.emplace(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
-    raw.emplace(path, *file);
     read_header(*raw, *file, header);
     const size_t nstr = header.strings.size();
     if (sel.activities)

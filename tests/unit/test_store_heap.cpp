@@ -265,6 +265,122 @@ TEST_F(StoreHeap, ZeroChunkDimension) {
   EXPECT_NE(err.find(": chunk dimension 0 is 0"), std::string::npos) << err;
 }
 
+// The address of the object header of `name` in the store `file`.
+uint64_t header_address(const std::string& file, const char* name) {
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  H5O_info_t info{};
+  const herr_t rc = H5Oget_info_by_name2(f, name, &info, H5O_INFO_BASIC, H5P_DEFAULT);
+  H5Fclose(f);
+  return rc < 0 ? 0 : info.addr;
+}
+
+TEST_F(StoreHeap, AttributeDatatypesCheckedBeforeLibhdf5DecodesThem) {
+  // libhdf5 1.10 decoded a datatype's member names with strdup() wherever they ended and an
+  // array's rank into a fixed array of 32: an enum attribute on the root group whose member
+  // count said 257 read past the object header's buffer inside H5Aexists (found by the fuzzer).
+  // A valid enum (h5py's bool) and array attribute are read past; patched, each is one error.
+  const std::string p = path("run.h5");
+  {
+    hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    hid_t e = H5Tenum_create(H5T_STD_I8LE);
+    const int8_t no = 0, yes = 1;
+    H5Tenum_insert(e, "FALSE", &no), H5Tenum_insert(e, "TRUE", &yes);
+    const hsize_t three[1] = {3};
+    hid_t arr = H5Tarray_create2(H5T_STD_I32LE, 1, three);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    for (auto [name, type] : {std::pair{"flag", e}, std::pair{"triple", arr}}) {
+      hid_t a = H5Acreate2(f, name, type, sp, H5P_DEFAULT, H5P_DEFAULT);
+      const int32_t v[3] = {1, 2, 3};
+      EXPECT_GE(H5Awrite(a, type, v), 0);
+      H5Aclose(a);
+    }
+    H5Sclose(sp), H5Tclose(arr), H5Tclose(e);
+    ASSERT_GE(H5Fclose(f), 0);
+  }
+  EXPECT_EQ(read_store(p).attrs.produced_by, "test");
+  bytes_ = slurp(p);
+  // The enum's datatype: version 1, class 8, 2 members (24 bits), size 1, then its base type.
+  const size_t e = bytes_.find(put(0x18, 1) + put(2, 3) + put(1, 4) + put(0x10, 1));
+  ASSERT_NE(e, std::string::npos);
+  std::string err = patched_error(e + 1, 257, 2);
+  EXPECT_EQ(err.rfind("corrupt root group: attribute message datatype ", 0), 0u) << err;
+  // The array's: version 2, class 10, size 12, rank 1, 3 reserved bytes, dimension 3.
+  const size_t a = bytes_.find(put(0x2a, 4) + put(12, 4) + put(1, 4) + put(3, 4));
+  ASSERT_NE(a, std::string::npos);
+  EXPECT_EQ(patched_error(a + 8, 200, 1),
+            "corrupt root group: attribute message datatype has an array of rank 200");
+}
+
+TEST_F(StoreHeap, RootHeaderCheckedBeforeOpen) {
+  // H5Fopen loads the root group's object header and its continuation blocks, allocating each
+  // block's length as the continuation message gives it, whatever the message's size (4 GB for a
+  // corrupt one, found by the fuzzer). The superblock (version 0: the root entry's header address
+  // at 64) and that header are read before libhdf5 opens the file.
+  ASSERT_EQ(bytes_[8], 0);  // superblock version 0, 8-byte addresses and lengths
+  const size_t root = le(64, 8);
+  ASSERT_EQ(bytes_[root], 1);  // object header version 1; its first message a continuation
+  ASSERT_EQ(le(root + 16, 2), 0x10u);
+  ASSERT_EQ(le(root + 18, 2), 16u);
+  EXPECT_EQ(patched_error(root + 32, 4295491589u, 8), "corrupt root group: the object header at " +
+                                                          std::to_string(root) +
+                                                          " is larger than the file");
+  EXPECT_EQ(patched_error(root + 24, bytes_.size() - 8, 8),
+            "corrupt root group: " + std::to_string(le(root + 32, 8)) + " bytes at offset " +
+                std::to_string(bytes_.size() - 8) + " are past the end of the file (" +
+                std::to_string(bytes_.size()) + " bytes)");
+  EXPECT_EQ(patched_error(root + 18, 0, 2),
+            "corrupt root group: bad continuation message in the object header at " +
+                std::to_string(root));
+  EXPECT_EQ(patched_error(64, bytes_.size() + 8, 8), "corrupt superblock: root group address " +
+                                                         std::to_string(bytes_.size() + 8) +
+                                                         " is outside the file");
+}
+
+TEST_F(StoreHeap, LocalHeapCheckedBeforeLibhdf5LoadsIt) {
+  // A symbol table group's link names live in a local heap ("HEAP", version, 3 reserved bytes,
+  // data size, free list offset, data address). libhdf5 allocated the data size before reading
+  // (2^56 bytes, found by the fuzzer) and walked the free list without looking for a cycle.
+  const size_t heap = bytes_.find("HEAP");
+  ASSERT_NE(heap, std::string::npos);
+  const uint64_t data = le(heap + 24, 8), first = le(heap + 16, 8);
+  ASSERT_NE(first, 1u);  // a free block: its next offset, then its size
+  std::string err = patched_error(heap + 8, uint64_t{1} << 56, 8);
+  EXPECT_NE(err.find(": the local heap at " + std::to_string(heap) +
+                     " claims 72057594037927936 bytes at offset " + std::to_string(data) +
+                     ", past the end of the file"),
+            std::string::npos)
+      << err;
+  err = patched_error(data + first, first, 8);  // the block's next is itself
+  EXPECT_NE(err.find(": the local heap at " + std::to_string(heap) + " has a bad free list"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(StoreHeap, DatasetMessagesCheckedBeforeOpen) {
+  // H5Dopen2 decodes the dataset's datatype, dataspace, fill value and layout messages; libhdf5
+  // 1.10 copied a fill value at its stated size and an array datatype's rank into a fixed array.
+  // Version 1 header: 16-byte prefix (chunk size at 8), then 8-byte message headers.
+  const size_t at = header_address(path("run.h5"), "activities/start_ns");
+  ASSERT_GT(at, 0u);
+  ASSERT_EQ(bytes_[at], 1);
+  size_t fill = 0, type = 0;
+  for (size_t p = at + 16; p + 8 <= at + 16 + le(at + 8, 4); p += 8 + le(p + 2, 2)) {
+    if (le(p, 2) == 5) fill = p + 8;
+    if (le(p, 2) == 3) type = p + 8;
+  }
+  ASSERT_NE(fill, 0u);
+  ASSERT_NE(type, 0u);
+  ASSERT_EQ(bytes_[fill], 2);  // fill value message version 2, a value defined: size at 4
+  ASSERT_EQ(bytes_[fill + 3], 1);
+  EXPECT_EQ(patched_error(fill + 4, 100000, 4),
+            "corrupt /activities/start_ns: bad fill value message");
+  ASSERT_EQ(le(type, 1), 0x10u);  // version 1 integer; made an array (class 10) of rank 200
+  bytes_[type + 8] = static_cast<char>(200);  // the rank, where the integer's offset was
+  EXPECT_EQ(patched_error(type, 0x2a, 1),
+            "corrupt /activities/start_ns: datatype has an array of rank 200");
+}
+
 // Schema 1 and 2 stores (and h5py's `f.attrs[k] = "text"`) hold variable-length attributes.
 void set_vlen_attr(const std::string& file, const char* name, const std::string& value) {
   hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
