@@ -1,8 +1,9 @@
 // libFuzzer target: the HDF5 store reader, through read_store on a file (what kernalyse-merge
-// does with a store argument), every column selected. HDF5 itself is not instrumented for
-// coverage, so the fuzzer steers by what our reader does with what HDF5 returns; ASan still sees
-// HDF5's heap use. kernalyse::Error ("wrong schema", "cannot open", ...) is the expected answer
-// to a corrupt store; anything else is a finding.
+// does with a store argument), every column selected, and through RankSlices (--diff reads a
+// store a rank at a time: the rank runs, /nccl split by activity, hyperslab reads). HDF5 itself is
+// not instrumented for coverage, so the fuzzer steers by what our reader does with what HDF5
+// returns; ASan still sees HDF5's heap use. kernalyse::Error ("wrong schema", "cannot open", ...)
+// is the expected answer to a corrupt store; anything else is a finding.
 #include <cstddef>
 #include <cstdint>
 
@@ -14,6 +15,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     if (!kernalyse::is_hdf5_file(path)) return 0;  // kernalyse-merge would import it as a trace
     kernalyse::Store s = kernalyse::read_store(path, kernalyse::ColumnSelection::all());
+  } catch (const kernalyse::Error&) {
+  }
+  try {
+    kernalyse::RankSlices slices(path, kernalyse::ColumnSelection::all());
+    size_t rows = 0;
+    slices.for_each([&](const kernalyse::Store& s) { rows += s.activities.size(); });
   } catch (const kernalyse::Error&) {
   }
   return 0;
