@@ -277,11 +277,42 @@ int run_spool(const Options& o, const std::string& command_line) {
 
 // --align: infers per-host clocks from the collectives (docs/clocks.md) when asked, or (auto) when
 // the ranks' clocks are not aligned; applies it to every time column. Returns whether it ran.
+bool infers_clocks(const Store& st, const Options& o) {
+  return !(o.align == "off" || (o.align == "auto" && clocks_aligned(st)));
+}
+
 bool align_clocks(Store& st, const Options& o, ClockInference* inf,
                   std::shared_ptr<const CollectiveMatch>* match) {
-  if (o.align == "off" || (o.align == "auto" && clocks_aligned(st))) return false;
+  if (!infers_clocks(st, o)) return false;
   *inf = infer_clocks(clock_evidence(st, match));
   apply_clock_inference(st, *inf);
+  if (!o.quiet) std::cerr << describe(*inf) << "\n";
+  return true;
+}
+
+// A store read for analyses whose clocks --align may infer. The inference reads the activities,
+// /nccl, the annotations and the ranks only: it runs on a second thread while this one reads the
+// launches, ops and counters (libhdf5 stays on one thread), which hides most of its cost
+// (docs/clocks.md). Returns whether it ran.
+bool read_and_align(const std::string& file, const ColumnSelection& sel, const Options& o,
+                    Store* st, ClockInference* inf, std::shared_ptr<const CollectiveMatch>* match) {
+  ColumnSelection first = sel, rest = sel;
+  first.launches = first.ops = first.counters = false;
+  rest.activities = rest.annotations = rest.nccl = false;
+  *st = read_store(file, first);
+  const bool infer = infers_clocks(*st, o);
+  std::future<ClockInference> inferring;
+  if (infer)
+    inferring =
+        std::async(std::launch::async, [&] { return infer_clocks(clock_evidence(*st, match)); });
+  Store more;  // its own store: the inference reads *st meanwhile
+  if (rest.launches || rest.ops || rest.counters) more = read_store(file, rest);
+  if (infer) *inf = inferring.get();
+  st->launches = std::move(more.launches);
+  st->ops = std::move(more.ops);
+  st->counters = std::move(more.counters);
+  if (!infer) return false;
+  apply_clock_inference(*st, *inf);
   if (!o.quiet) std::cerr << describe(*inf) << "\n";
   return true;
 }
@@ -711,8 +742,11 @@ int run(const Options& o, const std::string& command_line) {
     // a store for the cross-rank views (ledger, exports) or when asked.
     bool may_align = o.align == "inferred" ||
                      (o.align == "auto" && (o.stragglers || o.critical_path || exporting));
-    store = read_store(files[0], store_columns(o, files[0], exporting, may_align));
-    if (may_align) inferred = align_clocks(store, o, &inference, &match);
+    const ColumnSelection sel = store_columns(o, files[0], exporting, may_align);
+    if (may_align)
+      inferred = read_and_align(files[0], sel, o, &store, &inference, &match);
+    else
+      store = read_store(files[0], sel);
   } else {
     store = import_traces(files, o, cls, command_line, &inference, &match, &inferred);
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernalyse/clock_infer.h"
+#include "kernalyse/parallel.h"
 
 namespace kernalyse {
 namespace {
@@ -89,40 +90,46 @@ ClockEvidence clock_evidence(const Store& s, std::shared_ptr<const CollectiveMat
   auto shared = std::make_shared<CollectiveMatch>(match_collectives(s, rows));
   const CollectiveMatch& cm = *shared;
   if (match) *match = shared;
-  std::map<uint32_t, std::string> algo_of_name;  // per distinct name id: the regex runs once
-  std::map<std::string, std::string, std::less<>> op_key;  // per distinct op
-  ev.instances.reserve(cm.matched.size());
-  for (const Collective& in : cm.matched) {
-    ClockInstance ci;
-    auto k = op_key.find(in.op);
-    if (k == op_key.end()) k = op_key.emplace(in.op, collective_op_key(in.op)).first;
-    ci.op = k->second;
-    ci.arrivals.reserve(in.arrivals.size());
-    for (const auto& x : in.arrivals) {
-      const int32_t n = x.nccl;
-      ClockArrival ca;
-      ca.rank = x.rank;
-      ca.start_ns = a.start_ns[x.row];
-      ca.end_ns = a.end_ns[x.row];
-      if (n >= 0 && static_cast<size_t>(n) < s.nccl.peer.size()) ca.peer = s.nccl.peer[n];
-      if (ci.algo.empty()) {
-        if (n >= 0 && static_cast<size_t>(n) < s.nccl.algo_id.size() && s.nccl.algo_id[n] != 0) {
-          ci.algo = s.strings.at(s.nccl.algo_id[n]);
-        } else {
-          auto it = algo_of_name.find(a.name_id[x.row]);
-          if (it == algo_of_name.end())
-            it = algo_of_name
-                     .emplace(a.name_id[x.row], algo_from_kernel(s.strings.at(a.name_id[x.row])))
-                     .first;
-          ci.algo = it->second;
+  // Per instance its arrivals' times: reads scattered over the time columns (cache misses, most
+  // of this), so instances are built on the pool, each range with its own cache of the names'
+  // algorithm (the regex runs once per distinct name id and range). Op keys: once per distinct op.
+  std::map<std::string, std::string, std::less<>> op_key;
+  for (const Collective& in : cm.matched)
+    if (!op_key.count(in.op)) op_key.emplace(in.op, collective_op_key(in.op));
+  ev.instances.resize(cm.matched.size());
+  const size_t n_inst = cm.matched.size(), chunk = 2048;
+  parallel_for((n_inst + chunk - 1) / chunk, [&](size_t k) {
+    std::map<uint32_t, std::string> algo_of_name;
+    for (size_t c = k * chunk; c < std::min(n_inst, (k + 1) * chunk); ++c) {
+      const Collective& in = cm.matched[c];
+      ClockInstance& ci = ev.instances[c];
+      ci.op = op_key.find(in.op)->second;
+      ci.arrivals.reserve(in.arrivals.size());
+      for (const auto& x : in.arrivals) {
+        const int32_t n = x.nccl;
+        ClockArrival ca;
+        ca.rank = x.rank;
+        ca.start_ns = a.start_ns[x.row];
+        ca.end_ns = a.end_ns[x.row];
+        if (n >= 0 && static_cast<size_t>(n) < s.nccl.peer.size()) ca.peer = s.nccl.peer[n];
+        if (ci.algo.empty()) {
+          if (n >= 0 && static_cast<size_t>(n) < s.nccl.algo_id.size() && s.nccl.algo_id[n] != 0) {
+            ci.algo = s.strings.at(s.nccl.algo_id[n]);
+          } else {
+            auto it = algo_of_name.find(a.name_id[x.row]);
+            if (it == algo_of_name.end())
+              it = algo_of_name
+                       .emplace(a.name_id[x.row], algo_from_kernel(s.strings.at(a.name_id[x.row])))
+                       .first;
+            ci.algo = it->second;
+          }
         }
+        ci.arrivals.push_back(ca);
+        if (ci.op == "sendrecv")
+          ci.group += (ci.group.empty() ? "stream " : "/") + std::to_string(a.stream[x.row]);
       }
-      ci.arrivals.push_back(ca);
-      if (ci.op == "sendrecv")
-        ci.group += (ci.group.empty() ? "stream " : "/") + std::to_string(a.stream[x.row]);
     }
-    ev.instances.push_back(std::move(ci));
-  }
+  });
   add_messages(s, &ev);
   return ev;
 }

@@ -297,8 +297,15 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
   std::vector<double> t_of(ev.instances.size(), 0);
   std::vector<double> intra;  // spread of ends within one host (same clock) in ring-like instances
   std::vector<double> ms;
-  for (size_t c = 0; c < ev.instances.size(); ++c) {
-    if (cls[c] != use) continue;
+  const size_t eligible = static_cast<size_t>(std::count(cls.begin(), cls.end(), use));
+  const size_t stride =
+      std::max<size_t>(1, (eligible + opt.max_fit_instances - 1) / opt.max_fit_instances);
+  if (stride > 1)
+    out.notes.push_back("completion fitted on every " + std::to_string(stride) + "th of " +
+                        std::to_string(eligible) +
+                        " instances (in time order); the bounds use all of them");
+  for (size_t c = 0, seen = 0; c < ev.instances.size(); ++c) {
+    if (cls[c] != use || seen++ % stride != 0) continue;
     ms.clear();
     for (const PerHost& p : inst_hosts[c]) {
       const int h = p.host;

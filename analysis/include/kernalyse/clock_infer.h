@@ -54,6 +54,10 @@ struct ClockEvidence {
 
 struct InferOptions {
   double min_drift_span_s = 0.5;  // shorter runs: offsets only, no drift
+  // The completion fits use at most this many instances, every k-th in first-arrival order (the
+  // happened-before bounds and the checks use all of them): beyond a few thousand, more samples
+  // move the medians by far less than their noise, at O(instances · hosts²) cost.
+  size_t max_fit_instances = 4096;
 };
 
 // ---- the output: per host, the correction t' = t + offset_ns + drift·(t − t_ref_ns) -----------
