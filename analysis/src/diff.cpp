@@ -7,16 +7,14 @@
 
 #include <algorithm>
 #include <functional>
-#include <future>
 #include <map>
 #include <set>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
 #include <unordered_set>
 
+#include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
-#include "kernalyse/store_io.h"
 #include "timeline.h"
 
 namespace kernalyse {

@@ -82,6 +82,17 @@ class StoreHeap : public ::testing::Test {
     for (size_t i = 0; i < n && i < 8; ++i) s[i] = static_cast<char>(v >> (8 * i));  // rest 0
     return s;
   }
+  // Where the layout message (version 3, chunked, 2 dimensions: rows and the element) of a
+  // 2-row int64 column starts: its chunk B-tree address at +3, the chunk shape (2 rows, 8 bytes)
+  // at +11. npos if absent.
+  size_t layout_message_at() const {
+    const std::string head = put(3, 1) + put(2, 1) + put(2, 1);
+    const std::string shape = put(2, 4) + put(8, 4);
+    size_t at = 0;
+    for (at = bytes_.find(head); at != std::string::npos; at = bytes_.find(head, at + 1))
+      if (bytes_.compare(at + 11, 8, shape) == 0) break;
+    return at;
+  }
   // The store with `n` bytes at `at` replaced by `v` (little-endian); its read error.
   std::string patched_error(size_t at, uint64_t v, size_t n) {
     std::string b = bytes_;
@@ -236,13 +247,8 @@ TEST_F(StoreHeap, GroupAddressOutsideTheFile) {
 }
 
 TEST_F(StoreHeap, DatasetStorageAddressOutsideTheFile) {
-  // A layout message (version 3, chunked, 2 dimensions: rows and the element) of a 2-row int64
-  // column: its chunk B-tree address, then the chunk shape (2 rows, 8 bytes).
-  const std::string head = put(3, 1) + put(2, 1) + put(2, 1);
-  const std::string shape = put(2, 4) + put(8, 4);
-  size_t at = 0;
-  for (at = bytes_.find(head); at != std::string::npos; at = bytes_.find(head, at + 1))
-    if (bytes_.compare(at + 11, 8, shape) == 0) break;
+  // A 2-row int64 column's layout message: its chunk B-tree address.
+  const size_t at = layout_message_at();
   ASSERT_NE(at, std::string::npos);
   const std::string err = patched_error(at + 3, 0xffff000000000001u, 8);
   EXPECT_EQ(err.rfind("corrupt /", 0), 0u) << err;
@@ -254,11 +260,7 @@ TEST_F(StoreHeap, DatasetStorageAddressOutsideTheFile) {
 TEST_F(StoreHeap, ZeroChunkDimension) {
   // The same layout message with its first chunk dimension 0: H5Dopen2 divided by it (SIGFPE,
   // found by the fuzzer); the header is checked through the link before the dataset is opened.
-  const std::string head = put(3, 1) + put(2, 1) + put(2, 1);
-  const std::string shape = put(2, 4) + put(8, 4);
-  size_t at = 0;
-  for (at = bytes_.find(head); at != std::string::npos; at = bytes_.find(head, at + 1))
-    if (bytes_.compare(at + 11, 8, shape) == 0) break;
+  const size_t at = layout_message_at();
   ASSERT_NE(at, std::string::npos);
   const std::string err = patched_error(at + 11, 0, 4);
   EXPECT_EQ(err.rfind("corrupt /", 0), 0u) << err;
