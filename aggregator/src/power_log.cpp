@@ -265,4 +265,38 @@ void attach_power_log(Store* s, const PowerLog& log, int32_t rank, std::optional
   k = std::move(kept);
 }
 
+PowerLog attach_power_log_spec(Store* store, const std::string& spec) {
+  std::string file = spec;
+  std::optional<int32_t> rank, gpu;
+  const size_t at = spec.rfind('@');
+  if (at != std::string::npos) {
+    const std::string tail = spec.substr(at + 1);
+    const size_t colon = tail.find(':');
+    auto num = [&](const std::string& t) -> std::optional<int32_t> {
+      if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+      return std::stoi(t);
+    };
+    rank = num(tail.substr(0, colon));
+    if (colon != std::string::npos) gpu = num(tail.substr(colon + 1));
+    if (!rank || (colon != std::string::npos && !gpu))
+      throw Error("--power-log " + spec + ": expected FILE, FILE@RANK or FILE@RANK:GPU");
+    file = spec.substr(0, at);
+  } else if (store->ranks.size() != 1) {
+    throw Error(file + ": the store has " + std::to_string(store->ranks.size()) +
+                " ranks; say which one this power log belongs to: --power-log " + file + "@RANK");
+  }
+  PowerLog log = read_nvsmi_power_csv(file);
+  attach_power_log(store, log, rank ? *rank : store->ranks.front().rank, gpu);
+  return log;
+}
+
+std::string describe(const PowerLog& log) {
+  std::string s = "power log " + log.file + ": " + std::to_string(log.samples.size()) + " samples";
+  if (log.malformed)
+    s += ", " + std::to_string(log.malformed) + " malformed line(s) skipped (first: line " +
+         std::to_string(log.first_bad_line) + ", " + log.first_bad_reason + ")";
+  return s;
+}
+
 }  // namespace kernalyse

@@ -512,13 +512,17 @@ void append_part(Store& out, Store& p, const std::string& where) {
     if (x >= act_n)
       throw Error(where + ": nccl.activity " + std::to_string(x) + " out of range (" +
                   std::to_string(act_n) + " activities)");
-  for (auto& x : p.nccl.activity) x += act_base;
   for_each_table_pair(out, p, [&](const char*, auto& t, auto& u) {
-    for_each_column_pair(t, u, [&](const auto&, auto& dst, auto& src) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(dst)>, std::vector<uint32_t>>)
-        remap(dst, src);  // every uint32 column holds string ids (store.h)
-      else
-        append(dst, src);
+    for_each_column_pair(t, u, [&](const auto& def, auto& dst, auto& src) {
+      using T = typename std::decay_t<decltype(dst)>::value_type;
+      if constexpr (std::is_same_v<T, uint32_t>) {
+        if (def.role == ColumnRole::String) return remap(dst, src);
+      }
+      if constexpr (std::is_same_v<T, uint64_t>) {
+        if (def.role == ColumnRole::Row)  // rows of the part's activities, now after out's
+          for (auto& x : src) x += act_base;
+      }
+      append(dst, src);
     });
   });
 }
@@ -603,6 +607,18 @@ Store merge_stores(std::vector<Store> parts) {
 }
 
 void sort_ops(Ops& o) { sort_by_rank_start(o, "ops"); }
+
+void shift_ranks(Store& s, int32_t by) {
+  for_each_table(s, [by](const char*, auto& t) {
+    for_each_column(t, [by](const auto& def, auto& col) {
+      using T = typename std::decay_t<decltype(col)>::value_type;
+      if constexpr (std::is_same_v<T, int32_t>)
+        if (def.role == ColumnRole::Rank)
+          for (int32_t& r : col) r += by;
+    });
+  });
+  for (RankInfo& r : s.ranks) r.rank += by;
+}
 
 void sort_counters(Counters& k, const StringTable& strings) {
   check_columns(k, "counters", {"rank", "device", "name_id", "ts_ns"});

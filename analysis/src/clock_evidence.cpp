@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernalyse/clock_infer.h"
+#include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
 
 namespace kernalyse {
@@ -173,13 +174,22 @@ void apply_clock_inference(Store& s, const ClockInference& inf) {
       i = j;
     }
   };
-  move(s.activities.rank, s.activities.start_ns);
-  move(s.activities.rank, s.activities.end_ns);
-  move(s.launches.rank, s.launches.start_ns);
-  move(s.launches.rank, s.launches.end_ns);
-  move(s.annotations.rank, s.annotations.start_ns);
-  move(s.annotations.rank, s.annotations.end_ns);
-  move(s.counters.rank, s.counters.ts_ns);
+  // Every time column of every table (store.h's roles), by its table's rank column.
+  for_each_table(s, [&](const char* table, auto& t) {
+    const std::vector<int32_t>* rank = rank_column(t);
+    for_each_column(t, [&](const auto& def, auto& col) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<int64_t>>) {
+        if (!is_time(def.role)) return;
+        if (!rank)  // store.h: a table with times has a rank column (tested)
+          throw Error(std::string("store table ") + table + " has times but no rank column");
+        if (col.size() != rank->size())
+          throw Error(std::string("inconsistent store: ") + table + "." + def.name + " has " +
+                      std::to_string(col.size()) + " rows, its rank column " +
+                      std::to_string(rank->size()));
+        move(*rank, col);
+      }
+    });
+  });
   // The store's map from a rank's own clock: t_run = t + offset + round(drift·t) + base. The
   // correction above acts on t_run; composed, the map stays of the same form (docs/store.md).
   int64_t worst = 0;

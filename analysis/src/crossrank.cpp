@@ -212,7 +212,6 @@ Store hta_view(const Store& in) {
     return std::clamp(out, -kMaxAbsTimeNs, kMaxAbsTimeNs);
   };
   auto up = [&](int32_t r, int64_t t) { return round_us(r, t, true); };
-  auto down = [&](int32_t r, int64_t t) { return round_us(r, t, false); };
   // Last ProfilerStep start per rank, only where a rank has at least two steps. HTA finds steps
   // by name, so GPU-side "ProfilerStep#N" annotations (which run later) count as well.
   std::map<int32_t, std::vector<int64_t>> steps;
@@ -227,47 +226,50 @@ Store hta_view(const Store& in) {
     if (v.size() >= 2) last_step[r] = *std::max_element(v.begin(), v.end());
 
   // CPU launches kept: those starting before the last step; GPU work kept through them.
+  std::vector<uint32_t> keep_l, keep_a;
   std::map<int32_t, std::vector<int64_t>> kept_corr;
   const auto& l = in.launches;
   for (size_t i = 0; i < l.size(); ++i) {
-    int64_t st = up(l.rank[i], l.start_ns[i]);
     auto ls = last_step.find(l.rank[i]);
-    if (ls != last_step.end() && st >= ls->second) continue;
-    s.launches.rank.push_back(l.rank[i]);
-    s.launches.start_ns.push_back(st);
-    s.launches.correlation.push_back(l.correlation[i]);
-    if (!l.pid.empty()) {  // detail columns are absent when the reader skipped them
-      s.launches.pid.push_back(l.pid[i]);
-      s.launches.tid.push_back(l.tid[i]);
-      s.launches.end_ns.push_back(down(l.rank[i], l.end_ns[i]));
-      s.launches.name_id.push_back(l.name_id[i]);
-      s.launches.step.push_back(l.step[i]);
-    }
+    if (ls != last_step.end() && up(l.rank[i], l.start_ns[i]) >= ls->second) continue;
+    keep_l.push_back(static_cast<uint32_t>(i));
     if (ls != last_step.end()) kept_corr[l.rank[i]].push_back(l.correlation[i]);
   }
   for (auto& [r, v] : kept_corr) std::sort(v.begin(), v.end());
-
-  std::vector<int8_t> cat_of(in.strings.size(), -1);
   const auto& a = in.activities;
-  auto& o = s.activities;
   for (size_t i = 0; i < a.size(); ++i) {
-    int32_t r = a.rank[i];
+    const int32_t r = a.rank[i];
     if (last_step.count(r) && a.correlation[i] != kNoCorrelation) {
       const auto& v = kept_corr[r];
       if (!std::binary_search(v.begin(), v.end(), a.correlation[i])) continue;
     }
-    uint32_t n = a.name_id[i];
+    keep_a.push_back(static_cast<uint32_t>(i));
+  }
+  // The kept rows of every column (a column the reader skipped stays empty), times in whole µs
+  // by their role (store.h): starts rounded up, ends down.
+  auto keep = [&](auto& out, const auto& src, const std::vector<uint32_t>& rows) {
+    const std::vector<int32_t>& rank = *rank_column(src);
+    for_each_column_pair(out, src, [&](const auto& def, auto& dst, const auto& col) {
+      if (col.empty()) return;
+      dst.reserve(rows.size());
+      for (uint32_t i : rows) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<int64_t>>) {
+          if (def.role == ColumnRole::Start || def.role == ColumnRole::End) {
+            dst.push_back(round_us(rank[i], col[i], def.role == ColumnRole::Start));
+            continue;
+          }
+        }
+        dst.push_back(col[i]);
+      }
+    });
+  };
+  keep(s.launches, in.launches, keep_l);
+  keep(s.activities, in.activities, keep_a);
+  std::vector<int8_t> cat_of(in.strings.size(), -1);  // HTA's classification, once per name
+  for (size_t k = 0; k < keep_a.size(); ++k) {
+    const uint32_t n = s.activities.name_id[k];
     if (cat_of[n] < 0) cat_of[n] = static_cast<int8_t>(hta_category(in.strings.at(n)));
-    o.rank.push_back(r);
-    o.device.push_back(a.device[i]);
-    o.stream.push_back(a.stream[i]);
-    o.kind.push_back(a.kind[i]);
-    o.category.push_back(static_cast<uint8_t>(cat_of[n]));
-    o.start_ns.push_back(up(r, a.start_ns[i]));
-    o.end_ns.push_back(down(r, a.end_ns[i]));
-    o.name_id.push_back(n);
-    o.correlation.push_back(a.correlation[i]);
-    o.step.push_back(a.step[i]);
+    s.activities.category[k] = static_cast<uint8_t>(cat_of[n]);
   }
   sort_activities(s);
   return s;
@@ -408,16 +410,20 @@ std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt)
 }
 
 void idle_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
+  idle_report(stream_idle(s, opt), opt.kernel_wait_ns, out);
+}
+
+void idle_report(const std::vector<StreamIdle>& streams, int64_t kernel_wait_ns, Report* out) {
   Table t;
   t.key = "idle";
   t.title =
       "Idle breakdown per stream (host wait: the launch came after the stream drained; "
       "kernel wait: gap < " +
-      format_duration(opt.kernel_wait_ns) + ")";
+      format_duration(kernel_wait_ns) + ")";
   t.columns = {"rank",     "stream",      "device",          "host_wait_us",      "kernel_wait_us",
                "other_us", "idle_us",     "host_wait_ratio", "kernel_wait_ratio", "other_ratio",
                "gaps",     "mean_gap_us", "max_gap_us",      "overlaps"};
-  for (const StreamIdle& d : stream_idle(s, opt)) {
+  for (const StreamIdle& d : streams) {
     int64_t idle = sat_add(sat_add(d.host_ns, d.kernel_ns), d.other_ns);
     auto ratio = [&](int64_t x) { return idle ? Cell(static_cast<double>(x) / idle) : Cell{}; };
     t.rows.push_back({int64_t{d.rank}, int64_t{d.stream}, int64_t{d.device}, us(d.host_ns),

@@ -202,20 +202,8 @@ double transition_std(const TAcc& t) {
          static_cast<long double>(t.count);
 }
 
-const char* gap_sort_label(GapSort s) {
-  switch (s) {
-    case GapSort::Count:
-      return "count";
-    case GapSort::Mean:
-      return "mean";
-    case GapSort::Max:
-      return "max";
-    case GapSort::Std:
-      return "std";
-    case GapSort::Total:
-      return "total";
-  }
-  return "total";
+const char* gap_sort_label(GapSort s) { return kGapSortWords.name(s).data(); }
+return "total";
 }
 
 // "12.5" rather than "12.500" for histogram labels.

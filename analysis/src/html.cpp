@@ -25,6 +25,7 @@
 #include "kernalyse/error.h"
 #include "kernalyse/export.h"
 #include "kernalyse/parallel.h"
+#include "kernalyse/pipeline.h"
 #include "kernalyse/roofline.h"
 #include "timeline.h"
 
@@ -232,7 +233,7 @@ json counter_series(const Store& s, const HtmlOptions& opt, const Window& w, int
   std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> by;
   for (size_t i = 0; i < c.size(); ++i)
     if (c.name_id[i] == static_cast<uint32_t>(id) &&
-        (!opt.filter.rank || *opt.filter.rank == c.rank[i]))
+        (!opt.analysis.filter.rank || *opt.analysis.filter.rank == c.rank[i]))
       by[{c.rank[i], c.device[i]}].push_back(i);
   for (auto& [key, idx] : by) {
     std::stable_sort(idx.begin(), idx.end(),
@@ -295,74 +296,34 @@ struct Built {
 // Sections of build(), for the progress bar: 4 for the analyses, 1 for the series, 1 the page.
 constexpr int64_t kBuildSteps = 6;
 
-// The analyses the page draws, each run once; they only read the store, so they run as tasks
-// on the shared pool (parallel.h), as kernalyse-merge runs --all.
+// The analyses the page draws: the registry's page analyses (pipeline.h), run once on the shared
+// pool with the run's options and collective match.
 struct PageResults {
-  SummaryResult summary;
-  GapResult gaps;
-  RankUnionTables unions;
-  RangeResult ranges;
-  RooflineResult roof;
-  EnergyResult energy;
-  StragglerResult ledger;
-  CriticalPathResult cpath;
-  CrossRankOptions xo;  // the ledger's options (its tables' rendering)
+  AnalysisContext ctx;
+  AnalysisResults results;
+  const SummaryResult& summary() const { return *results.get<SummaryResult>("summary"); }
+  const GapResult& gaps() const { return *results.get<GapResult>("gaps"); }
+  const RankUnionTables& unions() const { return **results.get<const RankUnionTables*>("overlap"); }
+  const RangeResult& ranges() const { return *results.get<RangeResult>("ranges"); }
+  const RooflineResult& roof() const { return **results.get<const RooflineResult*>("roofline"); }
+  const EnergyResult& energy() const { return *results.get<EnergyResult>("energy"); }
+  const StragglerResult& ledger() const {
+    return **results.get<std::shared_ptr<const StragglerResult>>("stragglers");
+  }
+  const CriticalPathResult& cpath() const {
+    return *results.get<CriticalPathResult>("critical-path");
+  }
 };
 
-PageResults run_analyses(const Store& s, const HtmlOptions& opt, Progress* progress) {
-  PageResults r;
-  r.xo.filter = opt.filter;
-  r.xo.kernel_wait_ns = opt.kernel_wait_ns;
-  r.xo.top = opt.top;
-  const std::vector<std::function<void()>> tasks = {
-      [&] {
-        SummaryOptions so;
-        so.filter = opt.filter;
-        so.top = opt.top;
-        so.per_rank = false;
-        r.summary = kernel_summary(s, so);
-      },
-      [&] {
-        GapOptions go;
-        go.filter = opt.filter;
-        go.hist_min_us = opt.hist_min_us, go.hist_max_us = opt.hist_max_us;
-        go.bins = opt.hist_bins;
-        go.top = opt.top;
-        r.gaps = gap_analysis(s, go);
-      },
-      [&] { r.unions = rank_union_tables(s, r.xo); },  // one pass feeds overlap and breakdown
-      [&] {
-        RangeOptions ro;
-        ro.filter = opt.filter;
-        ro.top = opt.top;
-        r.ranges = range_analysis(s, ro);
-      },
-      [&] {
-        // Roofline (docs/analyses.md, "Performance model"): ops with known FLOPs and bytes.
-        RooflineOptions rfo;
-        rfo.filter = opt.filter;
-        r.roof = roofline_analysis(s, rfo);
-      },
-      [&] {
-        EnergyOptions eo;
-        eo.filter = opt.filter;
-        r.energy = energy_analysis(s, eo);
-      },
-      [&] { r.ledger = straggler_ledger(s, r.xo); },
-      [&] {
-        CriticalPathOptions co;  // the critical path of the median step, over the rank lanes
-        co.filter = opt.filter;
-        co.top = opt.top;
-        r.cpath = critical_path(s, co);
-      }};
-  // The longest (critical path, ledger) are queued last and start first.
-  parallel_for(
-      tasks.size(),
-      [&](size_t t) {
-        tasks[t]();
-        if (progress && t % 2 == 0) progress->advance(1);  // 4 of the build's steps
-      },
-      0, /*reverse=*/true);
+std::unique_ptr<PageResults> run_page_analyses(const Store& s, const HtmlOptions& opt) {
+  AnalysisOptions ao = opt.analysis;
+  ao.compat = Compat::Native;  // the page shows kernalyse's own numbers
+  auto r =
+      std::unique_ptr<PageResults>(new PageResults{AnalysisContext(s, ao, opt.match, true), {}});
+  std::vector<const Analysis*> page;
+  for (const Analysis* a : analyses())
+    if (a->in_page) page.push_back(a);
+  r->results = run_analyses(r->ctx, page, /*render=*/false);
   return r;
 }
 
@@ -395,7 +356,7 @@ RanksSection ranks_section(const Store& s, const HtmlOptions& opt,
   std::map<int32_t, int64_t> acts;
   for (uint32_t i : rows) acts[s.activities.rank[i]]++;
   for (const auto& r : s.ranks) {
-    if (opt.filter.rank && *opt.filter.rank != r.rank) continue;
+    if (opt.analysis.filter.rank && *opt.analysis.filter.rank != r.rank) continue;
     out.emulated = out.emulated || r.emulated;
     hosts.insert(r.host);
     size_t p = 0;
@@ -534,18 +495,21 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   Built out;
   json& d = out.data;
   const int64_t base = export_base_ns(s);
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);  // throws on a bad --rank/--step
-  const PageResults res = run_analyses(s, opt, progress);
+  std::vector<uint32_t> rows =
+      select_activities(s, opt.analysis.filter);  // throws on a bad --rank/--step
+  const std::unique_ptr<PageResults> page = run_page_analyses(s, opt);
+  if (progress) progress->advance(4);  // the analyses: 4 of the build's steps
+  const PageResults& res = *page;
   // The tables the page links to, rendered from the typed results.
   Report rep, rrep, erep, crep;
-  summary_report(res.summary, &rep);
-  gap_report(res.gaps, &rep);
-  overlap_report(res.unions, &rep);
-  breakdown_report(res.unions, &rep);
-  range_report(res.ranges, &rep);
-  roofline_report(res.roof, &rrep);
-  energy_report(res.energy, &erep);  // energy per step and range, next to the power chart
-  critical_path_report(res.cpath, &crep);
+  summary_report(res.summary(), &rep);
+  gap_report(res.gaps(), &rep);
+  overlap_report(res.unions(), &rep);
+  breakdown_report(res.unions(), &rep);
+  range_report(res.ranges(), &rep);
+  roofline_report(res.roof(), &rrep);
+  energy_report(res.energy(), &erep);  // energy per step and range, next to the power chart
+  critical_path_report(res.cpath(), &crep);
 
   // Run summary.
   RanksSection rs = ranks_section(s, opt, rows);
@@ -557,7 +521,7 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
   const bool any = first <= last;
   d["title"] = opt.title;
   d["emulated"] = rs.emulated;
-  d["scope"] = describe_filter(s, opt.filter);
+  d["scope"] = describe_filter(s, opt.analysis.filter);
   d["produced_by"] = s.attrs.produced_by;
   d["created_utc"] = s.attrs.created_utc;
   d["tool_version"] = s.attrs.tool_version;
@@ -571,36 +535,37 @@ Built build(const Store& s, const HtmlOptions& opt, Progress* progress = nullptr
                          {"end_us", us(last - base)},
                          {"dur_us", us(last - first)}}
                   : json(nullptr);
-  d["root_cause"] = straggler_headline(res.ledger);
+  d["root_cause"] = straggler_headline(res.ledger());
   json notes = json::array();
   for (const auto& h : rep.headline) notes.push_back(h);
-  for (const auto& n : straggler_notes(res.ledger)) notes.push_back(n);
+  for (const auto& n : straggler_notes(res.ledger())) notes.push_back(n);
   d["notes"] = notes;
 
   const Window w = any ? timeline_window(opt, base, first, last, rs.table.rows.size()) : Window{};
   Table lanes;
   d["timeline"] = w.valid() ? timeline(s, rows, w, base, &lanes) : json(nullptr);
-  d["stragglers"] = straggler_heatmap(res.ledger, opt.max_collectives);
-  d["critical_path"] = critical_path_lanes(res.cpath);
-  union_sections(res.unions, &d);
-  d["gaps"] = gap_section(res.gaps);
-  d["kernels"] = kernel_section(res.summary);
-  d["ranges"] = range_section(res.ranges);
+  d["stragglers"] = straggler_heatmap(res.ledger(), opt.max_collectives);
+  d["critical_path"] = critical_path_lanes(res.cpath());
+  union_sections(res.unions(), &d);
+  d["gaps"] = gap_section(res.gaps());
+  d["kernels"] = kernel_section(res.summary());
+  d["ranges"] = range_section(res.ranges());
   Table mem, power;
   d["memory"] = counter_series(s, opt, w, base, kCounterGpuMemory, "gpu_memory",
                                "GPU memory in use", "bytes", &mem);
   d["power"] =
       counter_series(s, opt, w, base, kCounterPower, "gpu_power", "GPU board power", "mw", &power);
-  d["roofline"] = roofline_section(res.roof);
-  d["energy"] = {{"total_j", res.energy.total_j},
-                 {"idle_j", res.energy.idle_j},
-                 {"sampling_period_ns", res.energy.period_ns},
-                 {"statistical", res.energy.statistical()},
-                 {"devices", res.energy.devices.size()}};
+  d["roofline"] = roofline_section(res.roof());
+  d["energy"] = {{"total_j", res.energy().total_j},
+                 {"idle_j", res.energy().idle_j},
+                 {"sampling_period_ns", res.energy().period_ns},
+                 {"statistical", res.energy().statistical()},
+                 {"devices", res.energy().devices.size()}};
   // Tables in page order; charts link to them by key.
   out.tables.push_back(std::move(rs.table));
   if (!lanes.key.empty()) out.tables.push_back(std::move(lanes));
-  for (auto& t : straggler_tables(res.ledger, res.xo)) out.tables.push_back(std::move(t));
+  for (auto& t : straggler_tables(res.ledger(), res.ctx.cross_rank(View::Store)))
+    out.tables.push_back(std::move(t));
   for (const char* k : {"critical_path_steps", "critical_path_ranks"})
     if (const Table* t = find_table(crep, k)) out.tables.push_back(*t);
   for (const char* k : {"overlap", "breakdown", "gap_histogram", "gaps_per_rank", "gap_transitions",

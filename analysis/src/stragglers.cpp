@@ -637,16 +637,21 @@ static void straggler_json(const StragglerResult& r, const std::string& headline
 }
 
 void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out) {
-  StragglerResult r = straggler_ledger(s, opt);
-  std::string headline = straggler_headline(r);
+  straggler_report(std::make_shared<const StragglerResult>(straggler_ledger(s, opt)), opt, out);
+}
+
+void straggler_report(std::shared_ptr<const StragglerResult> r, const CrossRankOptions& opt,
+                      Report* out) {
+  std::string headline = straggler_headline(*r);
   out->lead.push_back(headline);  // the verdict goes first, before every other headline line
 
-  for (auto& n : straggler_notes(r)) out->headline.push_back(std::move(n));
-  if (std::string c = straggler_clock_caution(r); !c.empty()) out->headline.push_back(std::move(c));
-  for (auto& t : straggler_tables(r, opt)) out->tables.push_back(std::move(t));
+  for (auto& n : straggler_notes(*r)) out->headline.push_back(std::move(n));
+  if (std::string c = straggler_clock_caution(*r); !c.empty())
+    out->headline.push_back(std::move(c));
+  for (auto& t : straggler_tables(*r, opt)) out->tables.push_back(std::move(t));
   // The per-collective list is most of the JSON's cost: built only when JSON is rendered.
-  out->json_later.push_back([r = std::make_shared<const StragglerResult>(std::move(r)), headline](
-                                nlohmann::json& json) { straggler_json(*r, headline, json); });
+  out->json_later.push_back(
+      [r = std::move(r), headline](nlohmann::json& json) { straggler_json(*r, headline, json); });
 }
 
 }  // namespace kernalyse

@@ -42,18 +42,8 @@ double population_std(const Acc& a) {
   return std::sqrt(static_cast<long double>(num)) / static_cast<long double>(a.count);
 }
 
-const char* sort_label(SummarySort s) {
-  switch (s) {
-    case SummarySort::Count:
-      return "count";
-    case SummarySort::Total:
-      return "total";
-    case SummarySort::Mean:
-      return "mean";
-    case SummarySort::Pct:
-      return "pct";
-  }
-  return "total";
+const char* sort_label(SummarySort s) { return kSummarySortWords.name(s).data(); }
+return "total";
 }
 
 void add_row(const Activities& a, uint32_t i, Acc& acc) {

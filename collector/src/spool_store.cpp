@@ -543,4 +543,25 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
   return merged;
 }
 
+nlohmann::json recovery_json(const RecoveryReport& rep) {
+  nlohmann::json jr = nlohmann::json::array();
+  for (const auto& r : rep.ranks)
+    jr.push_back({{"rank", r.rank},
+                  {"missing", r.missing},
+                  {"recovered", r.recovered},
+                  {"truncated", r.truncated},
+                  {"problem", r.problem},
+                  {"cut_byte", r.cut_byte},
+                  {"file_bytes", r.file_bytes},
+                  {"blocks", r.blocks},
+                  {"records", r.records},
+                  {"has_end_sample", r.has_end_sample},
+                  {"data_end_ns", r.data_end_ns}});
+  return {{"spool", rep.dir},
+          {"world_size", rep.world_size},
+          {"last_end_ns", rep.last_end_ns},
+          {"lines", rep.lines()},
+          {"ranks", jr}};
+}
+
 }  // namespace kernalyse

@@ -101,7 +101,7 @@ TEST(Html, MemorySeriesFromCountersAndWindow) {
   // --from 300 µs --to 800 µs: the value entering the window, then the samples inside it.
   o.from_ns = 300'000;
   o.to_ns = 800'000;
-  o.filter.rank = 0;
+  o.analysis.filter.rank = 0;
   d = html_report_data(s, o);
   ASSERT_EQ(d["memory"].size(), 1u);
   EXPECT_EQ(d["memory"][0]["points"], nlohmann::json::parse("[[300000,300],[700000,200]]"));

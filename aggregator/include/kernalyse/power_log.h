@@ -46,4 +46,10 @@ PowerLog read_nvsmi_power_csv(const std::string& file,
 // missing, or the log's time range does not overlap the rank's GPU work.
 void attach_power_log(Store* s, const PowerLog& log, int32_t rank, std::optional<int32_t> gpu);
 
+// --power-log FILE[@RANK[:GPU]]: reads the log and attaches it as RANK's power (the only rank's
+// when the store has one). Returns the log read (its counts for the caller's info line).
+PowerLog attach_power_log_spec(Store* s, const std::string& spec);
+// "power log FILE: N samples[, M malformed line(s) skipped (first: line L, REASON)]".
+std::string describe(const PowerLog& log);
+
 }  // namespace kernalyse

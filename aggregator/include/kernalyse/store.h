@@ -65,125 +65,137 @@ class StringTable {
 // reading and writing (serial and parallel), merging, sorting, the length checks, the filling
 // of columns a producer left empty, and the exports' extra args.
 //
-// X(type, name, unknown, rule):
-//   type     element type (a uint32_t column holds string ids into Store::strings, an int64_t
-//            column named *_ns holds times; the one row-index column is nccl.activity)
+// X(type, name, unknown, rule, role):
+//   type     element type
 //   unknown  the value a row holds when its producer does not know it (defined only here)
 //   rule     Required: every producer fills it (a key; `unknown` unused);
 //            Defaulted: a producer may leave the column empty, fill_unknown_columns() fills it;
 //            Added: as Defaulted, and absent from files written before it existed (readers
 //            fill it in).
+//   role     what the derived store operations do with it (ColumnRole below): Start, End and
+//            Instant columns are times (int64 ns) that clock alignment moves and HTA's view
+//            rounds; a Rank column is the global rank, renumbered when node stores are merged
+//            and the one the table's times are moved by; a String column holds ids into
+//            Store::strings, remapped when stores merge; a Row column holds row indices into
+//            /activities, remapped when activities are sorted or merged; Key and Value are
+//            carried as they are (Key: an identity or a join key, Value: a measurement).
 // A new column is a line here plus the producer that fills it. Comments must be /* */ ones.
 
 // GPU-side activities (kernels, copies, memsets, syncs). Sorted by (rank, device, stream, start).
-#define KERNALYSE_ACTIVITY_COLUMNS(X)                             \
-  X(int32_t, rank, 0, Required)                                   \
-  X(int32_t, device, 0, Required)                                 \
-  X(int32_t, stream, 0, Required)                                 \
-  X(uint8_t, kind, Kind::Other, Defaulted)         /* Kind */     \
-  X(uint8_t, category, Category::Other, Defaulted) /* Category */ \
-  X(int64_t, start_ns, 0, Required)                               \
-  X(int64_t, end_ns, 0, Required)                                 \
-  X(uint32_t, name_id, 0, Defaulted)                              \
-  X(int64_t, correlation, kNoCorrelation, Defaulted)              \
-  X(int32_t, step, kNoStep, Defaulted) /* ProfilerStep number */
+#define KERNALYSE_ACTIVITY_COLUMNS(X)                                    \
+  X(int32_t, rank, 0, Required, Rank)                                    \
+  X(int32_t, device, 0, Required, Key)                                   \
+  X(int32_t, stream, 0, Required, Key)                                   \
+  X(uint8_t, kind, Kind::Other, Defaulted, Value)         /* Kind */     \
+  X(uint8_t, category, Category::Other, Defaulted, Value) /* Category */ \
+  X(int64_t, start_ns, 0, Required, Start)                               \
+  X(int64_t, end_ns, 0, Required, End)                                   \
+  X(uint32_t, name_id, 0, Defaulted, String)                             \
+  X(int64_t, correlation, kNoCorrelation, Defaulted, Key)                \
+  X(int32_t, step, kNoStep, Defaulted, Key) /* ProfilerStep number */
 
 // CPU runtime/driver API calls (launches), joined to activities by (rank, correlation).
-#define KERNALYSE_LAUNCH_COLUMNS(X)                  \
-  X(int32_t, rank, 0, Required)                      \
-  X(int64_t, pid, 0, Required)                       \
-  X(int64_t, tid, 0, Required)                       \
-  X(int64_t, start_ns, 0, Required)                  \
-  X(int64_t, end_ns, 0, Required)                    \
-  X(uint32_t, name_id, 0, Defaulted)                 \
-  X(int64_t, correlation, kNoCorrelation, Defaulted) \
-  X(int32_t, step, kNoStep, Defaulted)
+#define KERNALYSE_LAUNCH_COLUMNS(X)                       \
+  X(int32_t, rank, 0, Required, Rank)                     \
+  X(int64_t, pid, 0, Required, Key)                       \
+  X(int64_t, tid, 0, Required, Key)                       \
+  X(int64_t, start_ns, 0, Required, Start)                \
+  X(int64_t, end_ns, 0, Required, End)                    \
+  X(uint32_t, name_id, 0, Defaulted, String)              \
+  X(int64_t, correlation, kNoCorrelation, Defaulted, Key) \
+  X(int32_t, step, kNoStep, Defaulted, Key)
 
 // ProfilerStep#N, user annotations, GPU user annotations, NVTX ranges.
-#define KERNALYSE_ANNOTATION_COLUMNS(X)                                         \
-  X(int32_t, rank, 0, Required)                                                 \
-  X(uint8_t, kind, 0, Required) /* AnnotationKind */                            \
-  X(int64_t, pid, 0, Required)  /* process (CPU) or device (GPU annotations) */ \
-  X(int64_t, tid, 0, Required)  /* thread (CPU) or stream (GPU annotations) */  \
-  X(int64_t, start_ns, 0, Required)                                             \
-  X(int64_t, end_ns, 0, Required)                                               \
-  X(uint32_t, name_id, 0, Defaulted)                                            \
-  X(int32_t, step, kNoStep, Defaulted) /* N for ProfilerStep#N */
+#define KERNALYSE_ANNOTATION_COLUMNS(X)                                                \
+  X(int32_t, rank, 0, Required, Rank)                                                  \
+  X(uint8_t, kind, 0, Required, Value) /* AnnotationKind */                            \
+  X(int64_t, pid, 0, Required, Key)    /* process (CPU) or device (GPU annotations) */ \
+  X(int64_t, tid, 0, Required, Key)    /* thread (CPU) or stream (GPU annotations) */  \
+  X(int64_t, start_ns, 0, Required, Start)                                             \
+  X(int64_t, end_ns, 0, Required, End)                                                 \
+  X(uint32_t, name_id, 0, Defaulted, String)                                           \
+  X(int32_t, step, kNoStep, Defaulted, Key) /* N for ProfilerStep#N */
 
 // NCCL metadata attached to one communication activity (row index into Activities).
-#define KERNALYSE_NCCL_COLUMNS(X)                                                   \
-  X(uint64_t, activity, 0, Required)                                                \
-  X(uint32_t, collective_id, 0, Required) /* "allreduce", "_allgather_base", ... */ \
-  X(int64_t, seq, -1, Defaulted)                                                    \
-  X(uint32_t, pg_name_id, 0, Defaulted)                                             \
-  X(uint32_t, pg_desc_id, 0, Defaulted)                                             \
-  X(uint32_t, pg_ranks_id, 0, Defaulted) /* "[0, 1]" as recorded */                 \
-  X(int32_t, group_size, -1, Defaulted)                                             \
-  X(int64_t, in_nelems, -1, Defaulted)                                              \
-  X(int64_t, out_nelems, -1, Defaulted)                                             \
-  X(int64_t, msg_bytes, -1, Defaulted)                                              \
-  X(uint32_t, dtype_id, 0, Defaulted)                                               \
-  X(uint64_t, comm_hash, 0, Added) /* communicator hash from the collector */       \
-  X(int32_t, peer, -1, Added)      /* p2p peer; -1 for collectives too */           \
-  X(int32_t, comm_rank, -1, Added) /* this rank's rank in the communicator */       \
-  X(uint32_t, algo_id, 0, Added)   /* "RING", "TREE", ... */                        \
-  X(uint32_t, proto_id, 0, Added)  /* "LL", "LL128", "SIMPLE", ... */               \
-  X(int32_t, n_channels, -1, Added)
+#define KERNALYSE_NCCL_COLUMNS(X)                                                           \
+  X(uint64_t, activity, 0, Required, Row)                                                   \
+  X(uint32_t, collective_id, 0, Required, String) /* "allreduce", "_allgather_base", ... */ \
+  X(int64_t, seq, -1, Defaulted, Key)                                                       \
+  X(uint32_t, pg_name_id, 0, Defaulted, String)                                             \
+  X(uint32_t, pg_desc_id, 0, Defaulted, String)                                             \
+  X(uint32_t, pg_ranks_id, 0, Defaulted, String) /* "[0, 1]" as recorded */                 \
+  X(int32_t, group_size, -1, Defaulted, Value)                                              \
+  X(int64_t, in_nelems, -1, Defaulted, Value)                                               \
+  X(int64_t, out_nelems, -1, Defaulted, Value)                                              \
+  X(int64_t, msg_bytes, -1, Defaulted, Value)                                               \
+  X(uint32_t, dtype_id, 0, Defaulted, String)                                               \
+  X(uint64_t, comm_hash, 0, Added, Key)   /* communicator hash from the collector */        \
+  X(int32_t, peer, -1, Added, Value)      /* p2p peer; -1 for collectives too */            \
+  X(int32_t, comm_rank, -1, Added, Value) /* this rank's rank in the communicator */        \
+  X(uint32_t, algo_id, 0, Added, String)  /* "RING", "TREE", ... */                         \
+  X(uint32_t, proto_id, 0, Added, String) /* "LL", "LL128", "SIMPLE", ... */                \
+  X(int32_t, n_channels, -1, Added, Value)
 
 // Per-device values over time, one row per change (a step function): GPU memory in use from
 // the collector's allocation records, power when sampled, the profiler's memory events on
 // import. Sorted by (rank, device, name, ts).
-#define KERNALYSE_COUNTER_COLUMNS(X)                             \
-  X(int32_t, rank, 0, Required)                                  \
-  X(int32_t, device, 0, Required)                                \
-  X(uint32_t, name_id, 0, Required) /* kCounterGpuMemory, ... */ \
-  X(int64_t, ts_ns, 0, Required)                                 \
-  X(int64_t, value, 0, Required) /* integer units named by the counter (bytes, mW) */
+#define KERNALYSE_COUNTER_COLUMNS(X)                                     \
+  X(int32_t, rank, 0, Required, Rank)                                    \
+  X(int32_t, device, 0, Required, Key)                                   \
+  X(uint32_t, name_id, 0, Required, String) /* kCounterGpuMemory, ... */ \
+  X(int64_t, ts_ns, 0, Required, Instant)                                \
+  X(int64_t, value, 0, Required, Value) /* integer units named by the counter (bytes, mW) */
 
 // PyTorch operator calls (`cpu_op` events recorded with `record_shapes`) that launched GPU work:
 // one row per (op call, launch), joined to /launches and /activities by (rank, correlation). The
 // op is the innermost one enclosing the launch (the launch's "External id"). Shapes are kept as
 // the trace's JSON text; the performance model (analysis/perfmodel.h) parses them. Sorted by
 // (rank, start_ns). Empty for sources without such events (collector, nsys, older stores).
-#define KERNALYSE_OP_COLUMNS(X)                                                             \
-  X(int32_t, rank, 0, Required)                                                             \
-  X(int64_t, pid, 0, Required)                                                              \
-  X(int64_t, tid, 0, Required)                                                              \
-  X(int64_t, start_ns, 0, Required)                                                         \
-  X(int64_t, end_ns, 0, Required)                                                           \
-  X(uint32_t, name_id, 0, Required)      /* "aten::addmm" */                                \
-  X(int64_t, external_id, 0, Required)   /* the op call's id in the trace (one per call) */ \
-  X(int64_t, correlation, 0, Required)   /* the launch's correlation id */                  \
-  X(uint32_t, dims_id, 0, Defaulted)     /* "Input Dims" JSON text */                       \
-  X(uint32_t, types_id, 0, Defaulted)    /* "Input type" JSON text */                       \
-  X(uint32_t, concrete_id, 0, Defaulted) /* "Concrete Inputs" JSON text */
+#define KERNALYSE_OP_COLUMNS(X)                                                                  \
+  X(int32_t, rank, 0, Required, Rank)                                                            \
+  X(int64_t, pid, 0, Required, Key)                                                              \
+  X(int64_t, tid, 0, Required, Key)                                                              \
+  X(int64_t, start_ns, 0, Required, Start)                                                       \
+  X(int64_t, end_ns, 0, Required, End)                                                           \
+  X(uint32_t, name_id, 0, Required, String)   /* "aten::addmm" */                                \
+  X(int64_t, external_id, 0, Required, Key)   /* the op call's id in the trace (one per call) */ \
+  X(int64_t, correlation, 0, Required, Key)   /* the launch's correlation id */                  \
+  X(uint32_t, dims_id, 0, Defaulted, String)  /* "Input Dims" JSON text */                       \
+  X(uint32_t, types_id, 0, Defaulted, String) /* "Input type" JSON text */                       \
+  X(uint32_t, concrete_id, 0, Defaulted, String) /* "Concrete Inputs" JSON text */
 
 // One row per rank (/ranks): where its data came from and how its clock maps to the run's
 // timeline. `bool` is stored as uint8, std::string as a variable-length string.
-#define KERNALYSE_RANK_FIELDS(X)                                                                  \
-  X(int32_t, rank, 0, Required)                                                                   \
-  X(int32_t, world_size, -1, Required)                                                            \
-  X(std::string, host, "", Required)                                                              \
-  X(std::string, devices, "", Required)     /* "0" or "0,1" */                                    \
-  X(std::string, device_name, "", Required) /* from deviceProperties, "" if unknown */            \
-  X(std::string, source, "", Required)      /* input file or spool */                             \
-  X(int64_t, base_time_ns, 0, Required)     /* absolute anchor of this rank's clock (epoch ns) */ \
-  X(int64_t, clock_offset_ns, 0, Required)  /* add to local time to get run time */               \
-  X(double, clock_drift, 0.0, Required)     /* ns per ns, applied relative to the sync point */   \
-  X(int64_t, clock_uncertainty_ns, 0, Required) /* ± bound on the alignment error */             \
-  X(std::string, clock_method, "", Required)    /* "none (per-rank wall clock)", ... */           \
-  X(bool, emulated, false, Required)            /* synthetic / emulated device data */            \
-  X(int64_t, events_total, 0, Required)                                                           \
-  X(int64_t, events_malformed, 0, Required)                                                       \
-  X(int64_t, events_ignored, 0, Required)     /* well-formed but not kept (cpu_op, ...) */        \
-  X(int64_t, records_dropped, 0, Required)    /* lost by kernalyse (buffer pool full, ...) */     \
-  X(int64_t, records_dropped_cupti, 0, Added) /* cuptiActivityGetNumDroppedRecords */             \
-  /* What the collector could record on this rank, one line: "cupti: 1 CUDA device", "no CUDA     \
-     device: ...", "emulated device", "imported" ...; "" if unknown (older stores). */            \
-  X(std::string, collector_status, "", Added)
+#define KERNALYSE_RANK_FIELDS(X)                                                                   \
+  X(int32_t, rank, 0, Required, Rank)                                                              \
+  X(int32_t, world_size, -1, Required, Value)                                                      \
+  X(std::string, host, "", Required, Value)                                                        \
+  X(std::string, devices, "", Required, Value)     /* "0" or "0,1" */                              \
+  X(std::string, device_name, "", Required, Value) /* from deviceProperties, "" if unknown */      \
+  X(std::string, source, "", Required, Value)      /* input file or spool */                       \
+  X(int64_t, base_time_ns, 0, Required,                                                            \
+    Value) /* absolute anchor of this rank's clock (epoch ns) */                                   \
+  X(int64_t, clock_offset_ns, 0, Required, Value) /* add to local time to get run time */          \
+  X(double, clock_drift, 0.0, Required, Value) /* ns per ns, applied relative to the sync point */ \
+  X(int64_t, clock_uncertainty_ns, 0, Required, Value) /* ± bound on the alignment error */       \
+  X(std::string, clock_method, "", Required, Value)    /* "none (per-rank wall clock)", ... */     \
+  X(bool, emulated, false, Required, Value)            /* synthetic / emulated device data */      \
+  X(int64_t, events_total, 0, Required, Value)                                                     \
+  X(int64_t, events_malformed, 0, Required, Value)                                                 \
+  X(int64_t, events_ignored, 0, Required, Value)  /* well-formed but not kept (cpu_op, ...) */     \
+  X(int64_t, records_dropped, 0, Required, Value) /* lost by kernalyse (buffer pool full, ...) */  \
+  X(int64_t, records_dropped_cupti, 0, Added, Value) /* cuptiActivityGetNumDroppedRecords */       \
+  /* What the collector could record on this rank, one line: "cupti: 1 CUDA device", "no CUDA      \
+     device: ...", "emulated device", "imported" ...; "" if unknown (older stores). */             \
+  X(std::string, collector_status, "", Added, Value)
 
 // How a column behaves when a producer or a file does not provide it (see above).
 enum class ColumnRule : uint8_t { Required, Defaulted, Added };
+// What a column is to the operations that walk the lists (see above).
+enum class ColumnRole : uint8_t { Rank, Start, End, Instant, String, Row, Key, Value };
+inline constexpr bool is_time(ColumnRole r) {
+  return r == ColumnRole::Start || r == ColumnRole::End || r == ColumnRole::Instant;
+}
 
 // What the visitors pass along with each column.
 template <class T>
@@ -191,10 +203,11 @@ struct ColumnDef {
   const char* name;
   T unknown;
   ColumnRule rule;
+  ColumnRole role;
   bool required() const { return rule == ColumnRule::Required; }
 };
 
-#define KERNALYSE_COLUMN_MEMBER(T, name, unknown, rule) std::vector<T> name;
+#define KERNALYSE_COLUMN_MEMBER(T, name, unknown, rule, role) std::vector<T> name;
 
 struct Activities {
   KERNALYSE_ACTIVITY_COLUMNS(KERNALYSE_COLUMN_MEMBER)
@@ -232,7 +245,7 @@ struct Ops {
   size_t size() const { return rank.size(); }
 };
 
-#define KERNALYSE_FIELD_MEMBER(T, name, unknown, rule) T name{unknown};
+#define KERNALYSE_FIELD_MEMBER(T, name, unknown, rule, role) T name{unknown};
 
 struct RankInfo {
   KERNALYSE_RANK_FIELDS(KERNALYSE_FIELD_MEMBER)
@@ -241,10 +254,11 @@ struct RankInfo {
 // for_each_column(table, f): f(const ColumnDef<T>&, std::vector<T>& column) for each column of
 // `table` (const or not) in list (= on-disk) order.
 // for_each_column_pair(a, b, f): f(def, a's column, b's column) for two tables of one type.
-#define KERNALYSE_VISIT_COLUMN(T, name, unknown, rule) \
-  f(ColumnDef<T>{#name, static_cast<T>(unknown), ColumnRule::rule}, t.name);
-#define KERNALYSE_VISIT_COLUMN_PAIR(T, name, unknown, rule) \
-  f(ColumnDef<T>{#name, static_cast<T>(unknown), ColumnRule::rule}, t.name, u.name);
+#define KERNALYSE_VISIT_COLUMN(T, name, unknown, rule, role) \
+  f(ColumnDef<T>{#name, static_cast<T>(unknown), ColumnRule::rule, ColumnRole::role}, t.name);
+#define KERNALYSE_VISIT_COLUMN_PAIR(T, name, unknown, rule, role)                             \
+  f(ColumnDef<T>{#name, static_cast<T>(unknown), ColumnRule::rule, ColumnRole::role}, t.name, \
+    u.name);
 #define KERNALYSE_COLUMN_VISITOR(Table, LIST)                          \
   template <class Tab, class F>                                        \
   requires std::is_same_v<std::remove_const_t<Tab>, Table>             \
@@ -267,8 +281,8 @@ KERNALYSE_COLUMN_VISITOR(Ops, KERNALYSE_OP_COLUMNS)
 // in on-disk order.
 template <class F>
 void for_each_rank_field(F&& f) {
-#define KERNALYSE_VISIT_FIELD(T, name, unknown, rule) \
-  f(ColumnDef<T>{#name, T(unknown), ColumnRule::rule}, &RankInfo::name);
+#define KERNALYSE_VISIT_FIELD(T, name, unknown, rule, role) \
+  f(ColumnDef<T>{#name, T(unknown), ColumnRule::rule, ColumnRole::role}, &RankInfo::name);
   KERNALYSE_RANK_FIELDS(KERNALYSE_VISIT_FIELD)
 #undef KERNALYSE_VISIT_FIELD
 }
@@ -360,6 +374,22 @@ void assign_steps(Store& s);
 // Sorts counters by (rank, device, name, ts), the name by its text (not its id, which differs
 // between a rank's own table and a merged one), stably: same-ts rows keep their order.
 void sort_counters(Counters& k, const StringTable& strings);
+
+// Adds `by` to every Rank column of every table and to /ranks (node stores merged into one run).
+void shift_ranks(Store& s, int32_t by);
+
+// The table's Rank column (the rank its times are moved by), or null for a table without one.
+template <class Tab>
+auto* rank_column(Tab& t) {
+  using Col =
+      std::conditional_t<std::is_const_v<Tab>, const std::vector<int32_t>, std::vector<int32_t>>;
+  Col* out = nullptr;
+  for_each_column(t, [&](const auto& def, auto& col) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<int32_t>>)
+      if (def.role == ColumnRole::Rank) out = &col;
+  });
+  return out;
+}
 
 // Sorts ops by (rank, start_ns), stably.
 void sort_ops(Ops& o);

@@ -1,10 +1,12 @@
 // Analyses over a Store. Each fills tables into a Report; none prints.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernalyse/report.h"
@@ -45,7 +47,43 @@ struct NameGroups {
 NameGroups group_names(const Store& s, const std::vector<uint32_t>& rows, bool verbose,
                        bool kernels_only);
 
+// An enum's words (flags' choices, reports' labels): one table per vocabulary, every value once.
+template <class E, size_t N>
+struct Vocabulary {
+  std::array<std::pair<E, std::string_view>, N> words;
+  std::string_view name(E e) const {
+    for (const auto& [k, w] : words)
+      if (k == e) return w;
+    return {};
+  }
+  std::optional<E> parse(std::string_view w) const {
+    for (const auto& [k, x] : words)
+      if (x == w) return k;
+    return std::nullopt;
+  }
+  std::vector<std::string> all() const {
+    std::vector<std::string> out;
+    for (const auto& [k, w] : words) out.emplace_back(w);
+    return out;
+  }
+  // Every value 0..N-1 of the enum named exactly once (checked at compile time below).
+  constexpr bool complete() const {
+    for (size_t v = 0; v < N; ++v) {
+      size_t seen = 0;
+      for (const auto& kw : words) seen += static_cast<size_t>(kw.first) == v;
+      if (seen != 1) return false;
+    }
+    return true;
+  }
+};
+
 enum class SummarySort { Count, Total, Mean, Pct };
+// --sort's words.
+inline constexpr Vocabulary<SummarySort, 4> kSummarySortWords{{{{SummarySort::Count, "count"},
+                                                                {SummarySort::Total, "total"},
+                                                                {SummarySort::Mean, "mean"},
+                                                                {SummarySort::Pct, "pct"}}}};
+static_assert(kSummarySortWords.complete());
 
 struct SummaryOptions {
   Filter filter;
@@ -138,6 +176,13 @@ class RangeLaunches {
 };
 
 enum class GapSort { Count, Mean, Max, Std, Total };
+// --gap-sort's words.
+inline constexpr Vocabulary<GapSort, 5> kGapSortWords{{{{GapSort::Count, "count"},
+                                                        {GapSort::Mean, "mean"},
+                                                        {GapSort::Max, "max"},
+                                                        {GapSort::Std, "std"},
+                                                        {GapSort::Total, "total"}}}};
+static_assert(kGapSortWords.complete());
 
 struct GapOptions {
   Filter filter;

@@ -15,6 +15,10 @@
 namespace kernalyse {
 
 enum class Compat { Native, Hta };
+// --compat's words.
+inline constexpr Vocabulary<Compat, 2> kCompatWords{
+    {{{Compat::Native, "native"}, {Compat::Hta, "hta"}}}};
+static_assert(kCompatWords.complete());
 
 struct CrossRankOptions {
   Filter filter;
@@ -101,7 +105,11 @@ std::string straggler_clock_caution(const StragglerResult& r);
 std::vector<std::string> straggler_notes(const StragglerResult& r);
 // The ledger's tables (collectives top by inflicted, per rank, delay by kernel), in that order.
 std::vector<Table> straggler_tables(const StragglerResult& r, const CrossRankOptions& opt);
-// straggler_ledger rendered into a report: headline, notes, tables and the "stragglers" JSON.
+// straggler_ledger rendered into a report: headline, notes, tables and the "stragglers" JSON
+// (built when JSON is rendered: the report keeps the result).
+void straggler_report(std::shared_ptr<const StragglerResult> r, const CrossRankOptions& opt,
+                      Report* out);
+// Both steps at once.
 void straggler_analysis(const Store& s, const CrossRankOptions& opt, Report* out);
 
 // --- building blocks, exposed for tests ---
@@ -148,5 +156,7 @@ struct StreamIdle {
   int64_t host_ns = 0, kernel_ns = 0, other_ns = 0, gaps = 0, max_gap_ns = 0, overlaps = 0;
 };
 std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt);
+// The --idle table from it.
+void idle_report(const std::vector<StreamIdle>& streams, int64_t kernel_wait_ns, Report* out);
 
 }  // namespace kernalyse

@@ -11,20 +11,22 @@
 #include <string_view>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/pipeline.h"
 #include "kernalyse/progress.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
 
 struct HtmlOptions {
-  Filter filter;                          // --rank / --step: every analysis in the report
-  std::optional<int64_t> from_ns, to_ns;  // timeline and memory window, ns from export_base_ns
-  int timeline_bins = 1000;               // time bins per rank and lane
-  int max_collectives = 400;              // heatmap columns; more instances are binned
-  int top = 20;                           // rows of the top-N tables and bars
-  double hist_min_us = 0, hist_max_us = 1000;
-  int hist_bins = 20;
-  int64_t kernel_wait_ns = 30'000;
+  // The analyses' options, as for the text report (--rank/--step, --top, the gap histogram's
+  // edges, --kernel-wait-us, --peaks); the page runs its variant of each (pipeline.h).
+  AnalysisOptions analysis;
+  // The run's collective match (the clock inference's), reused by the page's ledger and
+  // critical path; null: they match themselves.
+  std::shared_ptr<const CollectiveMatch> match;
+  std::optional<int64_t> from_ns, to_ns;      // timeline and memory window, ns from export_base_ns
+  int timeline_bins = 1000;                   // time bins per rank and lane
+  int max_collectives = 400;                  // heatmap columns; more instances are binned
   bool force = false;                         // replace an existing file
   std::string title;                          // shown in the page header, e.g. the input file
   ProgressMode progress = ProgressMode::Off;  // "writing <path>", in report sections built

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct RecoveryReport {
   // One line per rank: "rank 2: truncated at byte N (torn block); ...", "rank 3: missing ...".
   std::vector<std::string> lines() const;
 };
+// The same for scripts (`--spool DIR --json`): per rank its status, record counts and data end.
+nlohmann::json recovery_json(const RecoveryReport& r);
 
 // The rank-<r>.kspool files in `dir` by the rank in their name. Throws kernalyse::Error if `dir`
 // is not a directory, holds none, or a name's rank is past the limit (docs/limits.md).

@@ -1,0 +1,32 @@
+// What the tools take as input: trace files, directories of them, or stores; and the import of a
+// set of trace files into one store (one file per task, on the shared pool).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernalyse/classify.h"
+#include "kernalyse/kineto.h"
+#include "kernalyse/progress.h"
+#include "kernalyse/store.h"
+
+namespace kernalyse {
+
+// Expands directories into their *.json / *.json.gz / *.sqlite files (sorted); checks that the
+// files exist. Throws Error naming the path.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& in);
+
+struct ImportFilesOptions {
+  std::optional<int32_t> rank;  // --rank: the rank of a single trace that carries none
+  std::string step_range;       // --step-range (Nsight Systems reports only)
+  const Classifier* classifier = nullptr;
+  ProgressMode progress = ProgressMode::Off;
+};
+
+// Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,
+// one file per task. Errors: the first failing file's, one line naming it; several files that
+// do not say their rank, one line listing them all.
+Store import_files(const std::vector<std::string>& files, const ImportFilesOptions& opt,
+                   ImportStats* stats);
+
+}  // namespace kernalyse

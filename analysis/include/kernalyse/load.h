@@ -1,0 +1,73 @@
+// A run's input made ready for the analyses: a store read with the columns they use, or trace
+// files imported; clocks aligned per --align (docs/clocks.md); node stores merged into one.
+// The tools' flags map onto LoadOptions; what the loading says goes to its callbacks.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernalyse/clock_infer.h"
+#include "kernalyse/collectives.h"
+#include "kernalyse/diff.h"
+#include "kernalyse/inputs.h"
+#include "kernalyse/store.h"
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+
+struct LoadOptions {
+  ImportFilesOptions import;
+  std::string align = "auto";  // --align: auto, inferred, off
+  std::string output;          // -o: the imported (or merged) store is written there
+  bool force = false;          // replace an existing output
+  std::string command_line;    // recorded in the written store
+  // Where the loading's lines go (null: nowhere): info lines (quiet runs pass null) and
+  // warnings (always shown).
+  std::function<void(const std::string&)> info, warn;
+};
+
+struct LoadedRun {
+  Store store;
+  std::optional<ClockInference> inference;       // set when clocks were inferred and applied
+  std::shared_ptr<const CollectiveMatch> match;  // the inference's matching of this store
+};
+
+// Whether --align infers the clocks of this store (auto: when the ranks' clocks are not aligned).
+bool infers_clocks(const Store& s, const std::string& align);
+
+// Infers and applies the clocks when --align says so; the inference's line goes to info.
+// Returns the inference when it ran.
+std::optional<ClockInference> align_clocks(Store& s, const LoadOptions& opt,
+                                           std::shared_ptr<const CollectiveMatch>* match);
+
+// One store file with the columns `sel`; with may_align, its clocks aligned per --align. The
+// inference reads the activities, /nccl, the annotations and the ranks only: it runs on a
+// second thread while this one reads the launches, ops and counters (libhdf5 stays on one
+// thread), which hides most of its cost.
+LoadedRun read_run(const std::string& file, const ColumnSelection& sel, bool may_align,
+                   const LoadOptions& opt);
+
+// Trace files imported into one store (import_files), clocks aligned per --align, written to
+// opt.output when set (checked before the import starts).
+LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& opt);
+
+// Several stores (one kernalyse-run per node) into one, written to opt.output: the later ones'
+// ranks moved past the earlier ones' when they overlap (start-order ranks of two nodes), the
+// hosts' clocks aligned by the inferred-clock method (within a host the recorded alignment
+// stays). Returns the inference (empty when none ran).
+ClockInference merge_node_stores(const std::vector<std::string>& files, const LoadOptions& opt);
+
+// One side of --diff: a store whose clocks stay as recorded, read a rank at a time (RankSlices),
+// or else a store or traces held whole (imported in memory), with the same rules as the
+// analyses' input.
+struct DiffSource {
+  std::unique_ptr<RankSlices> slices;
+  Store whole;
+  DiffInput input();
+};
+DiffSource load_diff_source(const std::string& input, const LoadOptions& opt);
+
+}  // namespace kernalyse

@@ -1,0 +1,196 @@
+// Loading a run for the analyses (kernalyse/load.h).
+#include "kernalyse/load.h"
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <set>
+
+#include "kernalyse/atomic_file.h"
+#include "kernalyse/error.h"
+#include "kernalyse/nsys.h"
+#include "kernalyse/pipeline.h"
+#include "kernalyse/store_io.h"
+#include "kernalyse/utc.h"
+
+namespace kernalyse {
+
+namespace {
+void say(const std::function<void(const std::string&)>& to, const std::string& line) {
+  if (to) to(line);
+}
+}  // namespace
+
+bool infers_clocks(const Store& s, const std::string& align) {
+  return !(align == "off" || (align == "auto" && clocks_aligned(s)));
+}
+
+std::optional<ClockInference> align_clocks(Store& s, const LoadOptions& opt,
+                                           std::shared_ptr<const CollectiveMatch>* match) {
+  if (!infers_clocks(s, opt.align)) return std::nullopt;
+  ClockInference inf = infer_clocks(clock_evidence(s, match));
+  apply_clock_inference(s, inf);
+  say(opt.info, describe(inf));
+  return inf;
+}
+
+LoadedRun read_run(const std::string& file, const ColumnSelection& sel, bool may_align,
+                   const LoadOptions& opt) {
+  LoadedRun out;
+  if (!may_align) {
+    out.store = read_store(file, sel);
+    return out;
+  }
+  ColumnSelection first = sel, rest = sel;
+  first.launches = first.ops = first.counters = false;
+  rest.activities = rest.annotations = rest.nccl = false;
+  Store& st = out.store;
+  st = read_store(file, first);
+  const bool infer = infers_clocks(st, opt.align);
+  std::future<ClockInference> inferring;
+  if (infer)
+    inferring = std::async(std::launch::async,
+                           [&] { return infer_clocks(clock_evidence(st, &out.match)); });
+  Store more;  // its own store: the inference reads `st` meanwhile
+  if (rest.launches || rest.ops || rest.counters) more = read_store(file, rest);
+  if (infer) out.inference = inferring.get();
+  st.launches = std::move(more.launches);
+  st.ops = std::move(more.ops);
+  st.counters = std::move(more.counters);
+  if (!infer) return out;
+  apply_clock_inference(st, *out.inference);
+  say(opt.info, describe(*out.inference));
+  return out;
+}
+
+LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& opt) {
+  // Refuse early, before a long import: an existing output without --force, a directory, a
+  // missing or unwritable directory.
+  if (!opt.output.empty()) check_output_path(opt.output, opt.force);
+  ImportStats stats;
+  auto t0 = std::chrono::steady_clock::now();
+  LoadedRun out;
+  Store& store = out.store;
+  store = import_files(files, opt.import, &stats);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& w : stats.warnings) say(opt.warn, "warning: " + w);
+  for (const auto& n : stats.notes) say(opt.info, "info: " + n);
+  store.attrs.tool_version = KERNALYSE_VERSION;
+  const bool from_nsys = is_sqlite_file(files[0]);
+  store.attrs.produced_by = from_nsys ? "kernalyse-merge (Nsight Systems SQLite import)"
+                                      : "kernalyse-merge (Kineto JSON import)";
+  store.attrs.command_line = opt.command_line;
+  store.attrs.created_utc = utc_now();
+  store.attrs.clock_domain =
+      clocks_aligned(store)
+          ? "one timeline, as exported by kernalyse (Kineto import of a kernalyse export)"
+      : from_nsys
+          ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
+          : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
+  for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
+  out.inference = align_clocks(store, opt, &out.match);
+  char rate[160];
+  std::snprintf(rate, sizeof rate, "%s in %.2f s (%.0f MB/s)",
+                from_nsys ? " MB SQLite" : " MB JSON", secs,
+                static_cast<double>(stats.bytes) / 1e6 / std::max(secs, 1e-9));
+  say(opt.info, "imported " + std::to_string(files.size()) + " file(s), " +
+                    std::to_string(store.ranks.size()) + " rank(s), " +
+                    std::to_string(store.activities.size()) + " GPU activities, " +
+                    std::to_string(stats.malformed) + " malformed events skipped, " +
+                    std::to_string(static_cast<int64_t>(static_cast<double>(stats.bytes) / 1e6)) +
+                    rate);
+  if (!opt.output.empty()) {
+    write_store(store, opt.output, WriteOptions{opt.force, opt.import.progress});
+    say(opt.info, "wrote " + opt.output);
+  }
+  return out;
+}
+
+ClockInference merge_node_stores(const std::vector<std::string>& files, const LoadOptions& opt) {
+  if (opt.output.empty()) throw Error("several stores are merged into one: give -o FILE");
+  check_output_path(opt.output, opt.force);
+  std::vector<Store> parts;
+  std::set<int32_t> taken;
+  std::set<std::string> hosts;
+  for (const auto& f : files) {
+    Store s = read_store(f);
+    bool overlap = false;
+    for (const auto& r : s.ranks) overlap = overlap || taken.count(r.rank);
+    if (overlap) {
+      const int32_t shift = taken.empty() ? 0 : *taken.rbegin() + 1;
+      shift_ranks(s, shift);  // every rank column (store.h's roles)
+      say(opt.info, f + ": ranks " + std::to_string(s.ranks.front().rank - shift) + " to " +
+                        std::to_string(s.ranks.back().rank - shift) +
+                        " are taken by an earlier store: numbered " +
+                        std::to_string(s.ranks.front().rank) + " to " +
+                        std::to_string(s.ranks.back().rank));
+    }
+    for (const auto& r : s.ranks) taken.insert(r.rank), hosts.insert(r.host);
+    parts.push_back(std::move(s));
+  }
+  Store store = merge_stores(std::move(parts));
+  const auto world = static_cast<int32_t>(store.ranks.size());
+  for (auto& r : store.ranks) r.world_size = std::max(r.world_size, world);
+  store.attrs.tool_version = KERNALYSE_VERSION;
+  store.attrs.produced_by =
+      "kernalyse-merge (stores of " + std::to_string(files.size()) + " nodes)";
+  store.attrs.command_line = opt.command_line;
+  store.attrs.created_utc = utc_now();
+  // Each store's clocks are aligned within its host only: across hosts, inferred.
+  LoadOptions o = opt;
+  if (o.align == "auto" && hosts.size() > 1) o.align = "inferred";
+  std::optional<ClockInference> inference = align_clocks(store, o, nullptr);
+  if (!inference && hosts.size() > 1)
+    store.attrs.clock_domain += "; hosts not aligned to each other (--align off)";
+  write_store(store, opt.output, WriteOptions{opt.force, opt.import.progress});
+  say(opt.info, "wrote " + opt.output + ": " + std::to_string(store.ranks.size()) + " ranks on " +
+                    std::to_string(hosts.size()) + " host(s) from " + std::to_string(files.size()) +
+                    " stores");
+  return inference.value_or(ClockInference{});
+}
+
+DiffInput DiffSource::input() {
+  if (slices) return {&slices->header(), [this](const auto& f) { slices->for_each(f); }};
+  return {&whole, [this](const auto& f) { f(whole); }};
+}
+
+DiffSource load_diff_source(const std::string& input, const LoadOptions& opt) {
+  DiffSource out;
+  std::vector<std::string> files = expand_inputs({input});
+  if (files.size() == 1 && is_hdf5_file(files[0])) {
+    ColumnSelection sel;
+    sel.counters = false;
+    sel.ops_detail = sel.ops_shapes = false;  // the ATen-op groups need only each launch's op
+    ColumnSelection probe;  // launch threads only when there are ranges to join them to
+    probe.activities = probe.launches = probe.nccl = probe.counters = false;
+    const Store a = read_store(files[0], probe);
+    sel.launch_detail = store_has_ranges(a);
+    // Inferring clocks needs every rank's collectives at once: then the store is read whole (a
+    // single rank has no other clock to align to). So is a store whose rows are not grouped by
+    // rank (RankSlices refuses it; read_store then reports whatever else may be wrong with it).
+    if (opt.align == "off" || (opt.align == "auto" && (clocks_aligned(a) || a.ranks.size() < 2))) {
+      try {
+        out.slices = std::make_unique<RankSlices>(files[0], sel);
+        return out;
+      } catch (const Error&) {
+      }
+    }
+    out.whole = read_store(files[0], sel);
+    align_clocks(out.whole, opt, nullptr);
+    return out;
+  }
+  for (const auto& f : files)
+    if (is_hdf5_file(f))
+      throw Error(f + ": is a store; give either one store or trace files, not both");
+  ImportStats stats;
+  out.whole = import_files(files, opt.import, &stats);
+  for (const auto& w : stats.warnings) say(opt.warn, "warning: " + w);
+  for (const auto& r : out.whole.ranks)
+    out.whole.attrs.emulated = out.whole.attrs.emulated || r.emulated;
+  // The clocks as an analysis or -o of the same input would have them (--align), so that a store
+  // and the traces it was merged from compare equal.
+  align_clocks(out.whole, opt, nullptr);
+  return out;
+}
+
+}  // namespace kernalyse

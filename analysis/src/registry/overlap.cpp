@@ -1,0 +1,43 @@
+// --overlap and --breakdown: one union pass per rank feeds both (HTA's analyses: under
+// --compat hta they read HTA's view of the store).
+#include "registry.h"
+
+namespace kernalyse::registry {
+
+namespace {
+const RankUnionTables& unions(const AnalysisContext& ctx) {
+  return ctx.shared<RankUnionTables>("rank unions", [&] {
+    return rank_union_tables(ctx.store(View::Hta), ctx.cross_rank(View::Hta));
+  });
+}
+// The result is the shared union pass, held by pointer (the context outlives the results).
+const RankUnionTables& of(const std::any& r) { return *std::any_cast<const RankUnionTables*>(r); }
+}  // namespace
+
+const Analysis& overlap() {
+  static const Analysis a{
+      "overlap",
+      "communication/computation overlap and exposed communication",
+      /*in_all=*/true,
+      /*in_page=*/true,
+      View::Hta,
+      Reads{},
+      [](const AnalysisContext& ctx) -> std::any { return &unions(ctx); },
+      [](const std::any& r, const AnalysisContext&, Report* out) { overlap_report(of(r), out); }};
+  return a;
+}
+
+const Analysis& breakdown() {
+  static const Analysis a{
+      "breakdown",
+      "temporal breakdown: idle, compute, comm, memory, other",
+      /*in_all=*/true,
+      /*in_page=*/true,
+      View::Hta,
+      Reads{},
+      [](const AnalysisContext& ctx) -> std::any { return &unions(ctx); },
+      [](const std::any& r, const AnalysisContext&, Report* out) { breakdown_report(of(r), out); }};
+  return a;
+}
+
+}  // namespace kernalyse::registry
