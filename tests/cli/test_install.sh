@@ -13,6 +13,12 @@ for f in bin/kernalyse-run bin/kernalyse-merge bin/kernalyse-tracegen lib/libker
          share/kernalyse/slurm/kernalyse-mpirun.sbatch; do
   expect_eq "installed: $f" "$([ -f "$P/$f" ] && echo yes)" "yes"
 done
+# Every tool the README or the docs name that this build built is installed (kernalyse-scan
+# only in CUDA builds with cuBLAS).
+for t in $(grep -oh 'kernalyse-[a-z]*' "$SRC/README.md" "$SRC"/docs/*.md | sort -u); do
+  [ -x "$BIN/$t" ] || continue
+  expect_eq "installed: bin/$t (named in the docs, built)" "$([ -x "$P/bin/$t" ] && echo yes)" "yes"
+done
 
 # From the prefix only: the build's bin dir is not on PATH, and no KERNALYSE_COLLECTOR override.
 export PATH="$P/bin:/usr/local/bin:/usr/bin:/bin"
