@@ -32,6 +32,7 @@
 #include "cuda_presence.h"  // CUPTI source hooks (see finish())
 #include "kernalyse/clocksync.h"
 #include "kernalyse/emu.h"
+#include "kernalyse/run_env.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/store_mpi.h"
@@ -120,14 +121,14 @@ class Collector final : public collector::Sink {
   bool claimable() const { return tree_ && !active_ && !claim_failed_; }
 
   void activate() {
-    if (std::string dir = env("KERNALYSE_TREE"); !dir.empty()) {
+    if (std::string dir = env(env_name(RunEnv::Tree)); !dir.empty()) {
       tree_ = true;
       spool_dir_ = dir;
       configure();
       return;
     }
     // Only the process kernalyse-run exec'd: children inherit LD_PRELOAD but not this pid.
-    std::string pid = env("KERNALYSE_PID");
+    std::string pid = env(env_name(RunEnv::Pid));
     if (pid.empty() || std::atol(pid.c_str()) != static_cast<long>(getpid())) return;
     active_ = true;
     configure();
@@ -192,7 +193,7 @@ class Collector final : public collector::Sink {
     const std::string ws = env("WORLD_SIZE");
     size_ = ws.empty() ? 0 : std::atoi(ws.c_str());
     command_ = own_command();
-    anchor_ = std::atoll(env("KERNALYSE_ANCHOR_NS", "0").c_str());
+    anchor_ = std::atoll(env(env_name(RunEnv::AnchorNs), "0").c_str());
     pid_ = getpid();
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
@@ -254,15 +255,15 @@ class Collector final : public collector::Sink {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
     err_ = fd >= 0 ? fdopen(fd, "w") : nullptr;
     if (!err_) err_ = stderr;
-    output_ = env("KERNALYSE_OUTPUT", "run.h5");
-    force_ = env("KERNALYSE_FORCE") == "1";
-    quiet_ = env("KERNALYSE_QUIET") == "1";
-    keep_spool_ = env("KERNALYSE_KEEP_SPOOL") == "1";
+    output_ = env(env_name(RunEnv::Output), "run.h5");
+    force_ = env(env_name(RunEnv::Force)) == "1";
+    quiet_ = env(env_name(RunEnv::Quiet)) == "1";
+    keep_spool_ = env(env_name(RunEnv::KeepSpool)) == "1";
     flush_records_ =
-        std::max<int64_t>(1, std::atoll(env("KERNALYSE_FLUSH_RECORDS", "100000").c_str()));
-    flush_ns_ =
-        std::max<int64_t>(1, std::atoll(env("KERNALYSE_FLUSH_MS", "1000").c_str())) * 1'000'000;
-    command_ = env("KERNALYSE_COMMAND");
+        std::max<int64_t>(1, std::atoll(env(env_name(RunEnv::FlushRecords), "100000").c_str()));
+    flush_ns_ = std::max<int64_t>(1, std::atoll(env(env_name(RunEnv::FlushMs), "1000").c_str())) *
+                1'000'000;
+    command_ = env(env_name(RunEnv::Command));
   }
 
   // In a fork()ed child: the parent's spool descriptor (and its lock) and wake-up pipe are not
@@ -296,7 +297,7 @@ class Collector final : public collector::Sink {
   // thread, never on CUDA's).
   void gpu_device_used(int32_t ordinal, const char* nvml_uuid) override {
     power_.add_device(ordinal, nvml_uuid ? nvml_uuid : "");
-    power_.start(*this, std::atoll(env("KERNALYSE_POWER_MS", "100").c_str()));  // once
+    power_.start(*this, std::atoll(env(env_name(RunEnv::PowerMs), "100").c_str()));  // once
   }
   void losses(const collector::LossCounts& c) override {
     intake([&] { rec_.losses(c); }, false);
@@ -584,7 +585,7 @@ class Collector final : public collector::Sink {
     if (job.empty()) job = "pid" + std::to_string(getppid());
     for (char& ch : job)
       if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    std::string dir = env("KERNALYSE_SPOOL_DIR");
+    std::string dir = env(env_name(RunEnv::SpoolDir));
     if (dir.empty()) dir = output_ + ".spool-" + job;
     ::mkdir(dir.c_str(), 0755);
     spool_dir_ = dir;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cuda_presence.h"
+#include "kernalyse/run_env.h"
 #include "nccl_link.h"
 
 // Defined by the Collector (collector.cpp) and the NCCL plugin (nccl_plugin.cpp). Weak here so
@@ -413,9 +414,10 @@ Config config_from_env() {
     if (end == v || *end) return dflt;  // not a number: keep the default
     return x < lo ? lo : x > hi ? hi : x;
   };
-  c.buffer_bytes = static_cast<size_t>(num("KERNALYSE_CUPTI_BUFFER_KB", 4096, 64, 1 << 20)) * 1024;
-  c.buffers = static_cast<size_t>(num("KERNALYSE_CUPTI_BUFFERS", 32, 2, 4096));
-  c.flush_ms = num("KERNALYSE_CUPTI_FLUSH_MS", 1000, 10, 3'600'000);
+  c.buffer_bytes =
+      static_cast<size_t>(num(env_name(RunEnv::CuptiBufferKb), 4096, 64, 1 << 20)) * 1024;
+  c.buffers = static_cast<size_t>(num(env_name(RunEnv::CuptiBuffers), 32, 2, 4096));
+  c.flush_ms = num(env_name(RunEnv::CuptiFlushMs), 1000, 10, 3'600'000);
   return c;
 }
 

@@ -13,11 +13,19 @@ export OMPI_MCA_mpi_yield_when_idle=0
 cd "$TMP"
 [ -x "$BIN/kernalyse_timens_exec" ] || { fail "kernalyse_timens_exec not built"; finish; exit; }
 
+# Slow factor 3: rank 2 arrives ~3.8 ms late at every collective (~1.9 ms per unit of factor,
+# measured). The ledger counts a skew as noise when it is within the two ranks' stated clock ±,
+# and with 4 ranks x 3 threads on 2 shared cores and a busy one the MPI ping-pong's ± reached
+# 1.86 ms: at factor 1.3 (0.57 ms late) rank 2's collectives were noise and stalls named another
+# rank (1 run in 4). Time scale 1, unlike the other emulated straggler tests (time scale 4): a run
+# over 0.5 s has its drift fitted, and under load the re-inferred drift then missed the MPI one by
+# more than both stated ± (1 run in 3 at time scale 4: the completion fit's drift error is not
+# covered there; reported, not hidden).
 cat > rank.sh <<EOF
 #!/usr/bin/env bash
 r=\$OMPI_COMM_WORLD_RANK
 exec "$BIN/kernalyse_timens_exec" \$((5 + 3 * r)) \$((777 + 31337 * r)) \\
-  "$BIN/kernalyse-run" -q -o "$TMP/ns.h5" "$BIN/vicuna_tp" --layers 4 --steps 6 --slow-rank 2 --slow-factor 1.3
+  "$BIN/kernalyse-run" -q -o "$TMP/ns.h5" "$BIN/vicuna_tp" --layers 4 --steps 6 --slow-rank 2 --slow-factor 3
 EOF
 chmod +x rank.sh
 mpirun -n 4 ./rank.sh 2>run.err
@@ -71,6 +79,9 @@ c = d["stragglers"]["collectives"]
 # (The >= 90 % share is asserted in test_run_mpi.sh; here: the aligned ledger blames rank 2.)
 counts = {r: sum(x["last_rank"] == r for x in c) for r in range(4)}
 check(f"slow rank 2 is last most often {counts}", max(counts, key=counts.get) == 2)
+print("#", d["stragglers"]["headline"][:100])
+print("# per rank (times last, inflicted µs, noise-skipped):",
+      [(g["rank"], g["times_last"], round(g["inflicted_us"]), g["noise_skipped"]) for g in d["stragglers"]["ranks"]])
 check("headline names rank 2", d["stragglers"]["headline"].startswith("rank 2 arrived last"))
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
