@@ -276,15 +276,19 @@ int run_spool(const Options& o, const std::string& command_line) {
 }
 
 // --align: infers per-host clocks from the collectives (docs/clocks.md) when asked, or (auto) when
-// the ranks' clocks are not aligned; applies it to every time column. Returns whether it ran.
+// the ranks' clocks are not aligned; applies it to every time column (auto: only on evidence that
+// the recorded clocks are wrong). Returns whether it ran. --compat hta never aligns: HTA's view is
+// the recorded clocks.
 bool infers_clocks(const Store& st, const Options& o) {
-  return !(o.align == "off" || (o.align == "auto" && clocks_aligned(st)));
+  return !(o.align == "off" || o.compat == "hta" || (o.align == "auto" && clocks_aligned(st)));
 }
 
 bool align_clocks(Store& st, const Options& o, ClockInference* inf,
                   std::shared_ptr<const CollectiveMatch>* match) {
   if (!infers_clocks(st, o)) return false;
-  *inf = infer_clocks(clock_evidence(st, match));
+  const ClockEvidence ev = clock_evidence(st, match);
+  *inf = infer_clocks(ev);
+  if (o.align == "auto") keep_recorded_clocks_unless_evidence(inf, ev);
   apply_clock_inference(st, *inf);
   if (!o.quiet) std::cerr << describe(*inf) << "\n";
   return true;
@@ -301,10 +305,13 @@ bool read_and_align(const std::string& file, const ColumnSelection& sel, const O
   rest.activities = rest.annotations = rest.nccl = false;
   *st = read_store(file, first);
   const bool infer = infers_clocks(*st, o);
+  ClockEvidence ev;  // before the future: a throwing read below waits for the task, which fills it
   std::future<ClockInference> inferring;
   if (infer)
-    inferring =
-        std::async(std::launch::async, [&] { return infer_clocks(clock_evidence(*st, match)); });
+    inferring = std::async(std::launch::async, [&] {
+      ev = clock_evidence(*st, match);
+      return infer_clocks(ev);
+    });
   Store more;  // its own store: the inference reads *st meanwhile
   if (rest.launches || rest.ops || rest.counters) more = read_store(file, rest);
   if (infer) *inf = inferring.get();
@@ -312,6 +319,7 @@ bool read_and_align(const std::string& file, const ColumnSelection& sel, const O
   st->ops = std::move(more.ops);
   st->counters = std::move(more.counters);
   if (!infer) return false;
+  if (o.align == "auto") keep_recorded_clocks_unless_evidence(inf, ev);
   apply_clock_inference(*st, *inf);
   if (!o.quiet) std::cerr << describe(*inf) << "\n";
   return true;
@@ -882,7 +890,8 @@ int main(int argc, char** argv) {
   app.add_option("--align", o.align,
                  "clocks of traces recorded without alignment: inferred from the collectives "
                  "(per host offset and drift, stated ±); auto: when the ranks' clocks are not "
-                 "aligned; off: as recorded")
+                 "aligned, applied only on evidence (a happened-before violation, or a "
+                 "correction beyond its ±); off: as recorded (always with --compat hta)")
       ->check(CLI::IsMember({"auto", "inferred", "off"}))
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");

@@ -135,7 +135,7 @@ ClockEvidence clock_evidence(const Store& s, std::shared_ptr<const CollectiveMat
 }
 
 void apply_clock_inference(Store& s, const ClockInference& inf) {
-  if (!inf.ok) return;
+  if (!inf.ok || !inf.kept.empty()) return;
   struct Map {
     bool on = false;
     int64_t theta = 0;
