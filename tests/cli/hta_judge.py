@@ -55,6 +55,10 @@ KNOWN = {
     # stream 7, whose early gaps HTA then counts as host wait. kernalyse counts a kernel without a
     # launch as never waiting for the host.
     "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz": "idle",
+    # One file with the kernels of 4 ranks (process ids 2, 100000003, 200000004, 300000005; no
+    # CPU events): HTA takes a file for one rank and --compat hta does the same, but kernalyse
+    # reads 4 ranks and exports one file per rank, which HTA then sees as 4 ranks.
+    "merged_nccl_only.json.gz": "ranks",
 }
 
 
@@ -134,6 +138,10 @@ def compare_compat(j, name, hta, k):
 
 def compare_export(j, name, orig, exp):
     """HTA on the export must give what HTA gives on the originals, analysis by analysis."""
+    if KNOWN.get(os.path.basename(name.rstrip("/"))) == "ranks":
+        j.known.append(f"{name}: HTA sees ranks {orig.get('ranks')} in the original, {exp.get('ranks')} in the export (see KNOWN)")
+        j.rows.append([name, str(orig.get("ranks")), "HTA on the export: known difference"])
+        return
     ok = orig.get("ranks") == exp.get("ranks")
     if not ok:
         j.failed.append(f"{name}: HTA's ranks {orig.get('ranks')} on the originals, {exp.get('ranks')} on the export")
@@ -148,6 +156,13 @@ def compare_export(j, name, orig, exp):
         if len(a) != len(b):
             j.failed.append(f"{name} {key}: {len(a)} rows on the originals, {len(b)} on the export")
             ok = False
+            continue
+        # Rows by what they are, not where: HTA lists streams in the order it meets them.
+        ident = lambda r: tuple(str(r.get(f)) for f in ("rank", "stream", "idle_category", "kernel_type"))
+        a, b = sorted(a, key=ident), sorted(b, key=ident)
+        if key == "idle_time_breakdown" and KNOWN.get(os.path.basename(name.rstrip("/"))) == "idle":
+            if a != b:
+                j.known.append(f"{name}: HTA's idle breakdown on the export differs (see KNOWN)")
             continue
         for ra, rb in zip(a, b):
             for f, v in ra.items():
@@ -183,7 +198,7 @@ def kineto_sets(traces, work):
     for k, (p, _) in enumerate(files):
         d = os.path.join(work, f"file-{k}")
         os.makedirs(d)
-        os.symlink(p, os.path.join(d, os.path.basename(p)))
+        os.symlink(os.path.abspath(p), os.path.join(d, os.path.basename(p)))
         sets.append((os.path.relpath(p, traces), d))
     by_dir = {}
     for p, r in files:
