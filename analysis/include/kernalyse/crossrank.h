@@ -91,7 +91,9 @@ struct StragglerResult {
   size_t ranks_inferred = 0;
   std::string
       clock_method;  // the inference's method, e.g. "inferred from N collectives across H hosts"
-  int64_t clock_uncertainty_ns = 0;  // the largest ± among the inferred ranks
+  // The largest ± among the inferred ranks, or among ranks kept as recorded whose clocks the
+  // inference found consistent (--align auto without evidence against them).
+  int64_t clock_uncertainty_ns = 0;
 };
 StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt);
 // The rank that inflicted most wait while arriving last; -1 when no rank was ever last.
