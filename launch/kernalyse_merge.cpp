@@ -31,6 +31,7 @@ LoadOptions load_options(const Options& o, const Classifier* cls) {
   LoadOptions lo;
   lo.import = {o.rank, o.step_range, cls, o.mode};
   lo.align = o.align, lo.output = o.output, lo.force = o.force;
+  lo.recorded_clocks = o.ao.compat == Compat::Hta;  // HTA's view: the recorded clocks
   lo.command_line = o.command_line;
   if (!o.quiet) lo.info = [](const std::string& l) { std::cerr << l << "\n"; };
   lo.warn = [](const std::string& l) { std::cerr << l << "\n"; };

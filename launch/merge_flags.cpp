@@ -81,7 +81,8 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--align", o.align,
                  "clocks of traces recorded without alignment: inferred from the collectives "
                  "(per host offset and drift, stated ±); auto: when the ranks' clocks are not "
-                 "aligned; off: as recorded")
+                 "aligned, applied only on evidence (a happened-before violation, or a "
+                 "correction beyond its ±); off: as recorded (always with --compat hta)")
       ->check(CLI::IsMember({"auto", "inferred", "off"}))
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "no progress or info lines on stderr");

@@ -979,15 +979,21 @@ void Importer::add_event(const RawEvent& ev) {
 
   // HTA counts any complete event with an integer stream arg as GPU work; keep such host
   // events as HostOnStream (ignored by the native analyses) so --compat hta can reproduce it.
-  bool host_on_stream =
-      kind < 0 && ev.has_stream && ev.stream >= 0 && cat != "cuda_runtime" && cat != "cuda_driver";
+  // The Kineto of 2021 wrote launches as "Runtime" (and steps as "Operator", below).
+  const bool launch = cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime";
+  bool host_on_stream = kind < 0 && ev.has_stream && ev.stream >= 0 && !launch;
   if (host_on_stream) kind = static_cast<int>(Kind::HostOnStream);
   if (kind >= 0) {
     int64_t device = ev.has_device ? ev.device : (ev.has_pid && !host_on_stream ? ev.pid : -1);
     int64_t stream = ev.has_stream ? ev.stream : -1;
+    // CUPTI's context-wide synchronisation ("Context Sync") names no stream: 4294967295, the
+    // uint32 -1. Kept as stream -1 (the same 32 bits; exports write it back), since HTA counts it
+    // as GPU time and --compat hta must see it.
+    const bool context_sync = kind == static_cast<int>(Kind::Sync) && stream == 4294967295;
+    if (context_sync) stream = -1;
     // A GPU event must say where it ran, in int32 (4294967296 is not device 0).
-    if ((device < 0 && !host_on_stream) || stream < 0 || !narrow<int32_t>(device) ||
-        !narrow<int32_t>(stream)) {
+    if ((device < 0 && !host_on_stream) || (stream < 0 && !context_sync) ||
+        !narrow<int32_t>(device) || !narrow<int32_t>(stream)) {
       ++malformed_;
       return;
     }
@@ -1030,7 +1036,7 @@ void Importer::add_event(const RawEvent& ev) {
     a.correlation.push_back(ev.correlation);
     return;
   }
-  if (cat == "cuda_runtime" || cat == "cuda_driver") {
+  if (launch) {
     LaunchCalls& l = store_.launches;
     l.rank.push_back(0);
     l.pid.push_back(ev.pid);
@@ -1052,7 +1058,8 @@ void Importer::add_event(const RawEvent& ev) {
   }
   AnnotationKind ak;
   int32_t step = kNoStep;
-  if (cat == "user_annotation") {
+  if (cat == "user_annotation" ||
+      (cat == "Operator" && starts_with(ev.s[kName], "ProfilerStep#"))) {
     ak = AnnotationKind::User;
     if (starts_with(ev.s[kName], "ProfilerStep#")) {
       int64_t n;

@@ -10,6 +10,7 @@
 #include "kernalyse/clock_infer.h"
 #include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
+#include "kernalyse/units.h"
 
 namespace kernalyse {
 namespace {
@@ -137,6 +138,19 @@ ClockEvidence clock_evidence(const Store& s, std::shared_ptr<const CollectiveMat
 
 void apply_clock_inference(Store& s, const ClockInference& inf) {
   if (!inf.ok) return;
+  if (!inf.kept.empty()) {
+    // The recorded clocks stay, but how far they agree with the collectives is now known: each
+    // rank's ± is its host's, so that skews within it read as noise (the ledger).
+    int64_t worst = 0;
+    for (const auto& h : inf.hosts)
+      for (int32_t r : h.ranks)
+        for (auto& ri : s.ranks)
+          if (ri.rank == r) ri.clock_uncertainty_ns = h.uncertainty_ns;
+    for (const auto& h : inf.hosts) worst = std::max(worst, h.uncertainty_ns);
+    s.attrs.clock_domain +=
+        "; recorded clocks agree with the collectives within ±" + format_duration(worst);
+    return;
+  }
   struct Map {
     bool on = false;
     int64_t theta = 0;

@@ -888,6 +888,7 @@ ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt) {
 
 std::string describe(const ClockInference& inf) {
   if (!inf.ok) return inf.why + "; clocks kept as recorded";
+  if (!inf.kept.empty()) return inf.kept;
   int64_t worst = 0;
   for (const auto& h : inf.hosts) worst = std::max(worst, h.uncertainty_ns);
   char buf[96];
@@ -922,6 +923,7 @@ nlohmann::json clock_inference_json(const ClockInference& inf) {
           {"completion_skew_before_ns", inf.skew_before_ns},
           {"completion_skew_after_ns", inf.skew_after_ns},
           {"drift_fitted", inf.drift_fitted},
+          {"moved", inf.ok && inf.kept.empty()},
           {"notes", inf.notes},
           {"hosts", hosts},
           {"summary", describe(inf)}};

@@ -2,13 +2,17 @@
 #include "kernalyse/crossrank.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "kernalyse/checked.h"
 #include "kernalyse/error.h"
+#include "kernalyse/export.h"
 #include "kernalyse/parallel.h"
 #include "timeline.h"
 
@@ -189,87 +193,147 @@ Category hta_category(std::string_view name) {
   return Category::Other;
 }
 
+namespace {
+// The double pandas holds for a raw JSON time of x_ns ns: the nearest double to the decimal µs
+// text (Kineto writes at most 3 fraction digits), as HTA's JSON parser reads it. Epoch-µs times
+// (~1.7e15) have a 0.25 µs step as doubles: HTA rounds those, not the exact times.
+bool us_double(int64_t x_ns, double* out) {
+  const std::string t = ns_to_us_text(x_ns);
+  return std::from_chars(t.data(), t.data() + t.size(), *out).ec == std::errc();
+}
+}  // namespace
+
+std::pair<int64_t, int64_t> hta_round(int64_t base_ns, int64_t start_ns, int64_t end_ns) {
+  // hta/common/trace_parser.py, round_down_time_stamps: end = ts + dur in doubles, then
+  // ts = ceil(ts), end = floor(end); times relative to baseTimeNanoseconds (the raw JSON value).
+  // Where that arithmetic would leave the supported range (a damaged base time, extreme times)
+  // the times stay unrounded (docs/limits.md).
+  int64_t rel = 0, dur = 0;
+  double x = 0, d = 0;
+  if (!checked_sub(start_ns, base_ns, &rel) || !checked_sub(end_ns, start_ns, &dur) ||
+      !us_double(rel, &x) || !us_double(dur, &d))
+    return {start_ns, end_ns};
+  const double lo = std::ceil(x), hi = std::floor(x + d);
+  constexpr double kLimit = static_cast<double>(kMaxAbsTimeNs / 1000);
+  int64_t s = 0, e = 0;
+  if (!(std::fabs(lo) < kLimit && std::fabs(hi) < kLimit) ||
+      !checked_add(base_ns, static_cast<int64_t>(lo) * 1000, &s) ||
+      !checked_add(base_ns, static_cast<int64_t>(hi) * 1000, &e))
+    return {start_ns, end_ns};
+  return {std::clamp(s, -kMaxAbsTimeNs, kMaxAbsTimeNs),
+          std::clamp(e, -kMaxAbsTimeNs, kMaxAbsTimeNs)};
+}
+
+namespace {
+// HTA's ranks: one per file (a file that holds several ranks' events, as a merged Kineto trace
+// does, is one rank to HTA, under the file's first rank), and no device: its idle breakdown is per
+// stream of the rank, across devices. rank: each rank → the rank HTA shows it under; device: that
+// rank → the one device its rows are shown on (the lowest).
+struct HtaRanks {
+  std::map<int32_t, int32_t> rank, device;
+  explicit HtaRanks(const Store& in) {
+    std::map<std::string, int32_t> of_file;
+    for (const auto& r : in.ranks)
+      rank[r.rank] = r.source.empty() ? r.rank : of_file.emplace(r.source, r.rank).first->second;
+    const auto& a = in.activities;
+    for (size_t i = 0; i < a.size(); ++i) {
+      auto [it, fresh] = device.emplace(of(a.rank[i]), a.device[i]);
+      if (!fresh) it->second = std::min(it->second, a.device[i]);
+    }
+  }
+  int32_t of(int32_t r) const {
+    auto it = rank.find(r);
+    return it == rank.end() ? r : it->second;
+  }
+};
+}  // namespace
+
 Store hta_view(const Store& in) {
   Store s;
   s.attrs = in.attrs;
   s.strings = in.strings;
-  s.ranks = in.ranks;
+  const HtaRanks hr(in);
+  for (const auto& r : in.ranks)
+    if (hr.of(r.rank) == r.rank) s.ranks.push_back(r);
   s.annotations = in.annotations;
+  for (int32_t& r : s.annotations.rank) r = hr.of(r);
   std::map<int32_t, int64_t> base, last_step;
   for (const auto& r : in.ranks) base[r.rank] = r.base_time_ns;
-  // HTA rounds the raw JSON value, which is relative to baseTimeNanoseconds when present. Where
-  // that arithmetic would overflow (a damaged base time, extreme times) the time stays unrounded;
-  // the result is kept in the supported time range, so the analyses' differences still fit in
-  // int64 (docs/limits.md).
-  auto round_us = [&](int32_t r, int64_t t, bool up) {
-    const int64_t b = base[r];
-    int64_t x, y, out;
-    if (!checked_sub(t, b, &x)) return t;
-    int64_t q = x / 1000;
-    if (up && x % 1000 > 0) ++q;
-    if (!up && x % 1000 < 0) --q;
-    if (!checked_mul(q, int64_t{1000}, &y) || !checked_add(b, y, &out)) return t;
-    return std::clamp(out, -kMaxAbsTimeNs, kMaxAbsTimeNs);
-  };
-  auto up = [&](int32_t r, int64_t t) { return round_us(r, t, true); };
-  // Last ProfilerStep start per rank, only where a rank has at least two steps. HTA finds steps
-  // by name, so GPU-side "ProfilerStep#N" annotations (which run later) count as well.
+  auto up = [&](int32_t r, int64_t t) { return hta_round(base[r], t, t).first; };
+  // HTA keeps only the work launched before the last ProfilerStep when its symbol table (all
+  // ranks' names) holds at least two distinct "ProfilerStep#N" names (trace.py,
+  // _filter_irrelevant_gpu_kernels): one step recorded on the CPU and again as a GPU annotation
+  // is one name, no filter. HTA finds steps by name, so GPU-side "ProfilerStep#N" annotations
+  // (which run later) count as step starts as well. A rank without a step then keeps no
+  // launched work at all, as in HTA.
+  static const std::regex step_name(R"(ProfilerStep#\d.*)");
   std::map<int32_t, std::vector<int64_t>> steps;
+  std::set<uint32_t> step_names;
   const auto& an = in.annotations;
   for (size_t i = 0; i < an.size(); ++i) {
     auto k = static_cast<AnnotationKind>(an.kind[i]);
-    if (k == AnnotationKind::Step || (k == AnnotationKind::GpuUser &&
-                                      in.strings.at(an.name_id[i]).rfind("ProfilerStep#", 0) == 0))
-      steps[an.rank[i]].push_back(up(an.rank[i], an.start_ns[i]));
+    if (k != AnnotationKind::Step && k != AnnotationKind::GpuUser) continue;
+    if (!std::regex_match(in.strings.at(an.name_id[i]), step_name)) continue;
+    step_names.insert(an.name_id[i]);
+    steps[hr.of(an.rank[i])].push_back(up(an.rank[i], an.start_ns[i]));
   }
-  for (auto& [r, v] : steps)
-    if (v.size() >= 2) last_step[r] = *std::max_element(v.begin(), v.end());
+  if (step_names.size() >= 2)
+    for (const auto& r : s.ranks) {
+      const auto& v = steps[r.rank];
+      last_step[r.rank] =
+          v.empty() ? std::numeric_limits<int64_t>::min() : *std::max_element(v.begin(), v.end());
+    }
 
   // CPU launches kept: those starting before the last step; GPU work kept through them.
-  std::vector<uint32_t> keep_l, keep_a;
   std::map<int32_t, std::vector<int64_t>> kept_corr;
   const auto& l = in.launches;
   for (size_t i = 0; i < l.size(); ++i) {
-    auto ls = last_step.find(l.rank[i]);
-    if (ls != last_step.end() && up(l.rank[i], l.start_ns[i]) >= ls->second) continue;
-    keep_l.push_back(static_cast<uint32_t>(i));
-    if (ls != last_step.end()) kept_corr[l.rank[i]].push_back(l.correlation[i]);
+    const int32_t r = hr.of(l.rank[i]);
+    const auto [st, en] = hta_round(base[l.rank[i]], l.start_ns[i], l.end_ns[i]);
+    auto ls = last_step.find(r);
+    if (ls != last_step.end() && st >= ls->second) continue;
+    s.launches.rank.push_back(r);
+    s.launches.start_ns.push_back(st);
+    s.launches.correlation.push_back(l.correlation[i]);
+    if (!l.pid.empty()) {  // detail columns are absent when the reader skipped them
+      s.launches.pid.push_back(l.pid[i]);
+      s.launches.tid.push_back(l.tid[i]);
+      s.launches.end_ns.push_back(en);
+      s.launches.name_id.push_back(l.name_id[i]);
+      s.launches.step.push_back(l.step[i]);
+    }
+    if (ls != last_step.end()) kept_corr[r].push_back(l.correlation[i]);
   }
   for (auto& [r, v] : kept_corr) std::sort(v.begin(), v.end());
+
+  std::vector<int8_t> cat_of(in.strings.size(), -1);
   const auto& a = in.activities;
+  auto& o = s.activities;
   for (size_t i = 0; i < a.size(); ++i) {
-    const int32_t r = a.rank[i];
-    if (last_step.count(r) && a.correlation[i] != kNoCorrelation) {
+    const int32_t r = hr.of(a.rank[i]);
+    const auto [st, en] = hta_round(base[a.rank[i]], a.start_ns[i], a.end_ns[i]);
+    auto ls = last_step.find(r);
+    if (ls != last_step.end()) {
+      // Work with a correlation is kept through its launch; HTA takes a row without one for a
+      // CPU event, kept when it starts before the last step.
       const auto& v = kept_corr[r];
-      if (!std::binary_search(v.begin(), v.end(), a.correlation[i])) continue;
+      if (a.correlation[i] == kNoCorrelation
+              ? st >= ls->second
+              : !std::binary_search(v.begin(), v.end(), a.correlation[i]))
+        continue;
     }
-    keep_a.push_back(static_cast<uint32_t>(i));
-  }
-  // The kept rows of every column (a column the reader skipped stays empty), times in whole µs
-  // by their role (store.h): starts rounded up, ends down.
-  auto keep = [&](auto& out, const auto& src, const std::vector<uint32_t>& rows) {
-    const std::vector<int32_t>& rank = *rank_column(src);
-    for_each_column_pair(out, src, [&](const auto& def, auto& dst, const auto& col) {
-      if (col.empty()) return;
-      dst.reserve(rows.size());
-      for (uint32_t i : rows) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<int64_t>>) {
-          if (def.role == ColumnRole::Start || def.role == ColumnRole::End) {
-            dst.push_back(round_us(rank[i], col[i], def.role == ColumnRole::Start));
-            continue;
-          }
-        }
-        dst.push_back(col[i]);
-      }
-    });
-  };
-  keep(s.launches, in.launches, keep_l);
-  keep(s.activities, in.activities, keep_a);
-  std::vector<int8_t> cat_of(in.strings.size(), -1);  // HTA's classification, once per name
-  for (size_t k = 0; k < keep_a.size(); ++k) {
-    const uint32_t n = s.activities.name_id[k];
+    uint32_t n = a.name_id[i];
     if (cat_of[n] < 0) cat_of[n] = static_cast<int8_t>(hta_category(in.strings.at(n)));
-    s.activities.category[k] = static_cast<uint8_t>(cat_of[n]);
+    o.rank.push_back(r);
+    o.device.push_back(hr.device.at(r));
+    o.stream.push_back(a.stream[i]);
+    o.kind.push_back(a.kind[i]);
+    o.category.push_back(static_cast<uint8_t>(cat_of[n]));
+    o.start_ns.push_back(st);
+    o.end_ns.push_back(en);
+    o.name_id.push_back(n);
+    o.correlation.push_back(a.correlation[i]);
+    o.step.push_back(a.step[i]);
   }
   sort_activities(s);
   return s;

@@ -278,6 +278,13 @@ int64_t export_base_ns(const Store& s) {
   return f;
 }
 
+bool clocks_as_recorded(const Store& s) {
+  if (s.ranks.empty()) return false;
+  for (const auto& r : s.ranks)
+    if (r.clock_method.rfind("none", 0) != 0) return false;
+  return true;
+}
+
 std::string ns_to_us_text(int64_t ns) {
   char b[32];
   uint64_t u = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
@@ -318,6 +325,24 @@ int64_t parse_time_to_ns(std::string_view text) {
   if (v > kMaxAbsTimeNs) throw Error("time out of range: '" + std::string(text) + "'");
   return static_cast<int64_t>(neg ? -v : v);
 }
+
+namespace {
+// A rank's clock as exported: the store's map from its recorded clock (docs/store.md), and
+// whether that moved it at all, so that a reader can tell an export of the recorded clocks from
+// an aligned one (docs/exports.md, "Time").
+void clock_record(Writer& w, const RankInfo& ri) {
+  w << "\"clock_method\":";
+  w.str(ri.clock_method);
+  w << ",\"clock_uncertainty_ns\":";
+  w.num(ri.clock_uncertainty_ns);
+  w << ",\"moved\":" << (ri.clock_offset_ns != 0 || ri.clock_drift != 0 ? "true" : "false");
+  w << ",\"clock_offset_ns\":";
+  w.num(ri.clock_offset_ns);
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", ri.clock_drift);
+  w << ",\"clock_drift\":" << std::string_view(b);
+}
+}  // namespace
 
 // ------------------------------------------------------------------------------- Perfetto
 ExportStats export_perfetto(const Store& s, const std::string& path, const ExportOptions& opt) {
@@ -440,7 +465,17 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   w.str(s.attrs.clock_domain);
   w << ",\"ts_origin_epoch_ns\":";
   w.num(base);
-  w << "},\n\"traceEvents\":[\n";
+  w << ",\"clocks\":[";
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    w << (k ? ",{\"rank\":" : "{\"rank\":");
+    w.num(ranks[k]);
+    if (const RankInfo* ri = rinfo[ranks[k]]) {
+      w << ',';
+      clock_record(w, *ri);
+    }
+    w << '}';
+  }
+  w << "]},\n\"traceEvents\":[\n";
   bool first = true;
   auto begin = [&](std::string_view ph, int32_t pid, int64_t tid) {
     w << (first ? "" : ",\n") << "{\"ph\":\"" << ph << "\",\"pid\":";
@@ -694,8 +729,13 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
                     "events", opt.progress);
   ProgressTicker ticker(progress);
   ExportStats st;
+  // Clocks as recorded (an import not aligned): each file keeps its source's own base time, so
+  // that its ts are the source's, digit for digit (HTA reads ts and ignores the base). Otherwise
+  // one origin for all: the alignment is baked into ts.
+  const bool recorded = clocks_as_recorded(s);
   for (const RankInfo* ri : ranks) {
     int32_t r = ri->rank;
+    const int64_t rbase = recorded ? ri->base_time_ns : base;
     std::string p = (fs::path(dir) / ("rank-" + std::to_string(r) + ".json")).string();
     Writer w(p, opt.force);
     ++st.files;
@@ -724,14 +764,12 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
     w << ",\"world_size\":";
     w.num(ri->world_size >= 0 ? ri->world_size : world);
     w << "},\"baseTimeNanoseconds\":";
-    w.num(base);
+    w.num(rbase);
     if (ri->emulated) w << ",\"kernalyseSynthetic\":true";
     w << ",\"displayTimeUnit\":\"ms\",\"traceName\":";
     w.str(ri->source);
-    w << ",\"kernalyseClock\":{\"clock_method\":";
-    w.str(ri->clock_method);
-    w << ",\"clock_uncertainty_ns\":";
-    w.num(ri->clock_uncertainty_ns);
+    w << ",\"kernalyseClock\":{";
+    clock_record(w, *ri);
     w << ",\"host\":";
     w.str(ri->host);
     w << "},\n\"traceEvents\":[\n";
@@ -746,7 +784,7 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       w << ",\"tid\":";
       w.num(tid);
       w << ",\"ts\":";
-      w.us(start - base);
+      w.us(start - rbase);
       w << ",\"dur\":";
       w.us(end - start);
       w << ",\"args\":{";
@@ -772,19 +810,21 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
       w << ",\"tid\":";
       w.num(tid);
       w << ",\"ts\":";
-      w.us(ts - base);
+      w.us(ts - rbase);
       w << ",\"cat\":\"ac2g\",\"name\":\"ac2g\"" << (ph == 'f' ? ",\"bp\":\"e\"}" : "}");
     };
     for (size_t i = a_lo; i < a_hi; ++i) {
       ticker.tick();
       if (a.rank[i] != r || !sel.activity(i)) continue;
       auto kind = static_cast<Kind>(a.kind[i]);
+      // A context-wide sync (stream -1) as CUPTI and Kineto write it: stream 4294967295, tid -1.
+      const int64_t stream = kind == Kind::Sync && a.stream[i] == -1 ? 4294967295 : a.stream[i];
       xev(a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
           kineto_cat(kind));
       w << "\"device\":";
       w.num(a.device[i]);
       w << ",\"stream\":";
-      w.num(a.stream[i]);
+      w.num(stream);
       if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
       extra.write(w, i);
       if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
@@ -832,7 +872,7 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
         w << (first ? "" : ",\n") << "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",";
         first = false;
         w << "\"name\":\"[memory]\",\"pid\":0,\"tid\":0,\"ts\":";
-        w.us(c.ts_ns[i] - base);
+        w.us(c.ts_ns[i] - rbase);
         w << ",\"args\":{\"Device Type\":1,\"Device Id\":";
         w.num(c.device[i]);
         w << ",\"Bytes\":";

@@ -21,14 +21,17 @@ void say(const std::function<void(const std::string&)>& to, const std::string& l
 }
 }  // namespace
 
-bool infers_clocks(const Store& s, const std::string& align) {
-  return !(align == "off" || (align == "auto" && clocks_aligned(s)));
+bool infers_clocks(const Store& s, const LoadOptions& opt) {
+  return !(opt.align == "off" || opt.recorded_clocks ||
+           (opt.align == "auto" && clocks_aligned(s)));
 }
 
 std::optional<ClockInference> align_clocks(Store& s, const LoadOptions& opt,
                                            std::shared_ptr<const CollectiveMatch>* match) {
-  if (!infers_clocks(s, opt.align)) return std::nullopt;
-  ClockInference inf = infer_clocks(clock_evidence(s, match));
+  if (!infers_clocks(s, opt)) return std::nullopt;
+  const ClockEvidence ev = clock_evidence(s, match);
+  ClockInference inf = infer_clocks(ev);
+  if (opt.align == "auto") keep_recorded_clocks_unless_evidence(&inf, ev);
   apply_clock_inference(s, inf);
   say(opt.info, describe(inf));
   return inf;
@@ -46,11 +49,14 @@ LoadedRun read_run(const std::string& file, const ColumnSelection& sel, bool may
   rest.activities = rest.annotations = rest.nccl = false;
   Store& st = out.store;
   st = read_store(file, first);
-  const bool infer = infers_clocks(st, opt.align);
+  const bool infer = infers_clocks(st, opt);
+  ClockEvidence ev;  // before the future: a throwing read below waits for the task, which fills it
   std::future<ClockInference> inferring;
   if (infer)
-    inferring = std::async(std::launch::async,
-                           [&] { return infer_clocks(clock_evidence(st, &out.match)); });
+    inferring = std::async(std::launch::async, [&] {
+      ev = clock_evidence(st, &out.match);
+      return infer_clocks(ev);
+    });
   Store more;  // its own store: the inference reads `st` meanwhile
   if (rest.launches || rest.ops || rest.counters) more = read_store(file, rest);
   if (infer) out.inference = inferring.get();
@@ -58,6 +64,7 @@ LoadedRun read_run(const std::string& file, const ColumnSelection& sel, bool may
   st.ops = std::move(more.ops);
   st.counters = std::move(more.counters);
   if (!infer) return out;
+  if (opt.align == "auto") keep_recorded_clocks_unless_evidence(&*out.inference, ev);
   apply_clock_inference(st, *out.inference);
   say(opt.info, describe(*out.inference));
   return out;

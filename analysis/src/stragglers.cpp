@@ -385,6 +385,9 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
   // How far these cross-rank times can be trusted (the caution / stated error).
   for (const auto& ri : s.ranks) {
     res.clocks_aligned = res.clocks_aligned && ri.clock_method.rfind("none", 0) != 0;
+    // Kept as recorded by --align auto (no evidence against them): the inference's ± stands.
+    if (ri.clock_method.rfind("none", 0) == 0)
+      res.clock_uncertainty_ns = std::max(res.clock_uncertainty_ns, ri.clock_uncertainty_ns);
     if (ri.clock_method.rfind("inferred", 0) == 0) {
       ++res.ranks_inferred;
       res.clock_uncertainty_ns = std::max(res.clock_uncertainty_ns, ri.clock_uncertainty_ns);
@@ -469,6 +472,14 @@ std::string straggler_headline(const StragglerResult& r) {
 
 std::string straggler_clock_caution(const StragglerResult& r) {
   if (r.ranks_analysed < 2) return "";
+  if (!r.clocks_aligned && r.clock_uncertainty_ns > 0) {
+    std::ostringstream e;
+    e << std::fixed << std::setprecision(1)
+      << "caution: these ranks' clocks were not aligned (per-host wall clocks, kept as recorded: "
+         "they agree with the collectives within ±"
+      << us(r.clock_uncertainty_ns) << " µs); skews below that are noise";
+    return e.str();
+  }
   if (!r.clocks_aligned)
     return "caution: these ranks' clocks were not aligned (per-host wall clocks); arrival skews "
            "include their offsets, typically 1 ms or more under NTP";

@@ -337,3 +337,59 @@ TEST(ClockInfer, ApplyMovesTimesAndRecordsAnInvertibleMap) {
   EXPECT_LE(std::fabs(back - static_cast<double>(local)), 2.0);
   EXPECT_NE(s.attrs.clock_domain.find("±0.9 µs"), std::string::npos);
 }
+
+// --align auto's rule (moves_clocks): the recorded clocks move only on evidence.
+TEST(MovesClocks, OnlyOnViolationsOrACorrectionBeyondItsUncertainty) {
+  ClockEvidence ev;  // the collectives span [0, 2 s] of recorded time
+  ClockInstance in;
+  in.op = "allreduce";
+  in.arrivals = {{0, 0, 1000}, {1, 2'000'000'000, 2'000'001'000}};
+  ev.instances = {in};
+  ClockInference inf;
+  inf.ok = true;
+  inf.t_ref_ns = 1'000'000'000;
+  HostClock h0, h1;
+  h0.ranks = {0}, h0.reference = true;
+  h1.ranks = {1}, h1.host = "node1", h1.offset_ns = 2'400, h1.uncertainty_ns = 5'100;
+  inf.hosts = {h0, h1};
+  std::string why;
+  // 0 violations, 2.4 µs inside ±5.1 µs: kept, and the line says so with the numbers.
+  EXPECT_FALSE(moves_clocks(inf, ev, &why));
+  EXPECT_EQ(why.rfind("recorded clocks kept: 0 violations, corrections within ±5.100 µs", 0), 0u)
+      << why;
+  EXPECT_NE(why.find("largest 2.400 µs"), std::string::npos) << why;
+  // A drift that takes the correction past its ± at an end of the span: moved.
+  ClockInference drifting = inf;
+  drifting.hosts[1].drift = 3e-6;  // 2.4 µs + 3 µs at the end (1 s after t_ref)
+  EXPECT_TRUE(moves_clocks(drifting, ev, &why));
+  EXPECT_NE(why.find("node1's correction 5.400 µs exceeds its ±5.100 µs"), std::string::npos)
+      << why;
+  // An offset beyond its ±: moved.
+  ClockInference far = inf;
+  far.hosts[1].offset_ns = 7'000;
+  EXPECT_TRUE(moves_clocks(far, ev, &why));
+  // A violation on the recorded times: moved, whatever the ±.
+  ClockInference violated = inf;
+  violated.violations_before = 3;
+  EXPECT_TRUE(moves_clocks(violated, ev, &why));
+  EXPECT_EQ(why, "recorded clocks moved: 3 happened-before violations on the recorded times");
+  // Kept: applying does nothing, and describe() / the JSON say why.
+  ClockInference kept = inf;
+  EXPECT_FALSE(keep_recorded_clocks_unless_evidence(&kept, ev));
+  EXPECT_EQ(describe(kept), kept.kept);
+  EXPECT_FALSE(clock_inference_json(kept)["moved"].get<bool>());
+  Store s;
+  RankInfo r0, r1;
+  r0.rank = 0, r1.rank = 1;
+  s.ranks = {r0, r1};
+  s.activities.rank = {0, 1};
+  s.activities.start_ns = {10, 20};
+  s.activities.end_ns = {11, 21};
+  apply_clock_inference(s, kept);
+  EXPECT_EQ(s.activities.start_ns[1], 20);
+  EXPECT_EQ(s.ranks[1].clock_offset_ns, 0);
+  // A failed inference moves nothing either.
+  ClockInference failed;
+  failed.why = "too little evidence: 1 rank";
+  EXPECT_FALSE(moves_clocks(failed, ev, &why));
+}

@@ -628,16 +628,18 @@ TEST(HtaView, RoundsRelativeToBaseTime) {
 // Two ranks. Rank 0 has ProfilerStep#1 at 0 and #2 at 99.5 µs (rounds up to 100 µs); its
 // launches: corr 1 at 10 µs (kept), corr 2 at 99.8 µs (rounds up to 100 = the last step start
 // → dropped), corr 3 at 150 µs (dropped). Kernels: corr 1, 2, 3 and one without correlation.
-// Rank 1 has a single ProfilerStep#1 at 0: nothing is dropped, even work launched at 150 µs.
-Store step_store() {
+// Rank 1 has a single ProfilerStep#1 at 0. HTA's filter is on when its symbol table (all
+// ranks' names) has two step names: rank 1 is filtered too, at its last (only) step, 0.
+Store step_store(bool late_memcpy = false) {
   Row r0k1{0, 7, 20, 30, "gemm", Category::Computation, Kind::Kernel, 1};
   Row r0k2{0, 7, 110, 120, "gemm", Category::Computation, Kind::Kernel, 2};
   Row r0k3{0, 7, 160, 170, "gemm", Category::Computation, Kind::Kernel, 3};
   Row r0k4{0, 8, 50, 60, "Memcpy DtoD (Device -> Device)", Category::Memory, Kind::Memcpy};
   Row r1k1{1, 7, 20, 30, "gemm", Category::Computation, Kind::Kernel, 1};
   Row r1k3{1, 7, 160, 170, "gemm", Category::Computation, Kind::Kernel, 3};
-  Store s = make_store({r0k1, r0k2, r0k3, r0k4, r1k1, r1k3},
-                       {{0, 1, 10}, {0, 2, 99, 800}, {0, 3, 150}, {1, 1, 10}, {1, 3, 150}});
+  std::vector<Row> rows = {r0k1, r0k2, r0k3, r0k4, r1k1, r1k3};
+  if (late_memcpy) rows.push_back({0, 9, 150, 160, "Memcpy DtoD", Category::Memory, Kind::Memcpy});
+  Store s = make_store(rows, {{0, 1, 10}, {0, 2, 99, 800}, {0, 3, 150}, {1, 1, 10}, {1, 3, 150}});
   add_step(s, 0, AnnotationKind::Step, "ProfilerStep#1", 0, 99'500, 1);
   add_step(s, 0, AnnotationKind::Step, "ProfilerStep#2", 99'500, 200'000, 2);
   add_step(s, 1, AnnotationKind::Step, "ProfilerStep#1", 0, 200'000, 1);
@@ -646,21 +648,73 @@ Store step_store() {
 
 TEST(HtaView, LastStepWindowDropsWorkLaunchedInIt) {
   const Store v = hta_view(step_store());
-  // Rank 0 keeps corr 1 and the uncorrelated memcpy; rank 1 keeps both.
+  // Rank 0 keeps corr 1 and the uncorrelated memcpy (a "CPU row" to HTA, starting before the
+  // last step); rank 1 keeps nothing: all its work was launched after its only step began.
   std::vector<std::pair<int32_t, int64_t>> kept;
   for (size_t i = 0; i < v.activities.size(); ++i)
     kept.emplace_back(v.activities.rank[i], v.activities.correlation[i]);
   const std::vector<std::pair<int32_t, int64_t>> want = {
-      {0, 1}, {0, kNoCorrelation}, {1, 1}, {1, 3}};  // sorted by (rank, device, stream, start)
+      {0, 1}, {0, kNoCorrelation}};  // sorted by (rank, device, stream, start)
   EXPECT_EQ(kept, want);
-  // Launches: rank 0 keeps only corr 1; rank 1 keeps both.
+  // Launches: rank 0 keeps only corr 1; rank 1 none.
   std::vector<std::pair<int32_t, int64_t>> kl;
   for (size_t i = 0; i < v.launches.size(); ++i)
     kl.emplace_back(v.launches.rank[i], v.launches.correlation[i]);
-  const std::vector<std::pair<int32_t, int64_t>> want_l = {{0, 1}, {1, 1}, {1, 3}};
+  const std::vector<std::pair<int32_t, int64_t>> want_l = {{0, 1}};
   EXPECT_EQ(kl, want_l);
   // Categories follow HTA's name rules, not the input column.
   EXPECT_EQ(v.activities.category[1], static_cast<uint8_t>(Category::Memory));
+}
+
+TEST(HtaView, UncorrelatedWorkInTheLastStepIsDropped) {
+  // A memcpy without correlation at 150 µs on rank 0: HTA takes it for a CPU row, dropped as it
+  // starts after the last step (100 µs).
+  const Store v = hta_view(step_store(/*late_memcpy=*/true));
+  for (size_t i = 0; i < v.activities.size(); ++i) EXPECT_NE(v.activities.stream[i], 9);
+  EXPECT_EQ(v.activities.size(), 2u);
+}
+
+TEST(HtaView, OneStepNameOnCpuAndGpuIsNoFilter) {
+  // ProfilerStep#6 on the CPU at 0 and again as a GPU annotation at 50 µs: one name in HTA's
+  // symbol table, so no last-step filter: work launched at 100 µs stays.
+  Row k{0, 7, 120, 130, "gemm", Category::Computation, Kind::Kernel, 1};
+  Store s = make_store({k}, {{0, 1, 100}});
+  add_step(s, 0, AnnotationKind::Step, "ProfilerStep#6", 0, 200'000, 6);
+  add_step(s, 0, AnnotationKind::GpuUser, "ProfilerStep#6", 50'000, 200'000, kNoStep);
+  const Store v = hta_view(s);
+  EXPECT_EQ(v.activities.size(), 1u);
+  EXPECT_EQ(v.launches.size(), 1u);
+}
+
+TEST(HtaView, EpochMicrosecondsRoundedAsHtaSeesThem) {
+  // No base time: the JSON ts is epoch µs, 1712195495519689.047, which as a double is
+  // 1712195495519689.0 (a 0.25 µs step there): HTA rounds that up to ...689, not ...690.
+  const int64_t t = 1'712'195'495'519'689'047;
+  const auto [st, en] = hta_round(0, t, t + 2'500);  // dur 2.5 µs: end = 689.0 + 2.5 → 691
+  EXPECT_EQ(st, 1'712'195'495'519'689'000);
+  EXPECT_EQ(en, 1'712'195'495'519'691'000);
+  // Relative times (with a base) keep their ns: 1.2 + 0.6 → [2, 1] µs as before.
+  const auto [s2, e2] = hta_round(5'000, 6'200, 6'800);
+  EXPECT_EQ(s2, 7'000);
+  EXPECT_EQ(e2, 6'000);
+}
+
+TEST(HtaView, OneFileIsOneRank) {
+  // Two ranks imported from one merged file: HTA sees one rank (the file's first), on no
+  // particular device: both kernels on rank 0, device 2 (the lowest), stream 4.
+  Row a{0, 4, 10, 20, "ncclDevKernel_Generic"};
+  a.device = 2;
+  Row b{1, 4, 15, 30, "ncclDevKernel_Generic"};
+  b.device = 3;
+  Store s = make_store({a, b});
+  for (auto& r : s.ranks) r.source = "merged.json";
+  const Store v = hta_view(s);
+  ASSERT_EQ(v.ranks.size(), 1u);
+  ASSERT_EQ(v.activities.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(v.activities.rank[i], 0);
+    EXPECT_EQ(v.activities.device[i], 2);
+  }
 }
 
 TEST(HtaView, GpuProfilerStepAnnotationCountsAsAStep) {

@@ -86,9 +86,24 @@ struct ClockInference {
   bool drift_fitted = false;
   std::string method;              // "inferred from N collectives across H hosts"
   std::vector<std::string> notes;  // what was assumed (hosts unknown, p2p direction, ...)
+  // Set by keep_recorded_clocks (--align auto's rule), never by infer_clocks: "" when the
+  // correction is to be applied, else the one line saying why the recorded clocks stay.
+  std::string kept;
 };
 
 ClockInference infer_clocks(const ClockEvidence& ev, const InferOptions& opt = {});
+
+// ---- --align auto: move clocks only on evidence (docs/clocks.md, "When") --------------------
+// The recorded clocks move only when they contradict the collectives: a happened-before
+// violation on the recorded times, or some host's correction (at either end of the collectives'
+// span, drift included) larger than its own stated uncertainty. Otherwise the inference only says
+// the recorded clocks agree with it within its ±, and moving them would change every analysis
+// (HTA's breakdown moves with sub-µs shifts) for nothing. why: the one line either way.
+bool moves_clocks(const ClockInference& inf, const ClockEvidence& ev, std::string* why);
+// Applies the rule to a successful inference: when it does not move the clocks, inf->kept gets
+// the line ("recorded clocks kept: 0 violations, corrections within ±…"), which
+// apply_clock_inference, describe and clock_inference_json honour. Returns whether it moves.
+bool keep_recorded_clocks_unless_evidence(ClockInference* inf, const ClockEvidence& ev);
 
 // ---- the Store side --------------------------------------------------------------------------
 // Whether every rank's clock is already aligned (clock_method not "none ...").
@@ -102,6 +117,7 @@ ClockEvidence clock_evidence(const Store& s,
 // Applies a successful inference: every time column of each rank moves by its host's correction,
 // and /ranks records it (clock_offset_ns, clock_drift as the composed map, clock_uncertainty_ns,
 // clock_method), so the recorded times stay recoverable. Sets the clock_domain attribute.
+// Does nothing when the inference failed or kept the recorded clocks (inf.kept).
 void apply_clock_inference(Store& s, const ClockInference& inf);
 
 // One line for reports: "clocks inferred from 18 collectives across 2 hosts, ±4.0 µs (...)" or

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernalyse/analysis.h"
@@ -38,6 +39,9 @@ struct CrossRankOptions {
 // ProfilerSteps only work launched before the last step starts; categories by HTA's name rules;
 // host events that carry a stream count as GPU rows. Times stay in ns (multiples of 1000).
 Store hta_view(const Store& s);
+// One event's times as HTA reads them (its JSON times relative to base_ns, as doubles): start
+// rounded up, start + duration down, in ns (base_ns + multiples of 1000).
+std::pair<int64_t, int64_t> hta_round(int64_t base_ns, int64_t start_ns, int64_t end_ns);
 
 // HTA's name-based kernel classification (hta/common/types.py), used by --compat hta.
 Category hta_category(std::string_view name);
@@ -91,7 +95,9 @@ struct StragglerResult {
   size_t ranks_inferred = 0;
   std::string
       clock_method;  // the inference's method, e.g. "inferred from N collectives across H hosts"
-  int64_t clock_uncertainty_ns = 0;  // the largest ± among the inferred ranks
+  // The largest ± among the inferred ranks, or among ranks kept as recorded whose clocks the
+  // inference found consistent (--align auto without evidence against them).
+  int64_t clock_uncertainty_ns = 0;
 };
 StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt);
 // The rank that inflicted most wait while arriving last; -1 when no rank was ever last.

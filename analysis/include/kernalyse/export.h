@@ -34,6 +34,10 @@ struct ExportStats {
 // annotations, counters), rounded down to a whole µs; 0 for an empty store.
 int64_t export_base_ns(const Store& s);
 
+// Whether every rank's clock is as recorded (clock_method "none ...": an import not aligned). The
+// Kineto export then writes each rank's own recorded base time, so that its ts are the source's.
+bool clocks_as_recorded(const Store& s);
+
 // "12.5" (µs), "12500ns", "12.5us", "12.5µs", "3ms", "1s" → ns (exact decimal). Throws Error.
 int64_t parse_time_to_ns(std::string_view text);
 

@@ -21,6 +21,7 @@ namespace kernalyse {
 struct LoadOptions {
   ImportFilesOptions import;
   std::string align = "auto";  // --align: auto, inferred, off
+  bool recorded_clocks = false;  // --compat hta: HTA's view is the recorded clocks, never aligned
   std::string output;          // -o: the imported (or merged) store is written there
   bool force = false;          // replace an existing output
   std::string command_line;    // recorded in the written store
@@ -35,11 +36,13 @@ struct LoadedRun {
   std::shared_ptr<const CollectiveMatch> match;  // the inference's matching of this store
 };
 
-// Whether --align infers the clocks of this store (auto: when the ranks' clocks are not aligned).
-bool infers_clocks(const Store& s, const std::string& align);
+// Whether --align infers the clocks of this store (auto: when the ranks' clocks are not aligned;
+// never for --compat hta).
+bool infers_clocks(const Store& s, const LoadOptions& opt);
 
-// Infers and applies the clocks when --align says so; the inference's line goes to info.
-// Returns the inference when it ran.
+// Infers and applies the clocks when --align says so (auto: only on evidence that the recorded
+// clocks are wrong, docs/clocks.md); the inference's line goes to info. Returns the inference
+// when it ran.
 std::optional<ClockInference> align_clocks(Store& s, const LoadOptions& opt,
                                            std::shared_ptr<const CollectiveMatch>* match);
 
