@@ -24,6 +24,7 @@
 #include "kernalyse/export.h"
 #include "kernalyse/hang.h"
 #include "kernalyse/html.h"
+#include "kernalyse/import.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/nsys.h"
 #include "kernalyse/parallel.h"
@@ -136,8 +137,7 @@ Store import_all(const std::vector<std::string>& files, const Options& o, const 
     throw Error("--step-range applies to Nsight Systems reports (.sqlite) only");
   parallel_for(files.size(), [&](size_t i) {
     try {
-      parts[i] = nsys[i] ? import_nsys_file(files[i], iopt, &st[i])
-                         : import_kineto_file(files[i], iopt, &st[i]);
+      parts[i] = import_trace_file(files[i], iopt, &st[i]);
     } catch (const NoRankError& e) {
       errors[i] = e.what();
       rankless[i] = 1;
@@ -556,16 +556,18 @@ Store import_traces(const std::vector<std::string>& files, const Options& o, con
   if (!o.quiet)
     for (const auto& n : stats.notes) std::cerr << "info: " << n << "\n";
   store.attrs.tool_version = KERNALYSE_VERSION;
-  const bool from_nsys = is_sqlite_file(files[0]);
-  store.attrs.produced_by = from_nsys ? "kernalyse-merge (Nsight Systems SQLite import)"
-                                      : "kernalyse-merge (Kineto JSON import)";
+  const TraceFormat format = trace_format(files[0]);
+  store.attrs.produced_by = std::string("kernalyse-merge (") + to_string(format) + " import)";
   store.attrs.command_line = command_line;
   store.attrs.created_utc = utc_now();
   store.attrs.clock_domain =
       clocks_aligned(store)
           ? "one timeline, as exported by kernalyse (Kineto import of a kernalyse export)"
-      : from_nsys
+      : format == TraceFormat::Nsys
           ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
+      : format == TraceFormat::Rocprof
+          ? "per-rank host clock, rocprofiler-sdk ns (not epoch); ranks not aligned (rocprofv3 "
+            "import)"
           : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
   for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
   *inferred = align_clocks(store, o, inference, match);
@@ -573,7 +575,7 @@ Store import_traces(const std::vector<std::string>& files, const Options& o, con
     std::cerr << "imported " << files.size() << " file(s), " << store.ranks.size() << " rank(s), "
               << store.activities.size() << " GPU activities, " << stats.malformed
               << " malformed events skipped, " << static_cast<int64_t>(stats.bytes / 1e6)
-              << (from_nsys ? " MB SQLite in " : " MB JSON in ") << std::fixed
+              << (format == TraceFormat::Nsys ? " MB SQLite in " : " MB JSON in ") << std::fixed
               << std::setprecision(2) << secs << " s (" << std::setprecision(0)
               << stats.bytes / 1e6 / std::max(secs, 1e-9) << " MB/s)\n"
               << std::defaultfloat;

@@ -57,6 +57,32 @@ Category Classifier::classify(Kind kind, std::string_view name) const {
   return Category::Computation;
 }
 
+NcclName parse_nccl_name(std::string_view name) {
+  NcclName r;
+  size_t paren = name.find('(');
+  if (paren != std::string_view::npos) name = name.substr(0, paren);
+  size_t k = name.find("Kernel_");
+  if (k == std::string_view::npos) return r;
+  name = name.substr(k + 7);
+  bool first = true;
+  while (!name.empty()) {
+    size_t u = name.find('_');
+    std::string_view tok = name.substr(0, u);
+    name = u == std::string_view::npos ? std::string_view() : name.substr(u + 1);
+    if (first) {
+      for (char c : tok)
+        r.collective += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+      first = false;
+    } else if (tok == "RING" || tok == "TREE" || tok == "NVLS" || tok == "PAT" ||
+               tok == "COLLNET") {
+      r.algo = tok;
+    } else if (tok == "LL" || tok == "LL128" || tok == "SIMPLE") {
+      r.proto = tok;
+    }
+  }
+  return r;
+}
+
 std::string simplify_kernel_name(std::string_view name) {
   std::string_view n = strip_void(name);
   std::string out;

@@ -25,6 +25,14 @@ class Classifier {
   std::vector<std::regex> extra_;
 };
 
+// What an NCCL/RCCL kernel name tells: "ncclKernel_AllReduce_RING_LL_Sum_float(...)",
+// "ncclDevKernel_AllReduce_Sum_f32_RING_LL": the collective (lower case, as PyTorch names it),
+// algorithm and protocol; "" when absent. Every importer fills /nccl rows from it.
+struct NcclName {
+  std::string collective, algo, proto;
+};
+NcclName parse_nccl_name(std::string_view name);
+
 // "void at::native::elementwise_kernel<128, 2, ...>(int, ...)" → "at::native::elementwise_kernel".
 std::string simplify_kernel_name(std::string_view name);
 
