@@ -400,8 +400,11 @@ void Sax::on_record(const json& r) {
     ok = d && get_handle(*d, "agent_id", &g.agent) && get_handle(*d, "queue_id", &g.stream) &&
          get_i64(*d, "kernel_id", &g.kernel) && fits_i32(g.stream);
   } else {
-    // A copy names no queue: it goes on stream 0 of the GPU it touches (docs/inputs).
-    ok = get_handle(r, "dst_agent_id", &g.agent) && get_handle(r, "src_agent_id", &g.src_agent);
+    // A copy names no queue: it goes on its HIP stream (stream_id, in rocprofv3's memory copy
+    // records since ROCm 6.4), else on stream 0, of the GPU it touches.
+    if (!get_handle(r, "stream_id", &g.stream)) g.stream = 0;
+    ok = get_handle(r, "dst_agent_id", &g.agent) && get_handle(r, "src_agent_id", &g.src_agent) &&
+         fits_i32(g.stream);
   }
   if (!ok) {
     ++malformed;
@@ -598,6 +601,12 @@ Store Builder::run(ImportStats* stats) {
   for (const auto& [h, g] : agents_)
     if (g.type == 2 && !devs.empty() && g.index == devs[0]) info.device_name = g.product;
   info.clock_method = "none (rocprofiler-sdk host timestamps, ns; not aligned across ranks)";
+  // kernalyse-tracegen --format rocprof marks its synthetic files (never rocprofv3's own).
+  const bool synthetic = sax_.metadata.is_object() &&
+                         sax_.metadata.contains("kernalyse_synthetic") &&
+                         sax_.metadata["kernalyse_synthetic"] == true;
+  info.emulated = synthetic;
+  store_.attrs.emulated = synthetic;
   info.collector_status = "imported (rocprofv3 JSON)";
   const int64_t malformed = sax_.malformed + malformed_;
   info.events_total = sax_.records;

@@ -115,13 +115,14 @@ void write_rocprof_rank(const kernalyse::Store& s, const std::string& path, bool
                           {"dispatch_id", kernels.size() + 1}};
     kernels.push_back(std::move(r));
   }
+  const kernalyse::RankInfo ri = s.ranks.empty() ? kernalyse::RankInfo{} : s.ranks[0];
   for (const auto& [d, _] : devices)
     agents.push_back({{"id", {{"handle", kGpuAgent0 + d}}},
                       {"type", 2},
                       {"logical_node_type_id", d},
                       {"gpu_index", d},
                       {"name", "gfx942"},
-                      {"product_name", "kernalyse synthetic GPU"}});
+                      {"product_name", ri.device_name}});
   std::vector<std::string> hip_ops;
   std::map<std::string, int> hip_op;
   for (size_t i = 0; i < l.size(); ++i) {
@@ -147,11 +148,13 @@ void write_rocprof_rank(const kernalyse::Store& s, const std::string& path, bool
                       {"start_timestamp", an.start_ns[i]},
                       {"end_timestamp", an.end_ns[i]}});
   }
-  const std::string host = s.ranks.empty() ? "" : s.ranks[0].host;
   json tool = {{"metadata",
-                {{"node", {{"hostname", host.empty() ? "tracegen-host" : host}}},
+                // The host as the JSON form names it ("" when it does not), so both forms infer
+                // clocks alike; the synthetic mark is kernalyse's own key (rocprofv3 writes none).
+                {{"node", {{"hostname", ri.host}}},
                  {"pid", pid},
-                 {"command", {"kernalyse-tracegen"}}}},
+                 {"command", {"kernalyse-tracegen"}},
+                 {"kernalyse_synthetic", ri.emulated}}},
                {"agents", agents},
                {"strings", {{"buffer_records", kind_table(hip_ops)}, {"marker_api", marker_names}}},
                {"kernel_symbols", symbols},
