@@ -19,11 +19,11 @@
 //                            "thread_id"}],
 //                        "memory_copy": [{..., "dst_agent_id", "src_agent_id", "bytes"}], ...}
 //   } ]}
-// Timestamps are rocprofiler_get_timestamp() ns (the host's monotonic clock, not epoch ns); they
-// are kept as recorded. The file is streamed through nlohmann's SAX parser: only one record (an
-// agent, a symbol, a buffer record, a name list entry) is a DOM at a time, so memory grows with the
-// rows kept, not with the file. Names are resolved after the whole file is read, so the order of
-// the members does not matter.
+// Timestamps are rocprofiler_get_timestamp() ns: a host clock from an unspecified start, not epoch
+// ns (the MI350 capture starts at 63,856 s); they are kept as recorded. The file is streamed
+// through nlohmann's SAX parser: only one record (an agent, a symbol, a buffer record, a name list
+// entry) is a DOM at a time, so memory grows with the rows kept, not with the file. Names are
+// resolved after the whole file is read, so the order of the members does not matter.
 #include "kernalyse/rocprof.h"
 
 #include <algorithm>
