@@ -16,7 +16,9 @@ class Classifier {
   static constexpr size_t kMaxRegexInput = 2048;
 
   // Default communication patterns cover old and new NCCL/RCCL names (ncclKernel_*,
-  // ncclDevKernel_*, ncclSymkDevKernel_*, RCCL Generic) plus user extras (--comm-regex).
+  // ncclDevKernel_*, ncclSymkDevKernel_*, RCCL Generic), the communication kernels of other
+  // libraries (DeepEP, NVSHMEM, the custom all-reduce of vLLM / SGLang / TensorRT-LLM / PyTorch
+  // symmetric memory; docs/analyses.md) plus user extras (--comm-regex).
   explicit Classifier(const std::vector<std::string>& extra_comm_regex = {});
   Category classify(Kind kind, std::string_view name) const;
   bool is_communication(std::string_view name) const;
