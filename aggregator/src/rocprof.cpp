@@ -1,8 +1,9 @@
 // rocprofv3 JSON importer. The layout, as rocprofiler-sdk's JSON writer emits it
-// (ROCm/rocprofiler-sdk source/lib/output/generateJSON.cpp, write_json) and its own tests read it
-// (tests/*/validate.py: strings.buffer_records[kind].operations[op], strings.marker_api as
-// {key: correlation id, value: text}), and as TraceLens reads it (AMD-AGI/TraceLens, the rocprof
-// tests' 908_results.json.gz, which is ../shared/traces/rocprof/mi350_train_908_results.json.gz):
+// (ROCm/rocprofiler-sdk source/lib/output/generateJSON.cpp, write_json), as its Python JSON tests
+// read it (strings.buffer_records[kind].operations[op]; strings.marker_api as {key: correlation
+// id, value: text} for MARKER_CORE_RANGE_API records), and as a real capture holds it (the one
+// AMD-AGI/TraceLens tests with, tests/rocprof/908_results.json.gz, here
+// ../shared/traces/rocprof/mi350_train_908_results.json.gz):
 //   {"rocprofiler-sdk-tool": [ {            one element per process
 //     "metadata": {"node": {"hostname"}, "pid", "init_time", "fini_time", "command", "config"},
 //     "agents": [{"id": {"handle"}, "type": 1 CPU | 2 GPU, "gpu_index"?, "logical_node_type_id",
