@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target (docs/fuzzing.md): bench/fuzz.sh TARGET SECONDS [libFuzzer flags...]
-#   TARGET: kineto | spool | store | nsys | power_csv (tests/fuzz/fuzz_TARGET.cpp)
+#   TARGET: kineto | spool | store | nsys | power_csv | rocprof (tests/fuzz/fuzz_TARGET.cpp)
 # bench/fuzz.sh --prepare: only builds every target and the seeds (the fuzz.build ctest).
 # Builds what is missing first: the fuzz build (clang-14, -DKERNALYSE_FUZZ=ON) in $FUZZ_BUILD
 # (default build-fuzz), and the seed corpus (tests/fuzz/make_corpus.sh) from the tools of the

@@ -9,6 +9,64 @@ std::string_view strip_void(std::string_view name) {
   return starts_with(name, "void ") ? name.substr(5) : name;
 }
 
+bool contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
+
+// Communication kernels that are not NCCL's (docs/analyses.md lists them with their sources). Each
+// pattern is part of the kernel's own function name (the last component of its simplified name),
+// so an ordinary kernel whose template arguments merely mention a library does not match.
+constexpr std::string_view kCustomCollectives[] = {
+    "cross_device_reduce_1stage",    // vLLM / SGLang / aiter custom all-reduce
+    "cross_device_reduce_2stage",    //   (csrc/custom_all_reduce.cuh)
+    "allreduce_prototype_",          // vLLM / SGLang QuickReduce (ROCm), quickreduce::
+    "oneShotAllReduceKernel",        // TensorRT-LLM customAllReduceKernels.cu, SGLang trt_reduce
+    "twoShotAllReduceKernel",        //
+    "allreduce_fusion_kernel",       // TensorRT-LLM / FlashInfer trtllm_allreduce_fusion
+    "one_shot_all_reduce_kernel",    // PyTorch symmetric memory (vLLM's torch_symm_mem)
+    "two_shot_all_reduce_kernel",    //
+    "multimem_all_reduce_kernel",    //
+    "multimem_one_shot_all_reduce",  //
+    "multimem_all_gather_kernel",    //
+};
+// DeepEP's expert-parallel kernels (deep_ep::intranode / internode / internode_ll, DeepSeek's
+// own build dpsk::ep::internode, and its ports): these functions in those namespaces.
+constexpr std::string_view kEpNamespaces[] = {"intranode", "internode", "internode_ll"};
+constexpr std::string_view kEpFunctions[] = {"dispatch",
+                                             "combine",
+                                             "notify_dispatch",
+                                             "notify_combine",
+                                             "cached_notify",
+                                             "cached_notify_dispatch",
+                                             "cached_notify_combine",
+                                             "clean_low_latency_buffer"};
+
+bool is_other_communication(std::string_view name) {
+  // Cheap filter first: most kernels mention none of these.
+  if (!contains(name, "nvshmem") && !contains(name, "node") && !contains(name, "reduce") &&
+      !contains(name, "Reduce") && !contains(name, "all_gather"))
+    return false;
+  const std::string simple = simplify_kernel_name(name);
+  std::string_view s = simple;
+  size_t colon = s.rfind("::");
+  std::string_view fn = colon == std::string_view::npos ? s : s.substr(colon + 2);
+  // NVSHMEM's own kernels (nvshmemi_proxy_rma_entrypoint, nvshmemi_reduce_kernel,
+  // nvshmemi_*_on_stream_kernel, ...).
+  if (starts_with(fn, "nvshmem")) return true;
+  for (std::string_view p : kCustomCollectives)
+    if (contains(fn, p)) return true;
+  if (colon == std::string_view::npos) return false;
+  std::string_view outer = s.substr(0, colon);
+  size_t c2 = outer.rfind("::");
+  std::string_view ns = c2 == std::string_view::npos ? outer : outer.substr(c2 + 2);
+  for (std::string_view n : kEpNamespaces) {
+    if (ns != n) continue;
+    for (std::string_view f : kEpFunctions)
+      if (fn == f) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Classifier::Classifier(const std::vector<std::string>& extra_comm_regex) {
@@ -25,6 +83,7 @@ bool Classifier::is_communication(std::string_view name) const {
   if (n.find("ncclKernel") != std::string_view::npos ||
       n.find("ncclDevKernel") != std::string_view::npos)
     return true;
+  if (is_other_communication(n)) return true;
   // libstdc++'s std::regex matcher is recursive: its stack depth grows with the input length,
   // and "--comm-regex '.*allreduce'" on a 50,000-character kernel name overflowed the stack
   // (SIGSEGV). The user's patterns therefore see at most the first kMaxRegexInput bytes of a
@@ -55,6 +114,32 @@ Category Classifier::classify(Kind kind, std::string_view name) const {
       starts_with(n, "hipMemset") || starts_with(n, "dma"))
     return Category::Memory;
   return Category::Computation;
+}
+
+NcclName parse_nccl_name(std::string_view name) {
+  NcclName r;
+  size_t paren = name.find('(');
+  if (paren != std::string_view::npos) name = name.substr(0, paren);
+  size_t k = name.find("Kernel_");
+  if (k == std::string_view::npos) return r;
+  name = name.substr(k + 7);
+  bool first = true;
+  while (!name.empty()) {
+    size_t u = name.find('_');
+    std::string_view tok = name.substr(0, u);
+    name = u == std::string_view::npos ? std::string_view() : name.substr(u + 1);
+    if (first) {
+      for (char c : tok)
+        r.collective += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+      first = false;
+    } else if (tok == "RING" || tok == "TREE" || tok == "NVLS" || tok == "PAT" ||
+               tok == "COLLNET") {
+      r.algo = tok;
+    } else if (tok == "LL" || tok == "LL128" || tok == "SIMPLE") {
+      r.proto = tok;
+    }
+  }
+  return r;
 }
 
 std::string simplify_kernel_name(std::string_view name) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "kernalyse/error.h"
+#include "kernalyse/import.h"
 #include "kernalyse/nsys.h"
 #include "kernalyse/parallel.h"
 
@@ -79,8 +80,7 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   iopt.step_range = opt.step_range;
   parallel_for(files.size(), [&](size_t i) {
     try {
-      parts[i] = nsys[i] ? import_nsys_file(files[i], iopt, &st[i])
-                         : import_kineto_file(files[i], iopt, &st[i]);
+      parts[i] = import_trace_file(files[i], iopt, &st[i]);  // by content: Kineto, rocprof, nsys
     } catch (const NoRankError& e) {
       errors[i] = e.what();
       rankless[i] = 1;

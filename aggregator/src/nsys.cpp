@@ -145,37 +145,6 @@ std::string copy_name(int64_t kind, int64_t src, int64_t dst, bool memset) {
   return n;
 }
 
-// "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_AllReduce_Sum_f32_RING_LL":
-// the collective (lower case, as PyTorch names it), algorithm and protocol, "" when absent.
-struct NcclName {
-  std::string collective, algo, proto;
-};
-NcclName parse_nccl_name(std::string_view name) {
-  NcclName r;
-  size_t paren = name.find('(');
-  if (paren != std::string_view::npos) name = name.substr(0, paren);
-  size_t k = name.find("Kernel_");
-  if (k == std::string_view::npos) return r;
-  name = name.substr(k + 7);
-  bool first = true;
-  while (!name.empty()) {
-    size_t u = name.find('_');
-    std::string_view tok = name.substr(0, u);
-    name = u == std::string_view::npos ? std::string_view() : name.substr(u + 1);
-    if (first) {
-      for (char c : tok)
-        r.collective += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-      first = false;
-    } else if (tok == "RING" || tok == "TREE" || tok == "NVLS" || tok == "PAT" ||
-               tok == "COLLNET") {
-      r.algo = tok;
-    } else if (tok == "LL" || tok == "LL128" || tok == "SIMPLE") {
-      r.proto = tok;
-    }
-  }
-  return r;
-}
-
 bool parse_i64(std::string_view t, int64_t* v) {
   while (!t.empty() && (t.front() == ' ' || t.front() == '"')) t.remove_prefix(1);
   while (!t.empty() && (t.back() == ' ' || t.back() == '"')) t.remove_suffix(1);

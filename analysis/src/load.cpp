@@ -8,6 +8,7 @@
 
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/error.h"
+#include "kernalyse/import.h"
 #include "kernalyse/nsys.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/store_io.h"
@@ -22,8 +23,7 @@ void say(const std::function<void(const std::string&)>& to, const std::string& l
 }  // namespace
 
 bool infers_clocks(const Store& s, const LoadOptions& opt) {
-  return !(opt.align == "off" || opt.recorded_clocks ||
-           (opt.align == "auto" && clocks_aligned(s)));
+  return !(opt.align == "off" || opt.recorded_clocks || (opt.align == "auto" && clocks_aligned(s)));
 }
 
 std::optional<ClockInference> align_clocks(Store& s, const LoadOptions& opt,
@@ -83,9 +83,9 @@ LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& o
   for (const auto& w : stats.warnings) say(opt.warn, "warning: " + w);
   for (const auto& n : stats.notes) say(opt.info, "info: " + n);
   store.attrs.tool_version = KERNALYSE_VERSION;
-  const bool from_nsys = is_sqlite_file(files[0]);
-  store.attrs.produced_by = from_nsys ? "kernalyse-merge (Nsight Systems SQLite import)"
-                                      : "kernalyse-merge (Kineto JSON import)";
+  const TraceFormat format = trace_format(files[0]);
+  const bool from_nsys = format == TraceFormat::Nsys;
+  store.attrs.produced_by = std::string("kernalyse-merge (") + to_string(format) + " import)";
   store.attrs.command_line = opt.command_line;
   store.attrs.created_utc = utc_now();
   store.attrs.clock_domain =
@@ -93,6 +93,9 @@ LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& o
           ? "one timeline, as exported by kernalyse (Kineto import of a kernalyse export)"
       : from_nsys
           ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
+      : format == TraceFormat::Rocprof
+          ? "per-rank host clock, rocprofiler-sdk ns (not epoch); ranks not aligned (rocprofv3 "
+            "import)"
           : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
   for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
   out.inference = align_clocks(store, opt, &out.match);

@@ -38,6 +38,7 @@
 
 #include "kernalyse/kineto.h"
 #include "nsys_writer.h"
+#include "rocprof_writer.h"
 #include "shapes.h"
 
 namespace {
@@ -49,7 +50,7 @@ struct Options {
   i64 kernels = 10000;  // exact number of "kernel" events per rank, NCCL kernels included
   int steps = 4;
   std::string out, truth;
-  std::string format = "json";  // json, or nsys: one Nsight Systems SQLite export per rank
+  std::string format = "json";  // json; nsys: one Nsight Systems SQLite export per rank; rocprof
   bool gz = false, minify = false;
   int gz_level = 1;
   uint64_t seed = 1;
@@ -1390,12 +1391,14 @@ void run_pair(Options o) {
     throw std::runtime_error("cannot write " + path);
 }
 
-// --format nsys: the same planted workload (same seed, same simulation) written as JSON into a
-// scratch directory, read back by kernalyse's Kineto importer (exact ns) and written as one
-// Nsight Systems SQLite export per rank, DIR/rank-<r>.sqlite; the truth file is the same.
-void run_nsys(Options o) {
+// --format nsys / rocprof: the same planted workload (same seed, same simulation) written as JSON
+// into a scratch directory, read back by kernalyse's Kineto importer (exact ns) and written as one
+// Nsight Systems SQLite export (DIR/rank-<r>.sqlite) or rocprofv3 JSON file
+// (DIR/rank-<r>.json[.gz]) per rank; the truth file is the same.
+void run_converted(Options o) {
   namespace fs = std::filesystem;
   const std::string out = o.out;
+  const bool gz = o.gz;
   fs::create_directories(out);
   o.out = (fs::path(out) / ".tracegen-json").string();
   o.gz = false;
@@ -1404,9 +1407,13 @@ void run_nsys(Options o) {
   for (int r = 0; r < o.ranks; ++r) {
     kernalyse::ImportOptions io;
     kernalyse::Store s = kernalyse::import_kineto_file(rank_file(o, r), io, nullptr);
-    const std::string p = (fs::path(out) / ("rank-" + std::to_string(r) + ".sqlite")).string();
-    fs::remove(p);
-    write_nsys_rank(s, p);
+    const std::string stem = (fs::path(out) / ("rank-" + std::to_string(r))).string();
+    if (o.format == "nsys") {
+      fs::remove(stem + ".sqlite");
+      write_nsys_rank(s, stem + ".sqlite");
+    } else {
+      write_rocprof_rank(s, stem + (gz ? ".json.gz" : ".json"), gz);
+    }
   }
   fs::remove_all(o.out);
 }
@@ -1417,7 +1424,7 @@ const char* kUsage =
     "                          [--minify] [--truth FILE] [--slow-rank R --slow-factor F]\n"
     "                          [--launch-delay-rank R --launch-delay-us D] [--jitter-us J] "
     "[--threads T]\n"
-    "                          [--clock-skew-us R:US[,R:US...]] [--format json|nsys]\n"
+    "                          [--clock-skew-us R:US[,R:US...]] [--format json|nsys|rocprof]\n"
     "                          [--pair [--pair-slow-factor F] [--pair-delay-us D]]\n"
     "       kernalyse-tracegen --shapes DIR [--iters N]\n"
     "                          [--ranks-per-host K [--host-skew-us H:US,...] [--host-drift-ppm "
@@ -1436,7 +1443,9 @@ const char* kUsage =
     "all-reduce then\n"
     "runs as a tree in which one rank per host ends early.\n"
     "--format nsys writes DIR/rank-<r>.sqlite instead: the same workload as Nsight Systems SQLite "
-    "exports.\n"
+    "exports;\n"
+    "--format rocprof writes DIR/rank-<r>.json[.gz] as rocprofv3 JSON (memsets as fill-kernel "
+    "dispatches).\n"
     "--pair: writes DIR/base and DIR/test (for kernalyse-merge --diff) and DIR/planted.json. TEST "
     "differs\n"
     "from BASE by: one GEMM kernel F times slower (default 1.5), the softmax kernel removed, the "
@@ -1539,8 +1548,8 @@ int main(int argc, char** argv) {
         o.minify = true;
       else if (a == "--format") {
         o.format = val();
-        if (o.format != "json" && o.format != "nsys")
-          throw std::invalid_argument("--format is json or nsys");
+        if (o.format != "json" && o.format != "nsys" && o.format != "rocprof")
+          throw std::invalid_argument("--format is json, nsys or rocprof");
       } else if (a == "--truth")
         o.truth = val();
       else if (a == "--slow-rank")
@@ -1585,12 +1594,12 @@ int main(int argc, char** argv) {
   }
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    if (o.pair && o.format == "nsys")
-      throw std::runtime_error("--pair writes JSON only (no --format nsys)");
+    if (o.pair && o.format != "json")
+      throw std::runtime_error("--pair writes JSON only (no --format " + o.format + ")");
     if (o.pair)
       run_pair(o);
-    else if (o.format == "nsys")
-      run_nsys(o);
+    else if (o.format != "json")
+      run_converted(o);
     else
       run(o);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -7,15 +7,16 @@
 #   store:  that run's store and the store kernalyse-merge imports from a tracegen trace
 #   nsys:   kernalyse-tracegen --format nsys (an nsys-schema SQLite file)
 #   power_csv: nvidia-smi power logs in both CSV formats
+#   rocprof: kernalyse-tracegen --format rocprof (rocprofv3 JSON, plain and gzip)
 # Usage: tests/fuzz/make_corpus.sh BIN_DIR OUT_DIR   (BIN_DIR: a normal, unsanitized build's bin/;
 # the collector is preloaded into mpirun's ranks, which a sanitized build cannot do cleanly)
-# Writes OUT_DIR/{kineto,spool,store,nsys,power_csv}/ and OUT_DIR/stamp; skips the work if the stamp
+# Writes OUT_DIR/{kineto,spool,store,nsys,power_csv,rocprof}/ and OUT_DIR/stamp; skips the work if the stamp
 # is there with every target's seeds (a stamp from before a target was added would leave it with
 # no seeds: libFuzzer then refuses to start).
 set -euo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
-targets=(kineto spool store nsys power_csv)
+targets=(kineto spool store nsys power_csv rocprof)
 complete=1
 [ -f "$out/stamp" ] || complete=0
 for t in "${targets[@]}"; do [ -n "$(ls -A "$out/$t" 2>/dev/null)" ] || complete=0; done
@@ -24,7 +25,7 @@ for t in kernalyse-tracegen kernalyse-merge kernalyse-run vicuna_tp; do
   [ -x "$bin/$t" ] || { echo "make_corpus.sh: $bin/$t missing (build it first)" >&2; exit 1; }
 done
 rm -rf "$out"
-mkdir -p "$out/kineto" "$out/spool" "$out/store" "$out/nsys" "$out/power_csv"
+mkdir -p "$out/kineto" "$out/spool" "$out/store" "$out/nsys" "$out/power_csv" "$out/rocprof"
 work=$(mktemp -d /tmp/kernalyse-corpus.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -54,6 +55,13 @@ cp "$work/tg.h5" "$out/store/tracegen.h5"
 # Nsight Systems SQLite: the generator's nsys form of a small workload (one file per rank).
 "$bin/kernalyse-tracegen" --ranks 1 --kernels 8 --steps 1 --seed 4 --format nsys --out "$work/ns" >/dev/null
 cp "$work/ns/rank-0.sqlite" "$out/nsys/tracegen-rank0.sqlite"
+
+# rocprofv3 JSON: the generator's rocprof form (kernels, memsets as dispatches, copies, HIP calls,
+# roctx ranges), plain and gzip.
+"$bin/kernalyse-tracegen" --ranks 1 --kernels 8 --steps 2 --seed 5 --format rocprof --out "$work/rp" >/dev/null
+"$bin/kernalyse-tracegen" --ranks 1 --kernels 6 --steps 1 --seed 6 --format rocprof --gz --out "$work/rpgz" >/dev/null
+cp "$work/rp/rank-0.json" "$out/rocprof/tracegen-rank0.json"
+cp "$work/rpgz/rank-0.json.gz" "$out/rocprof/tracegen-rank0.json.gz"
 
 # nvidia-smi power logs, both formats nvidia-smi writes (--format=csv and csv,noheader,nounits).
 printf '%s\n' 'timestamp, index, power.draw [W]' \

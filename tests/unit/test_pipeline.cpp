@@ -87,8 +87,8 @@ TEST(Pipeline, RegistryNamesEachAnalysisOnce) {
     EXPECT_TRUE(a->run && a->render) << a->name;
     if (a->in_all) all.insert(a->name);
   }
-  EXPECT_EQ(all, (std::set<std::string>{"summary", "gaps", "overlap", "breakdown", "idle",
-                                        "ranges", "energy", "stragglers"}));
+  EXPECT_EQ(all, (std::set<std::string>{"summary", "gaps", "overlap", "breakdown", "idle", "ranges",
+                                        "energy", "stragglers"}));
   EXPECT_EQ(find_analysis("no-such-analysis"), nullptr);
   // HTA's analyses are the ones that declare its view.
   std::set<std::string> hta;
@@ -195,8 +195,7 @@ TEST(Pipeline, SharedValuesAreComputedOnce) {
   const Store s = two_ranks();
   const AnalysisContext ctx(s, AnalysisOptions{});
   int made = 0;
-  for (int i = 0; i < 3; ++i)
-    EXPECT_EQ(ctx.shared<int>("x", [&] { return ++made * 10; }), 10);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ctx.shared<int>("x", [&] { return ++made * 10; }), 10);
   EXPECT_EQ(made, 1);
   AnalysisResults res = run_analyses(ctx, named({"overlap", "breakdown"}), false);
   EXPECT_EQ(*res.get<const RankUnionTables*>("overlap"),

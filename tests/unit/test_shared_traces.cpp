@@ -17,7 +17,7 @@ struct Expect {
   const char* path;
   int rank;  // expected rank (-1: the file has none, imported with --rank 0)
   size_t kernels;
-  size_t nccl_kernels;
+  size_t comm_kernels;
 };
 
 // Counts from ../shared/traces/README.md (cross-checked with a JSON reader).
@@ -31,7 +31,8 @@ const Expect kFiles[] = {
     {"hta/negative_queue_length_values_check/rank0.json.gz", 0, 6080, 80},
     {"hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 0, 4350, 0},
     {"hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", -1, 14, 0},
-    {"tracelens/b200/eager_trace.json.gz", 0, 768, 1},
+    // 1 NCCL kernel and 73 PyTorch symmetric-memory multimem_all_reduce_kernel (communication).
+    {"tracelens/b200/eager_trace.json.gz", 0, 768, 74},
     {"tracelens/mi300/resnet_act_checkpoint.json.gz", 0, 2995, 17},
 };
 
@@ -59,7 +60,7 @@ TEST_P(SharedTrace, ImportsWithReadmeCounts) {
     comm += s.activities.category[i] == static_cast<uint8_t>(Category::Communication);
   }
   EXPECT_EQ(kernels, e.kernels);
-  EXPECT_EQ(comm, e.nccl_kernels);
+  EXPECT_EQ(comm, e.comm_kernels);
   EXPECT_EQ(s.ranks.at(0).rank, e.rank < 0 ? 0 : e.rank);
   EXPECT_EQ(st.malformed, 0);
   // Every activity has a non-negative duration and sits on a real stream.
