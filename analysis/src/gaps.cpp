@@ -203,8 +203,6 @@ double transition_std(const TAcc& t) {
 }
 
 const char* gap_sort_label(GapSort s) { return kGapSortWords.name(s).data(); }
-return "total";
-}
 
 // "12.5" rather than "12.500" for histogram labels.
 std::string short_num(double v) {

@@ -43,8 +43,6 @@ double population_std(const Acc& a) {
 }
 
 const char* sort_label(SummarySort s) { return kSummarySortWords.name(s).data(); }
-return "total";
-}
 
 void add_row(const Activities& a, uint32_t i, Acc& acc) {
   const int64_t d = std::max<int64_t>(0, a.end_ns[i] - a.start_ns[i]);  // clamp corrupt rows
