@@ -655,6 +655,190 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
   return st;
 }
 
+namespace {
+
+// One rank's Kineto file: its header, then its GPU work, launches, annotations and GPU memory
+// counter, written through one event writer.
+struct KinetoRankFile {
+  const Store& s;
+  const Selection& sel;
+  const ExtraActivityArgs& extra;
+  const std::vector<int32_t>& nccl_of;
+  const RankInfo* ri;
+  int32_t r;
+  int64_t base;
+  Writer& w;
+  ProgressTicker& ticker;
+  ExportStats& st;
+  bool first = true;                  // the next event is the list's first
+  std::unordered_set<int64_t> ran{};  // correlations of the exported launch → GPU work pairs
+
+  void header(int32_t world) {
+    w << "{\"schemaVersion\":1,\"deviceProperties\":[";
+    {
+      std::string d = ri->devices;
+      bool firstd = true;
+      size_t pos = 0;
+      while (!d.empty() && pos <= d.size()) {
+        size_t c = d.find(',', pos);
+        std::string id = d.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+        if (!id.empty()) {
+          w << (firstd ? "" : ",") << "{\"id\":" << id << ",\"name\":";
+          w.str(ri->device_name);
+          w << "}";
+          firstd = false;
+        }
+        if (c == std::string::npos) break;
+        pos = c + 1;
+      }
+    }
+    // "rank": N with a space: HTA v0.6.1 finds a file's rank with the regex "rank":\s+(\d+) on
+    // the raw text (hta/common/trace_file.py, create_rank_to_trace_dict); "rank":N gives none.
+    w << "],\"distributedInfo\":{\"backend\":\"nccl\",\"rank\": ";
+    w.num(r);
+    w << ",\"world_size\":";
+    w.num(ri->world_size >= 0 ? ri->world_size : world);
+    w << "},\"baseTimeNanoseconds\":";
+    w.num(base);
+    if (ri->emulated) w << ",\"kernalyseSynthetic\":true";
+    w << ",\"displayTimeUnit\":\"ms\",\"traceName\":";
+    w.str(ri->source);
+    w << ",\"kernalyseClock\":{\"clock_method\":";
+    w.str(ri->clock_method);
+    w << ",\"clock_uncertainty_ns\":";
+    w.num(ri->clock_uncertainty_ns);
+    w << ",\"host\":";
+    w.str(ri->host);
+    w << "},\n\"traceEvents\":[\n";
+  }
+
+  void xev(int64_t pid, int64_t tid, int64_t start, int64_t end, std::string_view name,
+           std::string_view cat) {
+    w << (first ? "" : ",\n") << "{\"ph\":\"X\",\"cat\":\"" << cat << "\",\"name\":";
+    first = false;
+    w.str(name);
+    w << ",\"pid\":";
+    w.num(pid);
+    w << ",\"tid\":";
+    w.num(tid);
+    w << ",\"ts\":";
+    w.us(start - base);
+    w << ",\"dur\":";
+    w.us(end - start);
+    w << ",\"args\":{";
+    ++st.events;
+  }
+
+  void link_launches(size_t a_lo, size_t a_hi, size_t l_lo, size_t l_hi) {
+    const auto& a = s.activities;
+    const auto& l = s.launches;
+    // The launch → GPU work arrows ("ac2g" flows, id = correlation) as Kineto writes them: HTA
+    // and TraceLens read them; only pairs whose both ends are exported.
+    std::unordered_set<int64_t> launched;
+    for (size_t i = l_lo; i < l_hi; ++i)
+      if (l.rank[i] == r && sel.launch(i) && l.correlation[i] != kNoCorrelation)
+        launched.insert(l.correlation[i]);
+    for (size_t i = a_lo; i < a_hi; ++i)
+      if (a.rank[i] == r && sel.activity(i) && a.correlation[i] != kNoCorrelation &&
+          is_gpu_work(static_cast<Kind>(a.kind[i])) && launched.count(a.correlation[i]))
+        ran.insert(a.correlation[i]);
+  }
+
+  void flow(char ph, int64_t id, int64_t pid, int64_t tid, int64_t ts) {
+    w << ",\n{\"ph\":\"" << std::string_view(&ph, 1) << "\",\"id\":";
+    w.num(id);
+    w << ",\"pid\":";
+    w.num(pid);
+    w << ",\"tid\":";
+    w.num(tid);
+    w << ",\"ts\":";
+    w.us(ts - base);
+    w << ",\"cat\":\"ac2g\",\"name\":\"ac2g\"" << (ph == 'f' ? ",\"bp\":\"e\"}" : "}");
+  }
+
+  void activities(size_t a_lo, size_t a_hi) {
+    const auto& a = s.activities;
+    for (size_t i = a_lo; i < a_hi; ++i) {
+      ticker.tick();
+      if (a.rank[i] != r || !sel.activity(i)) continue;
+      auto kind = static_cast<Kind>(a.kind[i]);
+      xev(a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
+          kineto_cat(kind));
+      w << "\"device\":";
+      w.num(a.device[i]);
+      w << ",\"stream\":";
+      w.num(a.stream[i]);
+      if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
+      extra.write(w, i);
+      if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
+      w << "}}";
+      if (is_gpu_work(kind) && a.correlation[i] != kNoCorrelation && ran.count(a.correlation[i]))
+        flow('f', a.correlation[i], a.device[i], a.stream[i], a.start_ns[i]);
+    }
+  }
+
+  void launches(size_t l_lo, size_t l_hi) {
+    const auto& l = s.launches;
+    for (size_t i = l_lo; i < l_hi; ++i) {
+      ticker.tick();
+      if (l.rank[i] != r || !sel.launch(i)) continue;
+      xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]),
+          "cuda_runtime");
+      if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
+      w << "}}";
+      if (l.correlation[i] != kNoCorrelation && ran.count(l.correlation[i]))
+        flow('s', l.correlation[i], l.pid[i], l.tid[i], l.start_ns[i]);
+    }
+  }
+
+  void annotations(size_t n_lo, size_t n_hi) {
+    const auto& an = s.annotations;
+    for (size_t i = n_lo; i < n_hi; ++i) {
+      ticker.tick();
+      if (an.rank[i] != r || !sel.annotation(i)) continue;
+      auto k = static_cast<AnnotationKind>(an.kind[i]);
+      // Kineto has no NVTX category: NVTX ranges become user annotations. GPU annotations: pid
+      // device, tid stream, no stream arg (with one, importers take them for GPU work).
+      bool gpu = k == AnnotationKind::GpuUser;
+      xev(an.pid[i], an.tid[i], an.start_ns[i], an.end_ns[i], s.strings.at(an.name_id[i]),
+          gpu ? "gpu_user_annotation" : "user_annotation");
+      w << "}}";
+    }
+  }
+
+  void memory(bool c_sorted) {
+    // GPU memory in use as the PyTorch profiler writes it (profile_memory=True): a "[memory]"
+    // instant per change, which our importer (and HTA's memory views) read back.
+    const Counters& c = s.counters;
+    int64_t mem_id = -1;
+    for (size_t i = 0; i < s.strings.size() && mem_id < 0; ++i)
+      if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory)
+        mem_id = static_cast<int64_t>(i);
+    std::map<int32_t, int64_t> prev;  // device → last value, for "Bytes" (the change)
+    auto [k_lo, k_hi] = rank_rows(c.rank, r, c_sorted);
+    for (size_t i = k_lo; mem_id >= 0 && i < k_hi; ++i) {
+      if (c.rank[i] != r || c.name_id[i] != static_cast<uint32_t>(mem_id)) continue;
+      const int64_t delta = c.value[i] - prev[c.device[i]];
+      prev[c.device[i]] = c.value[i];
+      if (!sel.time_ok(c.ts_ns[i], c.ts_ns[i])) continue;
+      w << (first ? "" : ",\n") << "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",";
+      first = false;
+      w << "\"name\":\"[memory]\",\"pid\":0,\"tid\":0,\"ts\":";
+      w.us(c.ts_ns[i] - base);
+      w << ",\"args\":{\"Device Type\":1,\"Device Id\":";
+      w.num(c.device[i]);
+      w << ",\"Bytes\":";
+      w.num(delta);
+      w << ",\"Total Allocated\":";
+      w.num(c.value[i]);
+      w << "}}";
+      ++st.events;
+    }
+  }
+};
+
+}  // namespace
+
 // --------------------------------------------------------------------------------- Kineto
 ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOptions& opt) {
   const auto& a = s.activities;
@@ -699,150 +883,16 @@ ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOp
     std::string p = (fs::path(dir) / ("rank-" + std::to_string(r) + ".json")).string();
     Writer w(p, opt.force);
     ++st.files;
-    w << "{\"schemaVersion\":1,\"deviceProperties\":[";
-    {
-      std::string d = ri->devices;
-      bool firstd = true;
-      size_t pos = 0;
-      while (!d.empty() && pos <= d.size()) {
-        size_t c = d.find(',', pos);
-        std::string id = d.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-        if (!id.empty()) {
-          w << (firstd ? "" : ",") << "{\"id\":" << id << ",\"name\":";
-          w.str(ri->device_name);
-          w << "}";
-          firstd = false;
-        }
-        if (c == std::string::npos) break;
-        pos = c + 1;
-      }
-    }
-    // "rank": N with a space: HTA v0.6.1 finds a file's rank with the regex "rank":\s+(\d+) on
-    // the raw text (hta/common/trace_file.py, create_rank_to_trace_dict); "rank":N gives none.
-    w << "],\"distributedInfo\":{\"backend\":\"nccl\",\"rank\": ";
-    w.num(r);
-    w << ",\"world_size\":";
-    w.num(ri->world_size >= 0 ? ri->world_size : world);
-    w << "},\"baseTimeNanoseconds\":";
-    w.num(base);
-    if (ri->emulated) w << ",\"kernalyseSynthetic\":true";
-    w << ",\"displayTimeUnit\":\"ms\",\"traceName\":";
-    w.str(ri->source);
-    w << ",\"kernalyseClock\":{\"clock_method\":";
-    w.str(ri->clock_method);
-    w << ",\"clock_uncertainty_ns\":";
-    w.num(ri->clock_uncertainty_ns);
-    w << ",\"host\":";
-    w.str(ri->host);
-    w << "},\n\"traceEvents\":[\n";
-    bool first = true;
-    auto xev = [&](int64_t pid, int64_t tid, int64_t start, int64_t end, std::string_view name,
-                   std::string_view cat) {
-      w << (first ? "" : ",\n") << "{\"ph\":\"X\",\"cat\":\"" << cat << "\",\"name\":";
-      first = false;
-      w.str(name);
-      w << ",\"pid\":";
-      w.num(pid);
-      w << ",\"tid\":";
-      w.num(tid);
-      w << ",\"ts\":";
-      w.us(start - base);
-      w << ",\"dur\":";
-      w.us(end - start);
-      w << ",\"args\":{";
-      ++st.events;
-    };
+    KinetoRankFile f{s, sel, extra, nccl_of, ri, r, base, w, ticker, st};
+    f.header(world);
     auto [a_lo, a_hi] = rank_rows(a.rank, r, a_sorted);
     auto [l_lo, l_hi] = rank_rows(l.rank, r, l_sorted);
-    // The launch → GPU work arrows ("ac2g" flows, id = correlation) as Kineto writes them: HTA
-    // and TraceLens read them; only pairs whose both ends are exported.
-    std::unordered_set<int64_t> launched, ran;
-    for (size_t i = l_lo; i < l_hi; ++i)
-      if (l.rank[i] == r && sel.launch(i) && l.correlation[i] != kNoCorrelation)
-        launched.insert(l.correlation[i]);
-    for (size_t i = a_lo; i < a_hi; ++i)
-      if (a.rank[i] == r && sel.activity(i) && a.correlation[i] != kNoCorrelation &&
-          is_gpu_work(static_cast<Kind>(a.kind[i])) && launched.count(a.correlation[i]))
-        ran.insert(a.correlation[i]);
-    auto flow = [&](char ph, int64_t id, int64_t pid, int64_t tid, int64_t ts) {
-      w << ",\n{\"ph\":\"" << std::string_view(&ph, 1) << "\",\"id\":";
-      w.num(id);
-      w << ",\"pid\":";
-      w.num(pid);
-      w << ",\"tid\":";
-      w.num(tid);
-      w << ",\"ts\":";
-      w.us(ts - base);
-      w << ",\"cat\":\"ac2g\",\"name\":\"ac2g\"" << (ph == 'f' ? ",\"bp\":\"e\"}" : "}");
-    };
-    for (size_t i = a_lo; i < a_hi; ++i) {
-      ticker.tick();
-      if (a.rank[i] != r || !sel.activity(i)) continue;
-      auto kind = static_cast<Kind>(a.kind[i]);
-      xev(a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
-          kineto_cat(kind));
-      w << "\"device\":";
-      w.num(a.device[i]);
-      w << ",\"stream\":";
-      w.num(a.stream[i]);
-      if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
-      extra.write(w, i);
-      if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
-      w << "}}";
-      if (is_gpu_work(kind) && a.correlation[i] != kNoCorrelation && ran.count(a.correlation[i]))
-        flow('f', a.correlation[i], a.device[i], a.stream[i], a.start_ns[i]);
-    }
-    for (size_t i = l_lo; i < l_hi; ++i) {
-      ticker.tick();
-      if (l.rank[i] != r || !sel.launch(i)) continue;
-      xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]),
-          "cuda_runtime");
-      if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
-      w << "}}";
-      if (l.correlation[i] != kNoCorrelation && ran.count(l.correlation[i]))
-        flow('s', l.correlation[i], l.pid[i], l.tid[i], l.start_ns[i]);
-    }
+    f.link_launches(a_lo, a_hi, l_lo, l_hi);
+    f.activities(a_lo, a_hi);
+    f.launches(l_lo, l_hi);
     auto [n_lo, n_hi] = rank_rows(an.rank, r, n_sorted);
-    for (size_t i = n_lo; i < n_hi; ++i) {
-      ticker.tick();
-      if (an.rank[i] != r || !sel.annotation(i)) continue;
-      auto k = static_cast<AnnotationKind>(an.kind[i]);
-      // Kineto has no NVTX category: NVTX ranges become user annotations. GPU annotations: pid
-      // device, tid stream, no stream arg (with one, importers take them for GPU work).
-      bool gpu = k == AnnotationKind::GpuUser;
-      xev(an.pid[i], an.tid[i], an.start_ns[i], an.end_ns[i], s.strings.at(an.name_id[i]),
-          gpu ? "gpu_user_annotation" : "user_annotation");
-      w << "}}";
-    }
-    // GPU memory in use as the PyTorch profiler writes it (profile_memory=True): a "[memory]"
-    // instant per change, which our importer (and HTA's memory views) read back.
-    {
-      const Counters& c = s.counters;
-      int64_t mem_id = -1;
-      for (size_t i = 0; i < s.strings.size() && mem_id < 0; ++i)
-        if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory)
-          mem_id = static_cast<int64_t>(i);
-      std::map<int32_t, int64_t> prev;  // device → last value, for "Bytes" (the change)
-      auto [k_lo, k_hi] = rank_rows(c.rank, r, c_sorted);
-      for (size_t i = k_lo; mem_id >= 0 && i < k_hi; ++i) {
-        if (c.rank[i] != r || c.name_id[i] != static_cast<uint32_t>(mem_id)) continue;
-        const int64_t delta = c.value[i] - prev[c.device[i]];
-        prev[c.device[i]] = c.value[i];
-        if (!sel.time_ok(c.ts_ns[i], c.ts_ns[i])) continue;
-        w << (first ? "" : ",\n") << "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",";
-        first = false;
-        w << "\"name\":\"[memory]\",\"pid\":0,\"tid\":0,\"ts\":";
-        w.us(c.ts_ns[i] - base);
-        w << ",\"args\":{\"Device Type\":1,\"Device Id\":";
-        w.num(c.device[i]);
-        w << ",\"Bytes\":";
-        w.num(delta);
-        w << ",\"Total Allocated\":";
-        w.num(c.value[i]);
-        w << "}}";
-        ++st.events;
-      }
-    }
+    f.annotations(n_lo, n_hi);
+    f.memory(c_sorted);
     w << "\n]}\n";
     w.commit();
   }
