@@ -647,6 +647,9 @@ class Importer {
   void add_process_name(const RawEvent& ev);
   bool split_ranks(const std::optional<int32_t>& fallback, ImportStats* stats);
   void finish(ImportStats* stats);
+  std::optional<int32_t> file_rank(ImportStats* stats, int32_t* world) const;
+  void add_base_time(int64_t base);
+  void rank_infos(const std::optional<int32_t>& rank, int32_t world, int64_t base);
   std::string where(const Buffer& b, const char* at) const {
     return std::to_string(b.consumed + (at - b.begin));
   }
@@ -1064,8 +1067,9 @@ void Importer::join_ops() {
   std::vector<int64_t>().swap(launch_ext_);
 }
 
-void Importer::finish(ImportStats* stats) {
-  // Rank: distributedInfo, then --rank, then the file name (with a warning).
+// Rank: distributedInfo, then --rank, then the file name (with a warning); none for a merged
+// multi-rank file (split_ranks names them). *world: distributedInfo.world_size, else -1.
+std::optional<int32_t> Importer::file_rank(ImportStats* stats, int32_t* world_out) const {
   std::optional<int32_t> rank;
   int32_t world = -1;
   if (!distributed_info_.empty()) {
@@ -1108,45 +1112,41 @@ void Importer::finish(ImportStats* stats) {
                       "name); pass --rank N");
   }
   if (rank && *rank < 0) throw Error(name_ + ": negative rank " + std::to_string(*rank));
+  *world_out = world;
+  return rank;
+}
 
-  // Kineto's ts is relative to baseTimeNanoseconds when present, else absolute epoch µs.
-  int64_t base = has_base_time_ ? base_time_ns_ : 0;
-  if (!time_in_range(base))
-    throw Error(name_ + ": baseTimeNanoseconds " + std::to_string(base) +
-                " is outside the supported time range (|t| < 2^62 ns, docs/limits.md)");
-  join_ops();
+// Kineto's ts relative to baseTimeNanoseconds, moved to the epoch.
+void Importer::add_base_time(int64_t base) {
   Activities& a = store_.activities;
   LaunchCalls& l = store_.launches;
   Annotations& an = store_.annotations;
   Counters& cn = store_.counters;
   Ops& op = store_.ops;
-  if (base != 0) {
-    // Both terms are in range, so the sum cannot overflow; a shifted time past the range makes
-    // its row malformed (dropped and counted), never wrapped.
-    auto shift = [base](std::vector<int64_t>& v, std::vector<char>& keep) {
-      keep.resize(v.size(), 1);
-      for (size_t i = 0; i < v.size(); ++i) {
-        v[i] += base;
-        if (!time_in_range(v[i])) keep[i] = 0;
-      }
-    };
-    std::vector<char> ka, kl, kn, kc, ko;
-    shift(a.start_ns, ka), shift(a.end_ns, ka), shift(l.start_ns, kl), shift(l.end_ns, kl),
-        shift(an.start_ns, kn), shift(an.end_ns, kn), shift(cn.ts_ns, kc);
-    shift(op.start_ns, ko), shift(op.end_ns, ko);
-    malformed_ += static_cast<int64_t>(drop_activities(store_, ka) + keep_rows(l, kl) +
-                                       keep_rows(an, kn) + keep_rows(cn, kc));
-    keep_rows(op, ko);  // derived rows: their cpu_op events were counted already
-  }
+  // Both terms are in range, so the sum cannot overflow; a shifted time past the range makes
+  // its row malformed (dropped and counted), never wrapped.
+  auto shift = [base](std::vector<int64_t>& v, std::vector<char>& keep) {
+    keep.resize(v.size(), 1);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] += base;
+      if (!time_in_range(v[i])) keep[i] = 0;
+    }
+  };
+  std::vector<char> ka, kl, kn, kc, ko;
+  shift(a.start_ns, ka), shift(a.end_ns, ka), shift(l.start_ns, kl), shift(l.end_ns, kl),
+      shift(an.start_ns, kn), shift(an.end_ns, kn), shift(cn.ts_ns, kc);
+  shift(op.start_ns, ko), shift(op.end_ns, ko);
+  malformed_ += static_cast<int64_t>(drop_activities(store_, ka) + keep_rows(l, kl) +
+                                     keep_rows(an, kn) + keep_rows(cn, kc));
+  keep_rows(op, ko);  // derived rows: their cpu_op events were counted already
+}
 
-  if (!split_ranks(rank, stats))
-    for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank, &op.rank})
-      std::fill(col->begin(), col->end(), *rank);
-  sort_counters(cn, store_.strings);  // stable: same-ts events keep their file order
-  sort_ops(op);
-
-  assign_steps(store_);
-
+void Importer::rank_infos(const std::optional<int32_t>& rank, int32_t world, int64_t base) {
+  const Activities& a = store_.activities;
+  const LaunchCalls& l = store_.launches;
+  const Annotations& an = store_.annotations;
+  const Counters& cn = store_.counters;
+  const bool merged = !rank_of_pid_.empty();  // ranks named per process (split_ranks)
   // One RankInfo per rank (a merged multi-rank file has several); the file-level event counts
   // go to the first, since events are not attributed to ranks before they are parsed.
   std::set<int32_t> ranks;
@@ -1203,6 +1203,33 @@ void Importer::finish(ImportStats* stats) {
     }
     store_.ranks.push_back(info);
   }
+}
+
+void Importer::finish(ImportStats* stats) {
+  int32_t world = -1;
+  const std::optional<int32_t> rank = file_rank(stats, &world);
+
+  // Kineto's ts is relative to baseTimeNanoseconds when present, else absolute epoch µs.
+  int64_t base = has_base_time_ ? base_time_ns_ : 0;
+  if (!time_in_range(base))
+    throw Error(name_ + ": baseTimeNanoseconds " + std::to_string(base) +
+                " is outside the supported time range (|t| < 2^62 ns, docs/limits.md)");
+  join_ops();
+  Activities& a = store_.activities;
+  LaunchCalls& l = store_.launches;
+  Annotations& an = store_.annotations;
+  Counters& cn = store_.counters;
+  Ops& op = store_.ops;
+  if (base != 0) add_base_time(base);
+
+  if (!split_ranks(rank, stats))
+    for (auto* col : {&a.rank, &l.rank, &an.rank, &cn.rank, &op.rank})
+      std::fill(col->begin(), col->end(), *rank);
+  sort_counters(cn, store_.strings);  // stable: same-ts events keep their file order
+  sort_ops(op);
+
+  assign_steps(store_);
+  rank_infos(rank, world, base);
   store_.attrs.emulated = synthetic_;
   sort_activities(store_);
 

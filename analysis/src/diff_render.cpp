@@ -69,13 +69,27 @@ json rank_or_null(int32_t r) { return r >= 0 ? json(r) : json(nullptr); }
 
 std::string straggler_text(int32_t r) { return r >= 0 ? "rank " + std::to_string(r) : "none"; }
 
-}  // namespace
+// Most rows a kernel table shows (top <= 0: all of them).
+size_t limit(size_t n, int top) { return top > 0 ? std::min(n, static_cast<size_t>(top)) : n; }
 
-Report diff_report(const TraceDiff& d, int top) {
-  Report rep;
+// Tables (text and CSV); the JSON carries the typed object (diff_json) instead.
+void hide_ns(Table& t) {
+  t.text_hidden.assign(t.columns.size(), false);
+  for (size_t c = 0; c < t.columns.size(); ++c)
+    t.text_hidden[c] =
+        t.columns[c].size() > 3 && t.columns[c].compare(t.columns[c].size() - 3, 3, "_ns") == 0;
+  t.in_json = false;
+  t.precision = 3;
+}
+
+template <class O, class F>
+Cell opt_cell(const O& o, F f) {
+  return o ? Cell(f(*o)) : Cell{};
+}
+
+void diff_headline(const TraceDiff& d, Report& rep) {
   size_t changed = 0;
   for (const auto& k : d.kernels) changed += k.changed();
-  auto limit = [&](size_t n) { return top > 0 ? std::min(n, static_cast<size_t>(top)) : n; };
   char line[512];
   std::snprintf(line, sizeof line, "diff %s → %s: %lld → %lld kernels, GPU kernel time %s → %s",
                 d.base_label.c_str(), d.test_label.c_str(),
@@ -104,18 +118,9 @@ Report diff_report(const TraceDiff& d, int top) {
         "straggler (most wait inflicted while last): " + straggler_text(d.base_straggler) + " → " +
         straggler_text(d.test_straggler) + " (" + std::to_string(d.base_collectives) + " → " +
         std::to_string(d.test_collectives) + " matched collectives)");
+}
 
-  // Tables (text and CSV); the JSON carries the typed object below instead.
-  auto hide_ns = [](Table& t) {
-    t.text_hidden.assign(t.columns.size(), false);
-    for (size_t c = 0; c < t.columns.size(); ++c)
-      t.text_hidden[c] =
-          t.columns[c].size() > 3 && t.columns[c].compare(t.columns[c].size() - 3, 3, "_ns") == 0;
-    t.in_json = false;
-    t.precision = 3;
-  };
-  auto opt_cell = [](const auto& o, auto f) -> Cell { return o ? Cell(f(*o)) : Cell{}; };
-
+Table steps_table(const TraceDiff& d) {
   Table st;
   st.key = "diff_steps";
   st.title = "Steps: CPU time and GPU span (longest rank), " + d.base_label + " → " + d.test_label;
@@ -146,8 +151,10 @@ Report diff_report(const TraceDiff& d, int top) {
                        both([](auto& x) { return x.cpu_ns; }),
                        both([](auto& x) { return x.gpu_span_ns; })});
   }
-  rep.tables.push_back(std::move(st));
+  return st;
+}
 
+Table changed_kernels_table(const TraceDiff& d, int top) {
   Table kt;
   kt.key = "diff_kernels";
   kt.title = "Kernels in both runs that changed (by |time delta|)";
@@ -159,7 +166,7 @@ Report diff_report(const TraceDiff& d, int top) {
   std::vector<const KernelDelta*> ch;
   for (const auto& k : d.kernels)
     if (k.changed()) ch.push_back(&k);
-  for (size_t i = 0; i < limit(ch.size()); ++i) {
+  for (size_t i = 0; i < limit(ch.size(), top); ++i) {
     const KernelDelta& k = *ch[i];
     kt.rows.push_back({k.name, k.base.count, k.test.count, k.test.count - k.base.count,
                        us(k.base.total_ns), us(k.test.total_ns),
@@ -167,24 +174,24 @@ Report diff_report(const TraceDiff& d, int top) {
                        pct_change(k.base.total_ns, k.test.total_ns), k.base.total_ns,
                        k.test.total_ns, k.test.total_ns - k.base.total_ns});
   }
-  rep.tables.push_back(std::move(kt));
+  return kt;
+}
 
-  auto only_table = [&](const std::vector<KernelOnly>& v, const std::string& key,
-                        const std::string& who) {
-    Table t;
-    t.key = key;
-    t.title = "Kernels only in " + who;
-    t.columns = {"kernel", "count", "total_us", "mean_us", "total_ns"};
-    hide_ns(t);
-    t.max_text_width = 80;
-    for (size_t i = 0; i < limit(v.size()); ++i)
-      t.rows.push_back({v[i].name, v[i].side.count, us(v[i].side.total_ns), mean_us(v[i].side),
-                        v[i].side.total_ns});
-    rep.tables.push_back(std::move(t));
-  };
-  only_table(d.only_base, "diff_only_base", d.base_label);
-  only_table(d.only_test, "diff_only_test", d.test_label);
+Table only_table(const std::vector<KernelOnly>& v, const std::string& key, const std::string& who,
+                 int top) {
+  Table t;
+  t.key = key;
+  t.title = "Kernels only in " + who;
+  t.columns = {"kernel", "count", "total_us", "mean_us", "total_ns"};
+  hide_ns(t);
+  t.max_text_width = 80;
+  for (size_t i = 0; i < limit(v.size(), top); ++i)
+    t.rows.push_back({v[i].name, v[i].side.count, us(v[i].side.total_ns), mean_us(v[i].side),
+                      v[i].side.total_ns});
+  return t;
+}
 
+Table replaced_table(const TraceDiff& d) {
   Table rt;
   rt.key = "diff_replaced";
   rt.title = "Replaced/fused kernels, matched by the range (else the ATen op) that launched them";
@@ -199,47 +206,48 @@ Report diff_report(const TraceDiff& d, int top) {
       rt.rows.push_back({g.range, g.by, std::string("test"), k.name, k.side.count,
                          us(k.side.total_ns), k.side.total_ns});
   }
-  rep.tables.push_back(std::move(rt));
+  return rt;
+}
 
-  if (d.cross_rank) {
-    Table ra;
-    ra.key = "diff_ranks";
-    ra.title =
-        "Per rank: overlap, exposed communication, idle split, straggler ledger (base → test)";
-    ra.columns = {"rank",
-                  "base_overlap_pct",
-                  "test_overlap_pct",
-                  "base_exposed_comm_us",
-                  "test_exposed_comm_us",
-                  "base_idle_us",
-                  "test_idle_us",
-                  "base_host_wait_us",
-                  "test_host_wait_us",
-                  "base_times_last",
-                  "test_times_last",
-                  "base_inflicted_us",
-                  "test_inflicted_us"};
-    hide_ns(ra);
-    auto pct = [](const RankSide& r) -> Cell {
-      const json p = overlap_pct(r.unions);
-      return p.is_null() ? Cell{} : Cell(p.get<double>());
-    };
-    for (const auto& r : d.ranks) {
-      auto b = [&](auto f) -> Cell { return r.base ? Cell(f(*r.base)) : Cell{}; };
-      auto t = [&](auto f) -> Cell { return r.test ? Cell(f(*r.test)) : Cell{}; };
-      auto exposed = [](const RankSide& x) { return us(x.unions.comm_excl_ns); };
-      auto idle = [](const RankSide& x) { return us(x.unions.span_ns - x.unions.busy_ns); };
-      auto host = [](const RankSide& x) { return us(x.host_wait_ns); };
-      auto last = [](const RankSide& x) { return x.times_last; };
-      auto infl = [](const RankSide& x) { return us(x.inflicted_ns); };
-      ra.rows.push_back({int64_t{r.rank}, r.base ? pct(*r.base) : Cell{},
-                         r.test ? pct(*r.test) : Cell{}, b(exposed), t(exposed), b(idle), t(idle),
-                         b(host), t(host), b(last), t(last), b(infl), t(infl)});
-    }
-    rep.tables.push_back(std::move(ra));
+Table ranks_table(const TraceDiff& d) {
+  Table ra;
+  ra.key = "diff_ranks";
+  ra.title = "Per rank: overlap, exposed communication, idle split, straggler ledger (base → test)";
+  ra.columns = {"rank",
+                "base_overlap_pct",
+                "test_overlap_pct",
+                "base_exposed_comm_us",
+                "test_exposed_comm_us",
+                "base_idle_us",
+                "test_idle_us",
+                "base_host_wait_us",
+                "test_host_wait_us",
+                "base_times_last",
+                "test_times_last",
+                "base_inflicted_us",
+                "test_inflicted_us"};
+  hide_ns(ra);
+  auto pct = [](const RankSide& r) -> Cell {
+    const json p = overlap_pct(r.unions);
+    return p.is_null() ? Cell{} : Cell(p.get<double>());
+  };
+  for (const auto& r : d.ranks) {
+    auto b = [&](auto f) -> Cell { return r.base ? Cell(f(*r.base)) : Cell{}; };
+    auto t = [&](auto f) -> Cell { return r.test ? Cell(f(*r.test)) : Cell{}; };
+    auto exposed = [](const RankSide& x) { return us(x.unions.comm_excl_ns); };
+    auto idle = [](const RankSide& x) { return us(x.unions.span_ns - x.unions.busy_ns); };
+    auto host = [](const RankSide& x) { return us(x.host_wait_ns); };
+    auto last = [](const RankSide& x) { return x.times_last; };
+    auto infl = [](const RankSide& x) { return us(x.inflicted_ns); };
+    ra.rows.push_back({int64_t{r.rank}, r.base ? pct(*r.base) : Cell{},
+                       r.test ? pct(*r.test) : Cell{}, b(exposed), t(exposed), b(idle), t(idle),
+                       b(host), t(host), b(last), t(last), b(infl), t(infl)});
   }
+  return ra;
+}
 
-  // The typed object, for scripts: exact int ns, counts, names.
+// The typed object, for scripts: exact int ns, counts, names.
+json diff_json(const TraceDiff& d) {
   json j;
   j["base"] = d.base_label;
   j["test"] = d.test_label;
@@ -290,7 +298,21 @@ Report diff_report(const TraceDiff& d, int top) {
                                        {"base_collectives", d.base_collectives},
                                        {"test_collectives", d.test_collectives}}
                                 : json(nullptr);
-  rep.json["diff"] = j;
+  return j;
+}
+
+}  // namespace
+
+Report diff_report(const TraceDiff& d, int top) {
+  Report rep;
+  diff_headline(d, rep);
+  rep.tables.push_back(steps_table(d));
+  rep.tables.push_back(changed_kernels_table(d, top));
+  rep.tables.push_back(only_table(d.only_base, "diff_only_base", d.base_label, top));
+  rep.tables.push_back(only_table(d.only_test, "diff_only_test", d.test_label, top));
+  rep.tables.push_back(replaced_table(d));
+  if (d.cross_rank) rep.tables.push_back(ranks_table(d));
+  rep.json["diff"] = diff_json(d);
   return rep;
 }
 

@@ -30,64 +30,50 @@ struct Event {
   uint32_t work;  // index into the device's work list
 };
 
-}  // namespace
+struct Share {
+  double joules = 0;
+  int64_t covered_ns = 0;  // time inside the sampled window
+  bool attributed = false;
+};
 
-EnergyResult energy_analysis(const Store& s, const EnergyOptions& opt) {
-  EnergyResult r;
-  r.tokens = opt.tokens;
-  r.units_per_step = opt.units_per_step;
+using RankDevice = std::pair<int32_t, int32_t>;
+using Samples = std::vector<std::pair<int64_t, int64_t>>;  // (time, mW)
+
+// Power samples and work per (rank, device).
+struct DeviceInputs {
+  std::map<RankDevice, Samples> power;
+  std::map<RankDevice, std::vector<uint32_t>> work;
+};
+
+DeviceInputs device_inputs(const Store& s, const std::vector<uint32_t>& rows,
+                           const EnergyOptions& opt) {
   const Activities& a = s.activities;
   const Counters& k = s.counters;
-
-  std::vector<uint32_t> rows;
-  for (uint32_t i : select_activities(s, opt.filter))
-    if (is_gpu_work(static_cast<Kind>(a.kind[i])) && a.end_ns[i] >= a.start_ns[i])
-      rows.push_back(i);
-
-  // Power samples and work per (rank, device).
-  std::map<std::pair<int32_t, int32_t>, std::vector<std::pair<int64_t, int64_t>>> power;
-  std::map<std::pair<int32_t, int32_t>, std::vector<uint32_t>> work;
-  for (uint32_t i : rows) work[{a.rank[i], a.device[i]}].push_back(i);
+  DeviceInputs in;
+  for (uint32_t i : rows) in.work[{a.rank[i], a.device[i]}].push_back(i);
   uint32_t power_id = 0;  // 0 (the empty string) never names a counter
   for (uint32_t id = 1; id < s.strings.size(); ++id)
     if (s.strings.at(id) == kCounterPower) power_id = id;
   for (size_t i = 0; i < k.size(); ++i) {
     if (power_id == 0 || k.name_id[i] != power_id) continue;
     if (opt.filter.rank && k.rank[i] != *opt.filter.rank) continue;
-    power[{k.rank[i], k.device[i]}].emplace_back(k.ts_ns[i], k.value[i]);
+    in.power[{k.rank[i], k.device[i]}].emplace_back(k.ts_ns[i], k.value[i]);
   }
-  for (const auto& [rd, w] : work)
-    if (!power.count(rd) || power.at(rd).size() < 2)
-      ++r.unsampled_devices, r.uncovered += static_cast<int64_t>(w.size());
+  return in;
+}
 
-  struct Share {
-    double joules = 0;
-    int64_t covered_ns = 0;  // time inside the sampled window
-    bool attributed = false;
-  };
-  std::vector<Share> share(a.size());
+// The sweep over the devices: each activity's share, and what the result's medians need.
+struct EnergySweep {
+  const Activities& a;
+  EnergyResult& r;
+  std::vector<Share> share;  // per activity row
   std::vector<int64_t> intervals, durations;
   std::map<int32_t, double> rank_idle;
-  for (auto& [rd, samples] : power) {
-    std::stable_sort(samples.begin(), samples.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
-    if (samples.size() < 2) continue;
-    const std::vector<uint32_t>& mine = work.count(rd) ? work.at(rd) : std::vector<uint32_t>{};
-    int64_t w0 = samples.front().first, w1 = samples.back().first;
-    if (opt.filter.step) {  // --step: the step's own span on this device
-      if (mine.empty()) continue;
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
-      for (uint32_t i : mine) lo = std::min(lo, a.start_ns[i]), hi = std::max(hi, a.end_ns[i]);
-      w0 = std::max(w0, lo), w1 = std::min(w1, hi);
-    }
-    if (w1 <= w0) {
-      r.uncovered += static_cast<int64_t>(mine.size());
-      continue;
-    }
-    for (size_t j = 1; j < samples.size(); ++j)
-      if (samples[j].first > samples[j - 1].first)
-        intervals.push_back(samples[j].first - samples[j - 1].first);
 
+  EnergySweep(const Activities& acts, EnergyResult& res) : a(acts), r(res), share(acts.size()) {}
+
+  // The start and end events of the device's work clipped to [w0, w1]; marks it attributed.
+  std::vector<Event> work_events(const std::vector<uint32_t>& mine, int64_t w0, int64_t w1) {
     std::vector<Event> ev;
     ev.reserve(2 * mine.size());
     for (uint32_t w = 0; w < mine.size(); ++w) {
@@ -104,7 +90,13 @@ EnergyResult energy_analysis(const Store& s, const EnergyOptions& opt) {
       ev.push_back({e, false, w});
     }
     std::sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.t < y.t; });
+    return ev;
+  }
 
+  // The integration over [w0, w1]: each activity's joules; *total and *idle of the device.
+  void integrate(const Samples& samples, const std::vector<uint32_t>& mine,
+                 const std::vector<Event>& ev, int64_t w0, int64_t w1, double* total_out,
+                 double* idle_out) {
     // The sweep: `cur` moves forward only; samples[j-1] .. samples[j] is the segment holding it.
     size_t j = 1;
     while (j + 1 < samples.size() && samples[j].first <= w0) ++j;
@@ -144,6 +136,33 @@ EnergyResult energy_analysis(const Store& s, const EnergyOptions& opt) {
       }
     }
     advance(w1);
+    *total_out = total, *idle_out = idle;
+  }
+
+  // One (rank, device): its sampled window (the step's span with --step), its work's energy,
+  // its EnergyDevice row.
+  void device(const RankDevice& rd, Samples& samples, const std::vector<uint32_t>& mine,
+              const EnergyOptions& opt) {
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    if (samples.size() < 2) return;
+    int64_t w0 = samples.front().first, w1 = samples.back().first;
+    if (opt.filter.step) {  // --step: the step's own span on this device
+      if (mine.empty()) return;
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      for (uint32_t i : mine) lo = std::min(lo, a.start_ns[i]), hi = std::max(hi, a.end_ns[i]);
+      w0 = std::max(w0, lo), w1 = std::min(w1, hi);
+    }
+    if (w1 <= w0) {
+      r.uncovered += static_cast<int64_t>(mine.size());
+      return;
+    }
+    for (size_t j = 1; j < samples.size(); ++j)
+      if (samples[j].first > samples[j - 1].first)
+        intervals.push_back(samples[j].first - samples[j - 1].first);
+    const std::vector<Event> ev = work_events(mine, w0, w1);
+    double total = 0, idle = 0;
+    integrate(samples, mine, ev, w0, w1, &total, &idle);
     EnergyDevice d;
     d.rank = rd.first, d.device = rd.second;
     d.samples = static_cast<int64_t>(samples.size());
@@ -158,16 +177,18 @@ EnergyResult energy_analysis(const Store& s, const EnergyOptions& opt) {
     rank_idle[rd.first] += idle;
     r.devices.push_back(d);
   }
-  r.active_j = r.total_j - r.idle_j;
-  r.period_ns = median(intervals);
-  r.median_kernel_ns = median(durations);
+};
 
-  // Roll-ups.
+// Roll-ups by kernel name, rank and step.
+void energy_rollups(const Store& s, const std::vector<uint32_t>& rows, const EnergyOptions& opt,
+                    const EnergySweep& sw, EnergyResult& r) {
+  const Activities& a = s.activities;
+  const std::vector<Share>& share = sw.share;
   const NameGroups g = group_names(s, rows, opt.verbose, false);
   std::vector<EnergyRow> by_name(g.names.size());
   std::map<int32_t, EnergyRow> by_rank;
   std::map<int32_t, EnergyRow> by_step;
-  for (const auto& [rank, idle] : rank_idle) by_rank[rank].idle_j = idle;
+  for (const auto& [rank, idle] : sw.rank_idle) by_rank[rank].idle_j = idle;
   for (uint32_t i : rows) {
     if (!share[i].attributed) continue;
     for (EnergyRow* row :
@@ -187,42 +208,75 @@ EnergyResult energy_analysis(const Store& s, const EnergyOptions& opt) {
   std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const EnergyRow& x, const EnergyRow& y) {
     return x.joules != y.joules ? x.joules > y.joules : x.name < y.name;
   });
-  // Per range name (inclusive, as --ranges): the work launched inside each NVTX / user range.
-  const RangeLaunches join(s, opt.filter);
-  if (!join.ranges.empty() && a.correlation.size() == a.size()) {
-    std::map<std::pair<int32_t, int64_t>, EnergyRow> by_launch;  // (rank, correlation)
-    for (uint32_t q : join.ranges) {
-      const auto [first, last] = join.launches_in(q);
-      for (const uint32_t* x = first; x != last; ++x)
-        by_launch.try_emplace({s.launches.rank[*x], s.launches.correlation[*x]});
-    }
-    for (uint32_t i : rows) {
-      if (!share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
-      auto it = by_launch.find({a.rank[i], a.correlation[i]});
-      if (it == by_launch.end()) continue;
-      ++it->second.count;
-      it->second.busy_ns += share[i].covered_ns;
-      it->second.joules += share[i].joules;
-    }
-    std::map<uint32_t, EnergyRow> by_range;
-    for (uint32_t q : join.ranges) {
-      EnergyRow& row = by_range[s.annotations.name_id[q]];
-      ++row.calls;
-      const auto [first, last] = join.launches_in(q);
-      for (const uint32_t* x = first; x != last; ++x) {
-        auto it = by_launch.find({s.launches.rank[*x], s.launches.correlation[*x]});
-        row.count += it->second.count;
-        row.busy_ns += it->second.busy_ns;
-        row.joules += it->second.joules;
-      }
-    }
-    for (auto& [name, row] : by_range) row.name = s.strings.at(name), r.ranges.push_back(row);
-    std::stable_sort(r.ranges.begin(), r.ranges.end(), [](const EnergyRow& x, const EnergyRow& y) {
-      return x.joules != y.joules ? x.joules > y.joules : x.name < y.name;
-    });
-  }
   for (auto& [rank, row] : by_rank) row.rank = rank, r.ranks.push_back(row);
   for (auto& [step, row] : by_step) row.step = step, r.steps.push_back(row);
+}
+
+// Per range name (inclusive, as --ranges): the work launched inside each NVTX / user range.
+void energy_by_range(const Store& s, const std::vector<uint32_t>& rows, const EnergyOptions& opt,
+                     const std::vector<Share>& share, EnergyResult& r) {
+  const Activities& a = s.activities;
+  const RangeLaunches join(s, opt.filter);
+  if (join.ranges.empty() || a.correlation.size() != a.size()) return;
+  std::map<std::pair<int32_t, int64_t>, EnergyRow> by_launch;  // (rank, correlation)
+  for (uint32_t q : join.ranges) {
+    const auto [first, last] = join.launches_in(q);
+    for (const uint32_t* x = first; x != last; ++x)
+      by_launch.try_emplace({s.launches.rank[*x], s.launches.correlation[*x]});
+  }
+  for (uint32_t i : rows) {
+    if (!share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
+    auto it = by_launch.find({a.rank[i], a.correlation[i]});
+    if (it == by_launch.end()) continue;
+    ++it->second.count;
+    it->second.busy_ns += share[i].covered_ns;
+    it->second.joules += share[i].joules;
+  }
+  std::map<uint32_t, EnergyRow> by_range;
+  for (uint32_t q : join.ranges) {
+    EnergyRow& row = by_range[s.annotations.name_id[q]];
+    ++row.calls;
+    const auto [first, last] = join.launches_in(q);
+    for (const uint32_t* x = first; x != last; ++x) {
+      auto it = by_launch.find({s.launches.rank[*x], s.launches.correlation[*x]});
+      row.count += it->second.count;
+      row.busy_ns += it->second.busy_ns;
+      row.joules += it->second.joules;
+    }
+  }
+  for (auto& [name, row] : by_range) row.name = s.strings.at(name), r.ranges.push_back(row);
+  std::stable_sort(r.ranges.begin(), r.ranges.end(), [](const EnergyRow& x, const EnergyRow& y) {
+    return x.joules != y.joules ? x.joules > y.joules : x.name < y.name;
+  });
+}
+
+}  // namespace
+
+EnergyResult energy_analysis(const Store& s, const EnergyOptions& opt) {
+  EnergyResult r;
+  r.tokens = opt.tokens;
+  r.units_per_step = opt.units_per_step;
+  const Activities& a = s.activities;
+
+  std::vector<uint32_t> rows;
+  for (uint32_t i : select_activities(s, opt.filter))
+    if (is_gpu_work(static_cast<Kind>(a.kind[i])) && a.end_ns[i] >= a.start_ns[i])
+      rows.push_back(i);
+
+  DeviceInputs in = device_inputs(s, rows, opt);
+  for (const auto& [rd, w] : in.work)
+    if (!in.power.count(rd) || in.power.at(rd).size() < 2)
+      ++r.unsampled_devices, r.uncovered += static_cast<int64_t>(w.size());
+
+  EnergySweep sw(a, r);
+  for (auto& [rd, samples] : in.power)
+    sw.device(rd, samples, in.work.count(rd) ? in.work.at(rd) : std::vector<uint32_t>{}, opt);
+  r.active_j = r.total_j - r.idle_j;
+  r.period_ns = median(sw.intervals);
+  r.median_kernel_ns = median(sw.durations);
+
+  energy_rollups(s, rows, opt, sw, r);
+  energy_by_range(s, rows, opt, sw.share, r);
   return r;
 }
 

@@ -622,14 +622,8 @@ void section(std::string& h, const std::string& id, const std::string& title,
   h += "</p></section>\n";
 }
 
-std::string page(const Built& b) {
-  const json& d = b.data;
-  std::string h;
-  h.reserve(1'400'000);
-  bool emulated = d["emulated"].get<bool>();
-  std::string title = "kernalyse report" + (d["title"].get<std::string>().empty()
-                                                ? std::string()
-                                                : " — " + d["title"].get<std::string>());
+// The document head (security policy, error recorder, style) and the page header.
+void page_head(std::string& h, const std::string& title, bool emulated) {
   h += "<!DOCTYPE html>\n<html lang=\"en\" data-kx-ready=\"0\"><head><meta charset=\"utf-8\">\n";
   // The page may fetch nothing: inline script and style only, images from data: URIs.
   h += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src "
@@ -658,7 +652,9 @@ std::string page(const Built& b) {
        "<a href=\"#s-gaps\">gaps</a> <a href=\"#s-kernels\">top kernels</a> "
        "<a href=\"#s-ranges\">ranges</a> <a href=\"#s-memory\">GPU memory</a> <a "
        "href=\"#s-power\">GPU power</a> <a href=\"#tables\">tables</a></nav></header>\n";
+}
 
+void summary_section(std::string& h, const json& d, bool emulated) {
   // Summary (plain HTML: readable even without the script).
   auto fmt_us = [](const json& v) {
     char buf[48];
@@ -687,7 +683,11 @@ std::string page(const Built& b) {
   h += "<details><summary>analysis notes</summary><ul>";
   for (const auto& n : d["notes"]) h += "<li>" + escape_html(n.get<std::string>()) + "</li>";
   h += "</ul></details></section>\n";
+}
 
+// The chart sections, in page order; the script fills their containers.
+void chart_sections(std::string& h, const Built& b) {
+  const json& d = b.data;
   section(h, "timeline", "Timeline per rank",
           "Busy fraction of each time bin per rank: compute, communication, and idle (no GPU work "
           "on the rank inside its span). Drag the slider or scroll to zoom.",
@@ -750,11 +750,10 @@ std::string page(const Built& b) {
   else
     section(h, "power", "GPU power over time", energy,
             {{"gpu_power", "GPU power"}, {"energy_steps", "energy per step"}}, "280px");
+}
 
-  h += "<section id=\"tables\"><h2>Tables</h2>\n";
-  for (const auto& t : b.tables) append_table(h, t);
-  h += "</section>\n";
-
+// The data as JSON for the script, then the chart library and the report script.
+void page_scripts(std::string& h, const json& d) {
   std::string js = d.dump(-1, ' ', false, json::error_handler_t::replace);
   // Inside a <script> element "</script" or "<!--" in a kernel name could end or confuse it;
   // '<' only occurs inside JSON strings, where \u003c is the same character.
@@ -771,6 +770,23 @@ std::string page(const Built& b) {
   h += "\n</script>\n<script>\n";
   append_chunks(h, html_assets::report_js, html_assets::report_js_count);
   h += "\n</script>\n</body></html>\n";
+}
+
+std::string page(const Built& b) {
+  const json& d = b.data;
+  std::string h;
+  h.reserve(1'400'000);
+  bool emulated = d["emulated"].get<bool>();
+  std::string title = "kernalyse report" + (d["title"].get<std::string>().empty()
+                                                ? std::string()
+                                                : " — " + d["title"].get<std::string>());
+  page_head(h, title, emulated);
+  summary_section(h, d, emulated);
+  chart_sections(h, b);
+  h += "<section id=\"tables\"><h2>Tables</h2>\n";
+  for (const auto& t : b.tables) append_table(h, t);
+  h += "</section>\n";
+  page_scripts(h, d);
   return h;
 }
 

@@ -249,19 +249,11 @@ void add_hints(const Store& s, const RooflineOptions& opt, const std::vector<uin
   }
 }
 
-}  // namespace
-
-RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
-  RooflineResult res;
+// Device and its peaks: the first selected rank's device name; a note on where the peaks came
+// from and whether the store has operator shapes at all.
+void choose_peaks(const Store& s, const std::vector<uint32_t>& rows, const RooflineOptions& opt,
+                  RooflineResult& res) {
   const Activities& a = s.activities;
-  const Ops& ops = s.ops;
-  res.store_has_ops = ops.size() > 0;
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  rows.erase(std::remove_if(rows.begin(), rows.end(),
-                            [&](uint32_t i) { return !is_gpu_work(static_cast<Kind>(a.kind[i])); }),
-             rows.end());
-
-  // Device and its peaks: the first selected rank's device name.
   std::set<std::string> names;
   std::set<int32_t> sel_ranks;
   for (uint32_t i : rows) sel_ranks.insert(a.rank[i]);
@@ -287,29 +279,27 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
     res.notes.push_back(
         "the store has no operator shapes (/ops: cpu_op events with External id, recorded with "
         "record_shapes=True): kernels are placed by time and name only");
+}
 
-  // Joins: (rank, correlation) → op row and → launch start.
-  // Sorted key tables, not hash maps: stores hold millions of op rows (one per op call and launch),
-  // and a node per row made this the slowest analysis.
-  auto sorted_keys = [&](const std::vector<int64_t>& col) {
+// Joins: (rank, correlation) → op row, and op row → op call.
+// Sorted key tables, not hash maps: stores hold millions of op rows (one per op call and launch),
+// and a node per row made this the slowest analysis.
+struct OpJoin {
+  const Ops& ops;
+  std::vector<std::pair<RankCorr, uint32_t>> op_by_corr;
+  std::vector<uint32_t> call_of;  // op row → dense call number over (rank, external id)
+  size_t n_calls = 0;
+
+  std::vector<std::pair<RankCorr, uint32_t>> sorted_keys(const std::vector<int64_t>& col) const {
     std::vector<std::pair<RankCorr, uint32_t>> v(ops.size());
     for (size_t i = 0; i < ops.size(); ++i)
       v[i] = {RankCorr{ops.rank[i], col[i]}, static_cast<uint32_t>(i)};
     std::sort(v.begin(), v.end());
     return v;
-  };
-  const std::vector<std::pair<RankCorr, uint32_t>> op_by_corr = sorted_keys(ops.correlation);
-  auto op_of = [&](int32_t rank, int64_t corr) -> int64_t {  // first op row, -1 if none
-    auto it = std::lower_bound(op_by_corr.begin(), op_by_corr.end(),
-                               std::make_pair(RankCorr{rank, corr}, uint32_t{0}));
-    return it != op_by_corr.end() && it->first == RankCorr{rank, corr}
-               ? static_cast<int64_t>(it->second)
-               : -1;  // int64: a uint32 branch would make -1 unsigned
-  };
-  // Op call of each op row: dense call numbers over the distinct (rank, external id).
-  std::vector<uint32_t> call_of(ops.size(), 0);
-  size_t n_calls = 0;
-  {
+  }
+  explicit OpJoin(const Ops& o) : ops(o), call_of(o.size(), 0) {
+    op_by_corr = sorted_keys(ops.correlation);
+    // Op call of each op row: dense call numbers over the distinct (rank, external id).
     const std::vector<std::pair<RankCorr, uint32_t>> by_call = sorted_keys(ops.external_id);
     for (size_t q = 0; q < by_call.size(); ++q) {
       if (q > 0 && by_call[q].first != by_call[q - 1].first) ++n_calls;
@@ -317,44 +307,68 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
     }
     if (!by_call.empty()) ++n_calls;
   }
-  const detail::LaunchIndex launch_start(s);  // dense per rank: no hash over every launch
-
-  // Host wait before each selected activity (the --idle rule: its launch started after the
-  // stream's latest end so far).
-  std::vector<int64_t> host_wait(rows.size(), 0);
-  {
-    int64_t prev_end = 0;
-    std::tuple<int32_t, int32_t, int32_t> key{-1, -1, -1};
-    bool have = false;
-    for (size_t k = 0; k < rows.size(); ++k) {
-      uint32_t i = rows[k];
-      std::tuple<int32_t, int32_t, int32_t> kk{a.rank[i], a.device[i], a.stream[i]};
-      if (!have || kk != key) {
-        key = kk, have = true, prev_end = a.end_ns[i];
-        continue;
-      }
-      int64_t gap = a.start_ns[i] - prev_end;
-      if (gap > 0 && a.correlation.size() == a.size()) {
-        const int64_t launch = launch_start.find(a.rank[i], a.correlation[i]);
-        if (launch != detail::LaunchIndex::kNone && launch > prev_end) host_wait[k] = gap;
-      }
-      prev_end = std::max(prev_end, a.end_ns[i]);
-    }
+  int64_t op_of(int32_t rank, int64_t corr) const {  // first op row, -1 if none
+    auto it = std::lower_bound(op_by_corr.begin(), op_by_corr.end(),
+                               std::make_pair(RankCorr{rank, corr}, uint32_t{0}));
+    return it != op_by_corr.end() && it->first == RankCorr{rank, corr}
+               ? static_cast<int64_t>(it->second)
+               : -1;  // int64: a uint32 branch would make -1 unsigned
   }
+};
 
-  // Op calls: (rank, external id) → total GPU time; op groups by (name, dims, types, concrete).
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, size_t> group_of;
+// Host wait before each selected activity (the --idle rule: its launch started after the
+// stream's latest end so far).
+std::vector<int64_t> host_waits(const Store& s, const std::vector<uint32_t>& rows) {
+  const Activities& a = s.activities;
+  const detail::LaunchIndex launch_start(s);  // dense per rank: no hash over every launch
+  std::vector<int64_t> host_wait(rows.size(), 0);
+  int64_t prev_end = 0;
+  std::tuple<int32_t, int32_t, int32_t> key{-1, -1, -1};
+  bool have = false;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    uint32_t i = rows[k];
+    std::tuple<int32_t, int32_t, int32_t> kk{a.rank[i], a.device[i], a.stream[i]};
+    if (!have || kk != key) {
+      key = kk, have = true, prev_end = a.end_ns[i];
+      continue;
+    }
+    int64_t gap = a.start_ns[i] - prev_end;
+    if (gap > 0 && a.correlation.size() == a.size()) {
+      const int64_t launch = launch_start.find(a.rank[i], a.correlation[i]);
+      if (launch != detail::LaunchIndex::kNone && launch > prev_end) host_wait[k] = gap;
+    }
+    prev_end = std::max(prev_end, a.end_ns[i]);
+  }
+  return host_wait;
+}
+
+// The selected activities grouped by the op that launched them.
+struct OpGrouping {
   std::vector<OpGroup> groups;
-  std::vector<int32_t> row_group(rows.size(), -1);
-  std::vector<int64_t> call_time(n_calls, 0);
-  std::vector<uint8_t> call_seen(n_calls, 0);
+  std::vector<int32_t> row_group;  // per selected row: its group, -1 if no op
+  std::vector<int64_t> call_time;  // per op call: its kernels' GPU time
+};
+
+// Op calls: (rank, external id) → total GPU time; op groups by (name, dims, types, concrete),
+// each placed. Sums the selection's GPU time into res.
+OpGrouping group_ops(const Store& s, const std::vector<uint32_t>& rows, const OpJoin& join,
+                     const std::vector<int64_t>& host_wait, const RooflineOptions& opt,
+                     RooflineResult& res) {
+  const Activities& a = s.activities;
+  const Ops& ops = s.ops;
+  OpGrouping out;
+  std::vector<OpGroup>& groups = out.groups;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, size_t> group_of;
+  out.row_group.assign(rows.size(), -1);
+  out.call_time.assign(join.n_calls, 0);
+  std::vector<uint8_t> call_seen(join.n_calls, 0);
   std::vector<OpInput> inputs;
   for (size_t k = 0; k < rows.size(); ++k) {
     uint32_t i = rows[k];
     const int64_t dur = a.end_ns[i] - a.start_ns[i];
     res.gpu_time_ns += dur;
     if (a.correlation.size() != a.size()) continue;
-    const int64_t found = op_of(a.rank[i], a.correlation[i]);
+    const int64_t found = join.op_of(a.rank[i], a.correlation[i]);
     if (found < 0) continue;
     const auto o = static_cast<uint32_t>(found);
     auto key = std::make_tuple(ops.name_id[o], ops.dims_id[o], ops.types_id[o], ops.concrete_id[o]);
@@ -373,12 +387,13 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
       groups.push_back(std::move(og));
     }
     OpGroup& G = groups[g->second];
-    row_group[k] = static_cast<int32_t>(g->second);
-    if (!call_seen[call_of[o]]) call_seen[call_of[o]] = 1, ++G.calls;  // a call has one group
+    out.row_group[k] = static_cast<int32_t>(g->second);
+    const uint32_t call = join.call_of[o];
+    if (!call_seen[call]) call_seen[call] = 1, ++G.calls;  // a call has one group
     G.row.time_ns += dur;
     G.row.host_wait_ns += host_wait[k];
     G.comm = G.comm || a.category[i] == static_cast<uint8_t>(Category::Communication);
-    call_time[call_of[o]] += dur;
+    out.call_time[call] += dur;
   }
   for (OpGroup& G : groups) {
     RooflineRow& r = G.row;
@@ -389,9 +404,16 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
     if (r.has_work) res.attributed_ns += r.time_ns, r.work_time_ns = r.time_ns;
     place(r, G.comm, false, res.peaks, opt.latency_ns);
   }
+  return out;
+}
 
-  // Kernel names: each kernel gets its op call's work in proportion to its share of the call's
-  // GPU time; a name is modelled only when every one of its kernels is.
+// Kernel names: each kernel gets its op call's work in proportion to its share of the call's
+// GPU time; a name is modelled only when every one of its kernels is.
+void kernel_rows(const Store& s, const std::vector<uint32_t>& rows, const OpJoin& join,
+                 const std::vector<int64_t>& host_wait, const OpGrouping& og,
+                 const RooflineOptions& opt, RooflineResult& res) {
+  const Activities& a = s.activities;
+  const std::vector<OpGroup>& groups = og.groups;
   NameGroups ng = group_names(s, rows, opt.verbose, false);
   std::vector<KernelAcc> kacc(ng.names.size());
   for (size_t k = 0; k < rows.size(); ++k) {
@@ -405,15 +427,15 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
     K.row.host_wait_ns += host_wait[k];
     K.comm = K.comm || a.category[i] == static_cast<uint8_t>(Category::Communication);
     K.copy = K.copy && a.kind[i] != static_cast<uint8_t>(Kind::Kernel);
-    if (row_group[k] < 0 || !groups[static_cast<size_t>(row_group[k])].work.known) {
+    if (og.row_group[k] < 0 || !groups[static_cast<size_t>(og.row_group[k])].work.known) {
       K.all_work = false;
       continue;
     }
-    const OpGroup& G = groups[static_cast<size_t>(row_group[k])];
+    const OpGroup& G = groups[static_cast<size_t>(og.row_group[k])];
     K.any_work = true;
     K.row.work_time_ns += dur;
-    const auto o = static_cast<uint32_t>(op_of(a.rank[i], a.correlation[i]));
-    const int64_t ct = call_time[call_of[o]];
+    const auto o = static_cast<uint32_t>(join.op_of(a.rank[i], a.correlation[i]));
+    const int64_t ct = og.call_time[join.call_of[o]];
     const double share = ct > 0 ? static_cast<double>(dur) / static_cast<double>(ct) : 1.0;
     K.row.flops += G.work.flops * share;
     K.row.bytes += G.work.bytes * share;
@@ -433,8 +455,11 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
     place(K.row, K.comm, K.copy, res.peaks, opt.latency_ns);
     res.kernels.push_back(std::move(K.row));
   }
+}
 
-  // Ops without work: by op name and reason.
+// Ops without work, by op name and reason; then the op rows (moved out of the groups) and the
+// kernel rows, longest first.
+void unmodelled_and_order(std::vector<OpGroup>& groups, RooflineResult& res) {
   std::map<std::pair<std::string, std::string>, RooflineResult::Missing> missing;
   for (const OpGroup& G : groups) {
     if (G.work.known) continue;
@@ -452,8 +477,25 @@ RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
   };
   std::sort(res.ops.begin(), res.ops.end(), by_time);
   std::sort(res.kernels.begin(), res.kernels.end(), by_time);
+}
 
-  add_hints(s, opt, rows, row_group, groups, res);
+}  // namespace
+
+RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
+  RooflineResult res;
+  const Activities& a = s.activities;
+  res.store_has_ops = s.ops.size() > 0;
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [&](uint32_t i) { return !is_gpu_work(static_cast<Kind>(a.kind[i])); }),
+             rows.end());
+  choose_peaks(s, rows, opt, res);
+  const OpJoin join(s.ops);
+  const std::vector<int64_t> host_wait = host_waits(s, rows);
+  OpGrouping og = group_ops(s, rows, join, host_wait, opt, res);
+  kernel_rows(s, rows, join, host_wait, og, opt, res);
+  unmodelled_and_order(og.groups, res);
+  add_hints(s, opt, rows, og.row_group, og.groups, res);
   return res;
 }
 

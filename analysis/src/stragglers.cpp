@@ -170,12 +170,11 @@ std::vector<std::vector<Window>> arrival_windows(const Store& s, const std::vect
   return win;
 }
 
-}  // namespace
-
-StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
+// The collective match the ledger reads. Match once: the clock inference's matching of the
+// whole store is the same one (ids aside).
+CollectiveMatch ledger_match(const Store& s, const std::vector<uint32_t>& rows,
+                             const CrossRankOptions& opt) {
   const auto& a = s.activities;
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  // Match once: the clock inference's matching of the whole store is the same one (ids aside).
   const bool reuse = opt.match && !opt.filter.rank && !opt.filter.step;
   CollectiveMatch cm = reuse ? *opt.match : match_collectives(s, rows);
   if (reuse) {  // the clocks moved since: ids by first arrival on the times as they are now
@@ -195,6 +194,214 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
     }
     cm.matched = std::move(sorted);
   }
+  return cm;
+}
+
+// The inverse of the store's clock map, with base_time_ns added back: an import's base is part
+// of what was recorded (Kineto's baseTimeNanoseconds, an nsys session start, different per
+// host), not an alignment, so that "unaligned" means the times as recorded. kernalyse-run's
+// base is the same on every rank and changes no comparison.
+// In int64 around the double: an epoch-sized time as a double is quantised to 256 ns.
+struct UnalignedClocks {
+  std::map<int32_t, const RankInfo*> rinfo;
+
+  explicit UnalignedClocks(const Store& s) {
+    for (const auto& r : s.ranks) rinfo[r.rank] = &r;
+  }
+  int64_t operator()(int32_t r, int64_t t) const {
+    auto it = rinfo.find(r);
+    const RankInfo* i = it != rinfo.end() ? it->second : nullptr;
+    if (!i) return t;
+    // Exact in int64 when it fits (µs-close times must compare right); a damaged rank row's
+    // extreme base or offset falls back to double arithmetic, saturated, never wrapped.
+    int64_t local = 0, out = 0;
+    if (checked_sub(t, i->base_time_ns, &local) && checked_sub(local, i->clock_offset_ns, &local)) {
+      const int64_t x = i->clock_drift == 0
+                            ? local
+                            : std::llround(static_cast<double>(local) / (1.0 + i->clock_drift));
+      if (checked_add(x, i->base_time_ns, &out)) return out;
+    }
+    const double d = (static_cast<double>(t) - static_cast<double>(i->base_time_ns) -
+                      static_cast<double>(i->clock_offset_ns)) /
+                         (1.0 + i->clock_drift) +
+                     static_cast<double>(i->base_time_ns);
+    return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(d);
+  }
+};
+
+// Happened-before check (no rank ends an N×N collective before the last rank started it),
+// on the stored (aligned) times and on each rank's own clock before alignment.
+void count_order_violations(const Collective& in, const Activities& a,
+                            const UnalignedClocks& unaligned, StragglerResult& res) {
+  ++res.nxn_instances;
+  int64_t smax_a = INT64_MIN, emin_a = INT64_MAX;
+  int64_t smax_u = INT64_MIN, emin_u = INT64_MAX;
+  for (const auto& x : in.arrivals) {
+    smax_a = std::max(smax_a, a.start_ns[x.row]);
+    emin_a = std::min(emin_a, a.end_ns[x.row]);
+    smax_u = std::max(smax_u, unaligned(x.rank, a.start_ns[x.row]));
+    emin_u = std::min(emin_u, unaligned(x.rank, a.end_ns[x.row]));
+  }
+  res.violations_aligned += emin_a < smax_a;
+  res.violations_unaligned += emin_u < smax_u;
+}
+
+// What the ledger sums over the instances, per rank and per (rank, delaying kernel group).
+struct LedgerTotals {
+  std::map<int32_t, StragglerRank> agg;
+  std::map<int32_t, std::set<int32_t>> steps_of;
+  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> delay;  // (rank, group)
+  std::map<int32_t, int64_t> uncertainty;
+};
+
+// One instance's arrival spread, waits and bus bandwidth; the waits suffered and the steps go to
+// the ranks' totals. *last: the last arriver; *lateness: its start after the others' median.
+StragglerCollective instance_waits(const Collective& in, const Activities& a, LedgerTotals& tot,
+                                   int32_t* last_out, int64_t* lateness) {
+  const auto& av = in.arrivals;
+  int64_t smin = INT64_MAX, smax = INT64_MIN, emin = INT64_MAX, emax = INT64_MIN;
+  int32_t last = av[0].rank;
+  for (const auto& x : av) {
+    int64_t st = a.start_ns[x.row], en = a.end_ns[x.row];
+    if (st > smax) smax = st, last = x.rank;
+    smin = std::min(smin, st);
+    emin = std::min(emin, en);
+    emax = std::max(emax, en);
+  }
+  int32_t first = av[0].rank;
+  for (const auto& x : av)
+    if (a.start_ns[x.row] == smin) first = x.rank;
+  int64_t u_last = tot.uncertainty[last], u_first = tot.uncertainty[first];
+  StragglerCollective sc;
+  sc.id = in.id;
+  sc.op = in.op;
+  sc.ranks = static_cast<int32_t>(av.size());
+  sc.skew_ns = smax - smin;
+  const int64_t u_both = sat_add(u_last, u_first);
+  sc.noise = sc.skew_ns <= u_both && u_both > 0;
+  sc.completion_skew_ns = emax - emin;
+  sc.msg_bytes = in.msg_bytes;
+  sc.step = a.step[av[0].row];
+  int64_t transfer = INT64_MAX;
+  std::vector<int64_t> starts_others;
+  for (const auto& x : av) {
+    int64_t st = a.start_ns[x.row], en = a.end_ns[x.row];
+    // A record ending before it starts (spool, nsys) waits 0: std::clamp needs lo <= hi.
+    int64_t w = std::clamp(smax - st, int64_t{0}, std::max<int64_t>(en - st, 0));
+    // Totals over ranks and instances saturate on extreme times (docs/limits.md).
+    sc.inflicted_ns = sat_add(sc.inflicted_ns, w);
+    tot.agg[x.rank].suffered_ns = sat_add(tot.agg[x.rank].suffered_ns, w);
+    sc.wait_ns.emplace_back(x.rank, w);
+    transfer = std::min(transfer, en - smax);
+    if (x.rank != last) starts_others.push_back(st);
+    if (a.step[x.row] != kNoStep) tot.steps_of[x.rank].insert(a.step[x.row]);
+  }
+  sc.transfer_ns = std::max<int64_t>(transfer, 0);
+  if (in.msg_bytes > 0 && sc.transfer_ns > 0)
+    sc.busbw_gbps = static_cast<double>(in.msg_bytes) *
+                    busbw_factor(in.op, static_cast<int>(av.size())) /
+                    static_cast<double>(sc.transfer_ns);
+  *lateness = smax - median(starts_others);
+  if (sc.skew_ns > 0) sc.lateness_ns = *lateness;
+  *last_out = last;
+  return sc;
+}
+
+// Root cause of the last arrival, against the peers' median over the same interval, charged to
+// the last rank's totals and its delaying kernels.
+void charge_last_arrival(StragglerCollective& sc, const Collective& in,
+                         const std::vector<std::vector<Window>>& win, int32_t last,
+                         int64_t lateness, LedgerTotals& tot) {
+  const auto& av = in.arrivals;
+  StragglerCauses& c = sc.causes;
+  sc.last_rank = last;
+  const std::vector<Window>& wv = win[static_cast<size_t>(in.id)];
+  size_t li = 0;
+  for (size_t q = 0; q < av.size(); ++q)
+    if (av[q].rank == last) li = q;
+  if (wv[li].has_prev) {
+    std::vector<int64_t> pe;
+    for (size_t q = 0; q < av.size(); ++q)
+      if (q != li) pe.push_back(wv[q].lo);
+    c.inherited_ns = std::clamp(wv[li].lo - median(pe), int64_t{0}, std::max<int64_t>(lateness, 0));
+  }
+  auto kernel_ns = [](const Window& w, int32_t g) -> int64_t {
+    auto it = std::lower_bound(w.kernels.begin(), w.kernels.end(),
+                               std::pair<int32_t, int64_t>{g, INT64_MIN});
+    return it != w.kernels.end() && it->first == g ? it->second : 0;
+  };
+  std::vector<std::pair<int32_t, int64_t>> kex;  // (group, excess)
+  int64_t kern = 0;
+  for (auto& [g, t] : wv[li].kernels) {
+    std::vector<int64_t> peers;
+    for (size_t q = 0; q < av.size(); ++q)
+      if (q != li) peers.push_back(kernel_ns(wv[q], g));
+    int64_t ex = t - median(peers);
+    if (ex > 0) kex.emplace_back(g, ex), kern = sat_add(kern, ex);
+  }
+  std::vector<int64_t> ph, po;
+  for (size_t q = 0; q < av.size(); ++q)
+    if (q != li) ph.push_back(wv[q].host), po.push_back(wv[q].other);
+  int64_t host = std::max<int64_t>(0, wv[li].host - median(ph));
+  int64_t oth = std::max<int64_t>(0, wv[li].other - median(po));
+  int64_t rest = lateness - c.inherited_ns, total = sat_add(sat_add(kern, host), oth);
+  double scale = total > rest && total > 0 ? static_cast<double>(rest) / total : 1.0;
+  c.kernels_ns = scaled(kern, scale);
+  c.host_delay_ns = scaled(host, scale);
+  c.other_idle_ns = scaled(oth, scale);
+  c.unexplained_ns = std::max<int64_t>(
+      0, sat_sub(sat_sub(sat_sub(rest, c.kernels_ns), c.host_delay_ns), c.other_idle_ns));
+  for (auto& [g, ex] : kex) {
+    auto& d = tot.delay[{last, g}];
+    d.first = sat_add(d.first, scaled(ex, scale));
+    d.second += 1;
+  }
+  StragglerRank& ra = tot.agg[last];
+  ra.times_last += 1;
+  ra.inflicted_ns = sat_add(ra.inflicted_ns, sc.inflicted_ns);
+  ra.lateness_ns = sat_add(ra.lateness_ns, lateness);
+  ra.causes.kernels_ns = sat_add(ra.causes.kernels_ns, c.kernels_ns);
+  ra.causes.host_delay_ns = sat_add(ra.causes.host_delay_ns, c.host_delay_ns);
+  ra.causes.other_idle_ns = sat_add(ra.causes.other_idle_ns, c.other_idle_ns);
+  ra.causes.inherited_ns = sat_add(ra.causes.inherited_ns, c.inherited_ns);
+  ra.causes.unexplained_ns = sat_add(ra.causes.unexplained_ns, c.unexplained_ns);
+}
+
+// The per-rank rows and the delaying kernels, largest delay first.
+void ledger_ranks(LedgerTotals& tot, const NameGroups& groups, StragglerResult& res) {
+  for (auto& [r, g] : tot.agg) {
+    g.steps = static_cast<int64_t>(tot.steps_of[r].size());
+    res.ranks.push_back(g);
+  }
+  for (auto& [k, v] : tot.delay)
+    res.delay_by_kernel.push_back(
+        {k.first, k.second >= 0 ? groups.names[k.second] : std::string(), v.first, v.second});
+  std::stable_sort(
+      res.delay_by_kernel.begin(), res.delay_by_kernel.end(),
+      [](const KernelDelay& x, const KernelDelay& y) { return x.delay_ns > y.delay_ns; });
+}
+
+// How far these cross-rank times can be trusted (the caution / stated error).
+void ledger_clocks(const Store& s, StragglerResult& res) {
+  for (const auto& ri : s.ranks) {
+    res.clocks_aligned = res.clocks_aligned && ri.clock_method.rfind("none", 0) != 0;
+    // Kept as recorded by --align auto (no evidence against them): the inference's ± stands.
+    if (ri.clock_method.rfind("none", 0) == 0)
+      res.clock_uncertainty_ns = std::max(res.clock_uncertainty_ns, ri.clock_uncertainty_ns);
+    if (ri.clock_method.rfind("inferred", 0) == 0) {
+      ++res.ranks_inferred;
+      res.clock_uncertainty_ns = std::max(res.clock_uncertainty_ns, ri.clock_uncertainty_ns);
+      res.clock_method = ri.clock_method.substr(0, ri.clock_method.find(" (reference"));
+    }
+  }
+}
+
+}  // namespace
+
+StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
+  const auto& a = s.activities;
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  CollectiveMatch cm = ledger_match(s, rows, opt);
   StragglerResult res;
   res.method = cm.method;
   res.ranks_analysed = cm.ranks.size();
@@ -216,184 +423,25 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
     for (size_t k = 0; k < matched.size(); ++k) win[k].resize(matched[k].arrivals.size());
   }
 
-  std::map<int32_t, StragglerRank> agg;
-  std::map<int32_t, std::set<int32_t>> steps_of;
-  for (int32_t r : cm.ranks) agg[r].rank = r;
-  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> delay;  // (rank, group)
-  std::map<int32_t, int64_t> uncertainty;
-  for (const auto& r : s.ranks) uncertainty[r.rank] = r.clock_uncertainty_ns;
-
-  // Happened-before check (no rank ends an N×N collective before the last rank started it),
-  // on the stored (aligned) times and on each rank's own clock before alignment.
-  std::map<int32_t, const RankInfo*> rinfo;
-  for (const auto& r : s.ranks) rinfo[r.rank] = &r;
-  // The inverse of the store's clock map, with base_time_ns added back: an import's base is part
-  // of what was recorded (Kineto's baseTimeNanoseconds, an nsys session start, different per
-  // host), not an alignment, so that "unaligned" means the times as recorded. kernalyse-run's
-  // base is the same on every rank and changes no comparison.
-  // In int64 around the double: an epoch-sized time as a double is quantised to 256 ns.
-  auto unaligned = [&](int32_t r, int64_t t) -> int64_t {
-    const RankInfo* i = rinfo.count(r) ? rinfo[r] : nullptr;
-    if (!i) return t;
-    // Exact in int64 when it fits (µs-close times must compare right); a damaged rank row's
-    // extreme base or offset falls back to double arithmetic, saturated, never wrapped.
-    int64_t local = 0, out = 0;
-    if (checked_sub(t, i->base_time_ns, &local) && checked_sub(local, i->clock_offset_ns, &local)) {
-      const int64_t x = i->clock_drift == 0
-                            ? local
-                            : std::llround(static_cast<double>(local) / (1.0 + i->clock_drift));
-      if (checked_add(x, i->base_time_ns, &out)) return out;
-    }
-    const double d = (static_cast<double>(t) - static_cast<double>(i->base_time_ns) -
-                      static_cast<double>(i->clock_offset_ns)) /
-                         (1.0 + i->clock_drift) +
-                     static_cast<double>(i->base_time_ns);
-    return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(d);
-  };
-
+  LedgerTotals tot;
+  for (int32_t r : cm.ranks) tot.agg[r].rank = r;
+  for (const auto& r : s.ranks) tot.uncertainty[r.rank] = r.clock_uncertainty_ns;
+  const UnalignedClocks unaligned(s);
   for (const Collective& in : matched) {
-    if (is_n_by_n(in.op)) {
-      ++res.nxn_instances;
-      int64_t smax_a = INT64_MIN, emin_a = INT64_MAX;
-      int64_t smax_u = INT64_MIN, emin_u = INT64_MAX;
-      for (const auto& x : in.arrivals) {
-        smax_a = std::max(smax_a, a.start_ns[x.row]);
-        emin_a = std::min(emin_a, a.end_ns[x.row]);
-        smax_u = std::max(smax_u, unaligned(x.rank, a.start_ns[x.row]));
-        emin_u = std::min(emin_u, unaligned(x.rank, a.end_ns[x.row]));
-      }
-      res.violations_aligned += emin_a < smax_a;
-      res.violations_unaligned += emin_u < smax_u;
-    }
-    const auto& av = in.arrivals;
-    int64_t smin = INT64_MAX, smax = INT64_MIN, emin = INT64_MAX, emax = INT64_MIN;
-    int32_t last = av[0].rank;
-    for (const auto& x : av) {
-      int64_t st = a.start_ns[x.row], en = a.end_ns[x.row];
-      if (st > smax) smax = st, last = x.rank;
-      smin = std::min(smin, st);
-      emin = std::min(emin, en);
-      emax = std::max(emax, en);
-    }
-    int32_t first = av[0].rank;
-    for (const auto& x : av)
-      if (a.start_ns[x.row] == smin) first = x.rank;
-    int64_t u_last = uncertainty[last], u_first = uncertainty[first];
-    StragglerCollective sc;
-    sc.id = in.id;
-    sc.op = in.op;
-    sc.ranks = static_cast<int32_t>(av.size());
-    sc.skew_ns = smax - smin;
-    const int64_t u_both = sat_add(u_last, u_first);
-    sc.noise = sc.skew_ns <= u_both && u_both > 0;
-    sc.completion_skew_ns = emax - emin;
-    sc.msg_bytes = in.msg_bytes;
-    sc.step = a.step[av[0].row];
-    int64_t transfer = INT64_MAX;
-    std::vector<int64_t> starts_others;
-    for (const auto& x : av) {
-      int64_t st = a.start_ns[x.row], en = a.end_ns[x.row];
-      // A record ending before it starts (spool, nsys) waits 0: std::clamp needs lo <= hi.
-      int64_t w = std::clamp(smax - st, int64_t{0}, std::max<int64_t>(en - st, 0));
-      // Totals over ranks and instances saturate on extreme times (docs/limits.md).
-      sc.inflicted_ns = sat_add(sc.inflicted_ns, w);
-      agg[x.rank].suffered_ns = sat_add(agg[x.rank].suffered_ns, w);
-      sc.wait_ns.emplace_back(x.rank, w);
-      transfer = std::min(transfer, en - smax);
-      if (x.rank != last) starts_others.push_back(st);
-      if (a.step[x.row] != kNoStep) steps_of[x.rank].insert(a.step[x.row]);
-    }
-    sc.transfer_ns = std::max<int64_t>(transfer, 0);
-    if (in.msg_bytes > 0 && sc.transfer_ns > 0)
-      sc.busbw_gbps = static_cast<double>(in.msg_bytes) *
-                      busbw_factor(in.op, static_cast<int>(av.size())) /
-                      static_cast<double>(sc.transfer_ns);
-
-    // Root cause of the last arrival, against the peers' median over the same interval.
-    StragglerCauses& c = sc.causes;
-    int64_t lateness = smax - median(starts_others);
-    if (sc.skew_ns > 0) sc.lateness_ns = lateness;
+    if (is_n_by_n(in.op)) count_order_violations(in, a, unaligned, res);
+    int32_t last = 0;
+    int64_t lateness = 0;
+    StragglerCollective sc = instance_waits(in, a, tot, &last, &lateness);
     if (!sc.noise && sc.skew_ns > 0) {
-      sc.last_rank = last;
-      const std::vector<Window>& wv = win[static_cast<size_t>(in.id)];
-      size_t li = 0;
-      for (size_t q = 0; q < av.size(); ++q)
-        if (av[q].rank == last) li = q;
-      if (wv[li].has_prev) {
-        std::vector<int64_t> pe;
-        for (size_t q = 0; q < av.size(); ++q)
-          if (q != li) pe.push_back(wv[q].lo);
-        c.inherited_ns =
-            std::clamp(wv[li].lo - median(pe), int64_t{0}, std::max<int64_t>(lateness, 0));
-      }
-      auto kernel_ns = [](const Window& w, int32_t g) -> int64_t {
-        auto it = std::lower_bound(w.kernels.begin(), w.kernels.end(),
-                                   std::pair<int32_t, int64_t>{g, INT64_MIN});
-        return it != w.kernels.end() && it->first == g ? it->second : 0;
-      };
-      std::vector<std::pair<int32_t, int64_t>> kex;  // (group, excess)
-      int64_t kern = 0;
-      for (auto& [g, t] : wv[li].kernels) {
-        std::vector<int64_t> peers;
-        for (size_t q = 0; q < av.size(); ++q)
-          if (q != li) peers.push_back(kernel_ns(wv[q], g));
-        int64_t ex = t - median(peers);
-        if (ex > 0) kex.emplace_back(g, ex), kern = sat_add(kern, ex);
-      }
-      std::vector<int64_t> ph, po;
-      for (size_t q = 0; q < av.size(); ++q)
-        if (q != li) ph.push_back(wv[q].host), po.push_back(wv[q].other);
-      int64_t host = std::max<int64_t>(0, wv[li].host - median(ph));
-      int64_t oth = std::max<int64_t>(0, wv[li].other - median(po));
-      int64_t rest = lateness - c.inherited_ns, total = sat_add(sat_add(kern, host), oth);
-      double scale = total > rest && total > 0 ? static_cast<double>(rest) / total : 1.0;
-      c.kernels_ns = scaled(kern, scale);
-      c.host_delay_ns = scaled(host, scale);
-      c.other_idle_ns = scaled(oth, scale);
-      c.unexplained_ns = std::max<int64_t>(
-          0, sat_sub(sat_sub(sat_sub(rest, c.kernels_ns), c.host_delay_ns), c.other_idle_ns));
-      for (auto& [g, ex] : kex) {
-        auto& d = delay[{last, g}];
-        d.first = sat_add(d.first, scaled(ex, scale));
-        d.second += 1;
-      }
-      StragglerRank& ra = agg[last];
-      ra.times_last += 1;
-      ra.inflicted_ns = sat_add(ra.inflicted_ns, sc.inflicted_ns);
-      ra.lateness_ns = sat_add(ra.lateness_ns, lateness);
-      ra.causes.kernels_ns = sat_add(ra.causes.kernels_ns, c.kernels_ns);
-      ra.causes.host_delay_ns = sat_add(ra.causes.host_delay_ns, c.host_delay_ns);
-      ra.causes.other_idle_ns = sat_add(ra.causes.other_idle_ns, c.other_idle_ns);
-      ra.causes.inherited_ns = sat_add(ra.causes.inherited_ns, c.inherited_ns);
-      ra.causes.unexplained_ns = sat_add(ra.causes.unexplained_ns, c.unexplained_ns);
+      charge_last_arrival(sc, in, win, last, lateness, tot);
     } else if (sc.skew_ns > 0) {  // noise; skew 0: no last arriver to charge
       sc.last_rank = last;
-      agg[last].noise_skipped += 1;
+      tot.agg[last].noise_skipped += 1;
     }
     res.collectives.push_back(std::move(sc));
   }
-  for (auto& [r, g] : agg) {
-    g.steps = static_cast<int64_t>(steps_of[r].size());
-    res.ranks.push_back(g);
-  }
-  for (auto& [k, v] : delay)
-    res.delay_by_kernel.push_back(
-        {k.first, k.second >= 0 ? groups.names[k.second] : std::string(), v.first, v.second});
-  std::stable_sort(
-      res.delay_by_kernel.begin(), res.delay_by_kernel.end(),
-      [](const KernelDelay& x, const KernelDelay& y) { return x.delay_ns > y.delay_ns; });
-  // How far these cross-rank times can be trusted (the caution / stated error).
-  for (const auto& ri : s.ranks) {
-    res.clocks_aligned = res.clocks_aligned && ri.clock_method.rfind("none", 0) != 0;
-    // Kept as recorded by --align auto (no evidence against them): the inference's ± stands.
-    if (ri.clock_method.rfind("none", 0) == 0)
-      res.clock_uncertainty_ns = std::max(res.clock_uncertainty_ns, ri.clock_uncertainty_ns);
-    if (ri.clock_method.rfind("inferred", 0) == 0) {
-      ++res.ranks_inferred;
-      res.clock_uncertainty_ns = std::max(res.clock_uncertainty_ns, ri.clock_uncertainty_ns);
-      res.clock_method = ri.clock_method.substr(0, ri.clock_method.find(" (reference"));
-    }
-  }
+  ledger_ranks(tot, groups, res);
+  ledger_clocks(s, res);
   return res;
 }
 
