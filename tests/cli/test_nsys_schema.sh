@@ -53,6 +53,15 @@ read_case read-without-rowid 2 0
 read_case read-text-times 0 3
 [ -e cases/read-unrelated-fts5_rank-0.sqlite ] && read_case read-unrelated-fts5 2 0
 t0=$(ms)
+read_case read-one-name-many-rows 50002 0
+took=$(($(ms) - t0))
+expect_eq "read-one-name-many-rows: within 5 s (took $took ms)" "$((took < 5000))" "1"
+expect_eq "read-one-name-many-rows: the NVTX ranges and NCCL kernels, all kept" "$("$PY" -c 'import h5py; f = h5py.File("read-one-name-many-rows.h5", "r")
+print(len(f["annotations"]["kind"]), len(f["nccl"]["activity"]))')" "50001 50001"
+read_case read-long-step-name 2 0
+expect_eq "read-long-step-name: a plain range (3), not a step; ProfilerStep#4 still is one (0)" "$("$PY" -c 'import h5py; f = h5py.File("read-long-step-name.h5", "r")
+print(sorted(f["annotations"]["kind"][:].tolist()))')" "[0, 3]"
+t0=$(ms)
 read_case read-huge-strings 3 0
 expect_eq "read-huge-strings: the 2 MB name, whole" "$("$PY" -c 'import h5py; f = h5py.File("read-huge-strings.h5", "r")
 print(max(len(s) for s in f["strings"][:]))')" "2000001"

@@ -117,6 +117,19 @@ LARGE = {
         f"insert into StringIds {ENDLESS} select i + 100, 'kernel_' || i from n limit 20000;\n"
         f"insert into CUPTI_ACTIVITY_KIND_KERNEL {ENDLESS} "
         "select 10000 + i, 10001 + i, 0, 7, 100 + i, i + 100, i + 100 from n limit 20000;"),
+    # One 1 MB string named by 50,000 NVTX ranges and one 1 MB NCCL kernel name by 50,000
+    # kernels: the work per row must not grow with the string (it did: 1 MB copied per row).
+    "read-one-name-many-rows": "insert into StringIds values (90, 'r' || hex(zeroblob(500000))),\n"
+                               "  (91, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL_' || "
+                               "hex(zeroblob(500000)));\n"
+                               f"insert into NVTX_EVENTS {ENDLESS} "
+                               "select 10 * i, 10 * i + 5, 59, null, 90, 0, 1 from n limit 50000;\n"
+                               f"insert into CUPTI_ACTIVITY_KIND_KERNEL {ENDLESS} "
+                               "select 10 * i, 10 * i + 5, 0, 7, i, 91, 91 from n limit 50000;",
+    # A step-like NVTX name of 100,000 digits: std::regex recursed once per character.
+    "read-long-step-name": "insert into StringIds values (92, 'ProfilerStep#' || "
+                           "replace(hex(zeroblob(50000)), '0', '1'));\n"
+                           "insert into NVTX_EVENTS values (1, 2, 59, null, 92, 0, 1);",
     # A huge string table: 50,000 unused strings and one 2 MB kernel name that is used.
     "read-huge-strings": f"insert into StringIds {ENDLESS} "
                          "select i + 100, printf('unused_%d_%.40c', i, 'x') from n limit 50000;\n"
