@@ -24,6 +24,11 @@
 #include "kernalyse/classify.h"
 #include "kernalyse/store_io.h"
 
+// pragma_table_list (3.37), sqlite_schema (3.33), SQLITE_DBCONFIG_TRUSTED_SCHEMA (3.31).
+#if SQLITE_VERSION_NUMBER < 3037000
+#error "the Nsight Systems importer needs SQLite 3.37 or newer"
+#endif
+
 namespace kernalyse {
 namespace {
 
