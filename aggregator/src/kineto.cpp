@@ -69,7 +69,13 @@ class StreamBuffer : public Buffer {
     consumed += keep - store_.data();
     std::memmove(store_.data(), keep, kept);
     if (kept > store_.size() / 2) store_.resize(store_.size() * 2);  // a unit larger than half
-    size_t n = in_->read(store_.data() + kept, store_.size() - kept);
+    // Fills the whole buffer: a unit cut short is parsed again from its start after the refill,
+    // so with a pipe's 64 KiB reads a 64 MiB unit was parsed 1,024 times (docs/limits.md).
+    size_t n = 0;
+    while (size_t r = kept + n < store_.size()
+                          ? in_->read(store_.data() + kept + n, store_.size() - kept - n)
+                          : 0)
+      n += r;
     begin = store_.data();
     end = begin + kept + n;
     if (n == 0) eof = true;

@@ -3,16 +3,20 @@
 // a temporary copy of a table. Strings are looked up in StringIds only on a cache miss (one
 // cache entry per distinct name id). Nothing in the file is trusted: a table or column may be
 // missing (schema 2.9 .. 3.30 differ), any cell may hold another type than its declaration says,
-// string ids may dangle; such rows are counted as malformed and skipped.
+// string ids may dangle; such rows are counted as malformed and skipped. Nor is the schema
+// trusted (issue 30): only plain tables are read, SQLite runs with its defences for untrusted
+// files, and its work is bounded by the file's size (Db; docs/limits.md).
 #include "kernalyse/nsys.h"
 
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <unordered_map>
@@ -20,12 +24,28 @@
 #include "kernalyse/classify.h"
 #include "kernalyse/store_io.h"
 
+// pragma_table_list (3.37), sqlite_schema (3.33), SQLITE_DBCONFIG_TRUSTED_SCHEMA (3.31).
+#if SQLITE_VERSION_NUMBER < 3037000
+#error "the Nsight Systems importer needs SQLite 3.37 or newer"
+#endif
+
 namespace kernalyse {
 namespace {
+
+// Work an import may ask of SQLite for a file of `bytes` bytes, in VM instructions (the progress
+// handler's unit): a fixed allowance plus kStepsPerByte per byte. Every query we run is a scan of
+// one table, a count, or a lookup by key, so the honest work is a few passes over the file: the
+// real exports in ../shared/traces/nsys take at most 0.11 steps per byte (docs/limits.md). Past the
+// budget the file is refused: only a crafted file (a table without the index a lookup needs, a
+// schema object we failed to screen) gets there.
+constexpr int64_t kStepsPerByte = 16, kStepsFixed = int64_t{10} << 20, kStepsPerTick = 1000;
 
 class Db {
  public:
   explicit Db(const std::string& path) : path_(path) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(path, ec);
+    bytes_ = ec ? 0 : static_cast<int64_t>(std::min<uintmax_t>(size, INT64_MAX / kStepsPerByte));
     int rc =
         sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
@@ -33,19 +53,57 @@ class Db {
       sqlite3_close(db_);
       throw Error(path + ": cannot open as an SQLite database: " + m);
     }
+    harden();
   }
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
   ~Db() { sqlite3_close(db_); }
   sqlite3* get() const { return db_; }
   const std::string& path() const { return path_; }
+  // Rows one query may return: a table b-tree cell is at least 4 bytes (2-byte pointer, payload
+  // size, rowid or key, record header), so no table in this file holds more.
+  int64_t max_rows() const { return bytes_ / 4 + 16; }
   [[noreturn]] void fail(const std::string& what) const {
+    if (sqlite3_errcode(db_) == SQLITE_INTERRUPT && ticks_ > budget_ticks_)
+      throw Error(path_ + ": reading it takes more than " +
+                  std::to_string(budget_ticks_ * kStepsPerTick) +
+                  " SQLite steps, more than a file of " + std::to_string(bytes_) +
+                  " bytes can need (a crafted file; docs/limits.md)");
     throw Error(path_ + ": " + what + " (" + sqlite3_errmsg(db_) + ")");
   }
 
  private:
+  // The file is untrusted: SQLite's defences for that case (sqlite.org/security.html). Read only,
+  // defensive mode, no extension loading, schema SQL (views, triggers, generated columns, virtual
+  // tables in them) not trusted to call functions with side effects, views and triggers disabled
+  // outright (we never read a view; columns_of refuses one by name first, with a clear message),
+  // no attached databases, no value longer than the file, cell sizes checked as pages are read,
+  // and a budget of VM steps (kStepsPerByte) for the whole import.
+  void harden() {
+    for (int op : {SQLITE_DBCONFIG_DEFENSIVE, SQLITE_DBCONFIG_TRUSTED_SCHEMA,
+                   SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, SQLITE_DBCONFIG_ENABLE_TRIGGER,
+                   SQLITE_DBCONFIG_ENABLE_VIEW}) {
+      int want = op == SQLITE_DBCONFIG_DEFENSIVE ? 1 : 0, got = -1;
+      if (sqlite3_db_config(db_, op, want, &got) != SQLITE_OK || got != want)
+        fail("cannot set SQLite's defensive options");
+    }
+    sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
+    sqlite3_limit(db_, SQLITE_LIMIT_LENGTH,
+                  static_cast<int>(std::clamp<int64_t>(bytes_, 1 << 20, 1000000000)));
+    if (sqlite3_exec(db_, "PRAGMA cell_size_check = ON", nullptr, nullptr, nullptr) != SQLITE_OK)
+      fail("cannot set SQLite's defensive options");
+    budget_ticks_ = (kStepsFixed + kStepsPerByte * bytes_) / kStepsPerTick;
+    sqlite3_progress_handler(db_, static_cast<int>(kStepsPerTick), &Db::tick, this);
+  }
+  static int tick(void* self) {
+    auto* db = static_cast<Db*>(self);
+    return ++db->ticks_ > db->budget_ticks_;
+  }
+
   std::string path_;
   sqlite3* db_ = nullptr;
+  int64_t bytes_ = 0;
+  int64_t ticks_ = 0, budget_ticks_ = 0;
 };
 
 class Stmt {
@@ -60,6 +118,8 @@ class Stmt {
   bool step() {
     int rc = sqlite3_step(st_);
     if (rc == SQLITE_ROW) {
+      if (++rows_ > db_.max_rows())
+        throw Error(db_.path() + ": a query returned more rows than a file of its size can hold");
       // Each cell's type and integer value read once per row: the column API calls dominate the
       // import's CPU time otherwise (1 M kernel rows per second needs it).
       n_ = std::min(sqlite3_column_count(st_), kMaxCols);
@@ -73,7 +133,10 @@ class Stmt {
     if (rc == SQLITE_DONE) return false;
     db_.fail("corrupt or unreadable SQLite data");
   }
-  void reset() { sqlite3_reset(st_); }
+  void reset() {
+    sqlite3_reset(st_);
+    rows_ = 0;
+  }
   void bind(int i, int64_t v) { sqlite3_bind_int64(st_, i, v); }
   void bind(int i, const std::string& v) {
     sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
@@ -93,18 +156,49 @@ class Stmt {
   static constexpr int kMaxCols = 16;
   const Db& db_;
   sqlite3_stmt* st_ = nullptr;
+  int64_t rows_ = 0;
   int n_ = 0;
   int type_[kMaxCols] = {};
   bool int_[kMaxCols] = {};
   int64_t v_[kMaxCols] = {};
 };
 
-// A table's column names; empty when the table does not exist.
+// Only a table is read where a table is expected. A view runs the file's own SELECT (an endless
+// recursive CTE hangs the import), a virtual table a module's code, and a trigger or index of that
+// name is no table either; Nsight Systems writes plain tables (other tools add views beside them,
+// e.g. Extra-P's EXTRAP_* views: those are never read, so they are no reason to refuse the file).
+void require_table(const Db& db, const std::string& table) {
+  std::string type;
+  {
+    Stmt q(db, "SELECT type FROM pragma_table_list(?)");  // table, view, virtual, shadow
+    q.bind(1, table);
+    if (q.step()) type = q.text(0);
+  }
+  if (type.empty()) {
+    Stmt q(db, "SELECT type FROM sqlite_schema WHERE name = ? COLLATE NOCASE LIMIT 1");
+    q.bind(1, table);
+    if (!q.step()) return;  // absent
+    type = q.text(0);
+  }
+  if (type == "table" || type == "shadow") return;
+  throw Error(db.path() + ": " + table + " is " + (type == "index" ? "an " : "a ") +
+              (type.empty() ? "schema object" : type) + (type == "virtual" ? " table" : "") +
+              ", not a table (Nsight Systems exports hold tables; refused unread)");
+}
+
+// A table's column names; empty when the table does not exist. A generated column is computed by
+// the file's SQL on every read (a deterministic function over a huge zeroblob, say): refused.
 std::set<std::string> columns_of(const Db& db, const std::string& table) {
-  Stmt q(db, "SELECT name FROM pragma_table_info(?)");
+  require_table(db, table);
+  Stmt q(db, "SELECT name, hidden FROM pragma_table_xinfo(?)");
   q.bind(1, table);
   std::set<std::string> out;
-  while (q.step()) out.emplace(q.text(0));
+  while (q.step()) {
+    if (q.is_int(1) && (q.i64(1) == 2 || q.i64(1) == 3))
+      throw Error(db.path() + ": column " + std::string(q.text(0)) + " of " + table +
+                  " is a generated column (computed by the file's SQL; refused unread)");
+    out.emplace(q.text(0));
+  }
   return out;
 }
 
@@ -113,7 +207,7 @@ std::set<std::string> columns_of(const Db& db, const std::string& table) {
 size_t row_hint(const Db& db, const std::string& table) {
   Stmt q(db, "SELECT count(*) FROM \"" + table + "\"");
   return q.step() && q.is_int(0) && q.i64(0) > 0
-             ? static_cast<size_t>(std::min<int64_t>(q.i64(0), 1 << 26))
+             ? static_cast<size_t>(std::min<int64_t>({q.i64(0), db.max_rows(), 1 << 26}))
              : 0;
 }
 
@@ -196,6 +290,13 @@ class Importer {
   void copies(const std::string& table, Kind k);
   void runtime(const std::string& table);
   void nvtx();
+  struct NvtxLabel {
+    uint32_t name;
+    AnnotationKind kind;
+    int32_t step;
+  };
+  NvtxLabel nvtx_label(std::string name, int64_t domain,
+                       const std::unordered_map<int64_t, std::string>& domains);
   void metadata(ImportStats* stats);
   std::optional<int32_t> find_rank(std::string* from);
 
@@ -207,6 +308,8 @@ class Importer {
   std::optional<Stmt> string_q_;
   std::unordered_map<int64_t, uint32_t> strings_;
   std::vector<int8_t> category_of_;
+  std::unordered_map<uint32_t, std::array<uint32_t, 3>>
+      nccl_names_;  // name → collective, algo, proto
   Store store_;
   int64_t events_ = 0, malformed_ = 0, ignored_ = 0;
   int64_t min_time_ = INT64_MAX;
@@ -259,13 +362,19 @@ void Importer::kernels() {
     size_t row = store_.activities.size();
     add_activity(Kind::Kernel, q, name);
     if (store_.activities.category[row] != static_cast<uint8_t>(Category::Communication)) continue;
-    NcclName nn = parse_nccl_name(store_.strings.at(name));
+    // Parsed once per name: every row may name one megabyte-long string (docs/limits.md).
+    auto [it, fresh] = nccl_names_.try_emplace(name);
+    if (fresh) {
+      NcclName nn = parse_nccl_name(store_.strings.at(name));
+      // What the name tells; the other columns stay "unknown" (fill_unknown_columns).
+      it->second = {store_.strings.intern(nn.collective), store_.strings.intern(nn.algo),
+                    store_.strings.intern(nn.proto)};
+    }
     NcclInfo& n = store_.nccl;
     n.activity.push_back(row);
-    n.collective_id.push_back(store_.strings.intern(nn.collective));
-    // What the name tells; the other columns stay "unknown" (fill_unknown_columns).
-    n.algo_id.push_back(store_.strings.intern(nn.algo));
-    n.proto_id.push_back(store_.strings.intern(nn.proto));
+    n.collective_id.push_back(it->second[0]);
+    n.algo_id.push_back(it->second[1]);
+    n.proto_id.push_back(it->second[2]);
   }
 }
 
@@ -346,7 +455,11 @@ void Importer::nvtx() {
   Stmt q(db_, select(have, {"start", "end", "eventType", "text", "textId", "domainId", "globalTid"},
                      "NVTX_EVENTS"));
   Annotations& an = store_.annotations;
-  std::string name;
+  // Labels cached per (text, domain): every row may name one megabyte-long string by its id, or
+  // one huge domain, and the work per row must not grow with that string (docs/limits.md).
+  std::map<std::pair<uint32_t, int64_t>, NvtxLabel> by_id;
+  std::map<std::pair<std::string, int64_t>, NvtxLabel> by_text;
+  std::string text;
   uint32_t tid_name;
   while (q.step()) {
     ++events_;
@@ -355,10 +468,9 @@ void Importer::nvtx() {
       ++ignored_;  // domain and thread names, categories
       continue;
     }
-    if (q.is_int(4) && string_id(q.i64(4), &tid_name))
-      name = store_.strings.at(tid_name);
-    else
-      name.assign(q.text(3));
+    const bool named_by_id = q.is_int(4) && string_id(q.i64(4), &tid_name);
+    if (!named_by_id) text.assign(q.text(3));
+    const std::string& name = named_by_id ? store_.strings.at(tid_name) : text;
     if (type == kNvtxMark && (!kept_mark(name) || !q.is_int(0))) {
       ++ignored_;
       continue;
@@ -368,30 +480,48 @@ void Importer::nvtx() {
       ++malformed_;  // an unclosed range has no end
       continue;
     }
-    int32_t step = kNoStep;
-    AnnotationKind kind = AnnotationKind::Nvtx;
-    std::smatch m;
-    if (std::regex_match(name, m, step_re_)) {
-      int64_t n;
-      if (parse_i64(m[1].str(), &n) && n >= 0 && n <= INT32_MAX) {
-        kind = AnnotationKind::Step;
-        step = static_cast<int32_t>(n);
-      }
-    }
-    if (kind == AnnotationKind::Nvtx && q.is_int(5) && q.i64(5) != 0) {
-      auto it = domains.find(q.i64(5));
-      if (it != domains.end() && !it->second.empty()) name = it->second + ": " + name;
+    const int64_t domain = q.is_int(5) ? q.i64(5) : 0;
+    NvtxLabel* label;
+    if (named_by_id) {
+      auto [it, fresh] = by_id.try_emplace({tid_name, domain});
+      if (fresh) it->second = nvtx_label(std::string(name), domain, domains);
+      label = &it->second;
+    } else {
+      auto [it, fresh] = by_text.try_emplace({text, domain});
+      if (fresh) it->second = nvtx_label(text, domain, domains);
+      label = &it->second;
     }
     int64_t g = q.is_int(6) ? q.i64(6) : 0;
     an.rank.push_back(0);
-    an.kind.push_back(static_cast<uint8_t>(kind));
+    an.kind.push_back(static_cast<uint8_t>(label->kind));
     an.pid.push_back(gid_pid(g));
     an.tid.push_back(gid_tid(g));
     an.start_ns.push_back(start);
     an.end_ns.push_back(end);
-    an.name_id.push_back(store_.strings.intern(name));
-    an.step.push_back(step);
+    an.name_id.push_back(label->name);
+    an.step.push_back(label->step);
   }
+}
+
+Importer::NvtxLabel Importer::nvtx_label(std::string name, int64_t domain,
+                                         const std::unordered_map<int64_t, std::string>& domains) {
+  NvtxLabel l{0, AnnotationKind::Nvtx, kNoStep};
+  std::smatch m;
+  // A step name is short; std::regex recurses per character (Classifier::kMaxRegexInput), so a
+  // longer name is a plain range without being matched.
+  if (name.size() <= Classifier::kMaxRegexInput && std::regex_match(name, m, step_re_)) {
+    int64_t n;
+    if (parse_i64(m[1].str(), &n) && n >= 0 && n <= INT32_MAX) {
+      l.kind = AnnotationKind::Step;
+      l.step = static_cast<int32_t>(n);
+    }
+  }
+  if (l.kind == AnnotationKind::Nvtx && domain != 0) {
+    auto it = domains.find(domain);
+    if (it != domains.end() && !it->second.empty()) name = it->second + ": " + name;
+  }
+  l.name = store_.strings.intern(name);
+  return l;
 }
 
 // The value of a TARGET_INFO_SYSTEM_ENV row, "" if none. Only the named rows are read: exports

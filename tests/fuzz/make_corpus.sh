@@ -5,20 +5,24 @@
 #   spool:  the spool files an emulated 2-rank vicuna_tp run writes (--keep-spool, small flushes so
 #           every block type appears, several blocks per file)
 #   store:  that run's store and the store kernalyse-merge imports from a tracegen trace
-#   nsys:   kernalyse-tracegen --format nsys (an nsys-schema SQLite file)
+#   nsys:   kernalyse-tracegen --format nsys (an nsys-schema SQLite file), and the hostile schemas
+#           of tests/tools/nsys_schema_cases.py --small (views, triggers, virtual and generated
+#           columns, WITHOUT ROWID, wrong column types: byte mutation never builds these)
 #   power_csv: nvidia-smi power logs in both CSV formats
 #   rocprof: kernalyse-tracegen --format rocprof (rocprofv3 JSON, plain and gzip)
 # Usage: tests/fuzz/make_corpus.sh BIN_DIR OUT_DIR   (BIN_DIR: a normal, unsanitized build's bin/;
 # the collector is preloaded into mpirun's ranks, which a sanitized build cannot do cleanly)
 # Writes OUT_DIR/{kineto,spool,store,nsys,power_csv,rocprof}/ and OUT_DIR/stamp; skips the work if the stamp
 # is there with every target's seeds (a stamp from before a target was added would leave it with
-# no seeds: libFuzzer then refuses to start).
+# no seeds: libFuzzer then refuses to start) and names this recipe's version (seeds added since
+# are then made: the nsys schema cases came with version 2).
 set -euo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
 targets=(kineto spool store nsys power_csv rocprof)
+version="corpus 2"
 complete=1
-[ -f "$out/stamp" ] || complete=0
+grep -qx "$version" "$out/stamp" 2>/dev/null || complete=0
 for t in "${targets[@]}"; do [ -n "$(ls -A "$out/$t" 2>/dev/null)" ] || complete=0; done
 [ "$complete" = 1 ] && exit 0
 for t in kernalyse-tracegen kernalyse-merge kernalyse-run vicuna_tp; do
@@ -55,6 +59,8 @@ cp "$work/tg.h5" "$out/store/tracegen.h5"
 # Nsight Systems SQLite: the generator's nsys form of a small workload (one file per rank).
 "$bin/kernalyse-tracegen" --ranks 1 --kernels 8 --steps 1 --seed 4 --format nsys --out "$work/ns" >/dev/null
 cp "$work/ns/rank-0.sqlite" "$out/nsys/tracegen-rank0.sqlite"
+/usr/bin/python3 "$(dirname "$0")/../tools/nsys_schema_cases.py" "$work/schema" --small
+for f in "$work"/schema/*.sqlite; do cp "$f" "$out/nsys/schema-$(basename "$f" _rank-0.sqlite).sqlite"; done
 
 # rocprofv3 JSON: the generator's rocprof form (kernels, memsets as dispatches, copies, HIP calls,
 # roctx ranges), plain and gzip.
@@ -70,5 +76,5 @@ printf '%s\n' 'timestamp, index, power.draw [W]' \
 printf '%s\n' '2026/11/23 10:00:00.000, 0, 250.34' '2026/11/23 10:00:00.040, 0, 251.10' \
   > "$out/power_csv/noheader_nounits.csv"
 
-date -u +%FT%TZ > "$out/stamp"
+{ echo "$version"; date -u +%FT%TZ; } > "$out/stamp"
 ls -l "$out"/*/ >&2
