@@ -84,10 +84,13 @@ fi
 # ---- the cases: one line each, "ID<TAB>ARGS" with the arguments separated by \x1f ----
 cases=$out/cases.txt
 : >"$cases"
+declare -A seen
 add() {
   local id=$1
   shift
   [ -n "$only" ] && ! [[ $id =~ $only ]] && return
+  [ -n "${seen[$id]:-}" ] && return # the same case from two lists (a multi-rank set's --all)
+  seen[$id]=1
   local IFS=$'\x1f'
   printf '%s\t%s\n' "$id" "$*" >>"$cases"
 }
@@ -129,7 +132,8 @@ import_cases() {
 # case: the same error from both builds.
 add_input() {
   local label=$1 full=$2 input=$3 st=$in/stores/$1.h5
-  if [ ! -f "$st" ] && ! "$base_bin/kernalyse-merge" "$input" -o "$st" -q 2>/dev/null; then
+  if [ ! -f "$st" ] && { [ -f "$st.failed" ] || ! "$base_bin/kernalyse-merge" "$input" -o "$st" -q 2>/dev/null; }; then
+    touch "$st.failed" # not tried again while the inputs are kept
     add "${label}__all" "$input" --all -q
     return
   fi
@@ -167,6 +171,8 @@ add "tg_pair__diff" --diff "$in/pair/base" "$in/pair/test" -q
 add "tg_pair__diff.json" --diff "$in/pair/base" "$in/pair/test" --json -q
 [ -n "$big" ] && analysis_cases big "$big"
 
+[ -s "$cases" ] || { echo "compare_outputs: no case to run${only:+ (--only $only)}" >&2; exit 2; }
+
 # ---- run: each case in its own directory per side, so written files have the same relative names ----
 # run_case SIDE BIN LINE
 run_case() {
@@ -185,7 +191,7 @@ export OUT=$out
 # Alternate sides case by case, so both builds see the same load.
 while IFS= read -r line; do
   printf 'base\0%s\0%s\0new\0%s\0%s\0' "$base_bin" "$line" "$new_bin" "$line"
-done <"$cases" | xargs -0 -P "$jobs" -n 3 bash -c 'run_case "$@"' _
+done <"$cases" | xargs -r -0 -P "$jobs" -n 3 bash -c 'run_case "$@"' _
 t_run=$(date +%s)
 
 # ---- compare ----
@@ -200,32 +206,30 @@ norm() {
 # same_file A B: 0 when equal after normalisation (stores: by content, h5_compare.py).
 same_file() {
   case $1 in
-    *.h5) /usr/bin/python3 "$here/h5_compare.py" "$1" "$2" >/dev/null 2>&1 ;;
+    *.h5) /usr/bin/python3 "$HERE/h5_compare.py" "$1" "$2" >/dev/null 2>&1 ;;
     *) cmp -s "$1" "$2" || cmp -s <(norm "$1") <(norm "$2") ;;
   esac
 }
 # excerpt A B: a short description of how two files differ.
 excerpt() {
   case $1 in
-    *.h5) /usr/bin/python3 "$here/h5_compare.py" "$1" "$2" 2>&1 | head -40 ;;
+    *.h5) /usr/bin/python3 "$HERE/h5_compare.py" "$1" "$2" 2>&1 | head -40 ;;
     *)
       if grep -qI . "$1" 2>/dev/null || [ ! -s "$1" ]; then
         diff <(norm "$1" | cut -c1-400) <(norm "$2" | cut -c1-400) | head -40
       else cmp "$1" "$2" | head -5; fi ;;
   esac
 }
-results=$out/results.txt
-: >"$results"
-n_same=0 n_diff=0 n_err=0
-while IFS= read -r line; do
-  id=${line%%$'\t'*}
-  b=$out/base/$id n=$out/new/$id x=$out/diffs/$id.txt
-  what=() stderr_note=""
+# compare_case ID: writes OUT/base/ID/verdict, one line: "same RC STDERR" or "diff RC STDERR WHAT...",
+# and OUT/diffs/ID.txt (and .stderr.txt) with excerpts.
+compare_case() {
+  local id=$1 b=$OUT/base/$1 n=$OUT/new/$1 x=$OUT/diffs/$1.txt
+  local -a what=()
+  local rb rn fb fn f err=same
+  read -r rb <"$b/rc"
+  read -r rn <"$n/rc"
   : >"$x"
-  [ "$(cat "$b/rc")" = "$(cat "$n/rc")" ] || {
-    what+=(exit)
-    echo "exit: base $(cat "$b/rc"), new $(cat "$n/rc")" >>"$x"
-  }
+  [ "$rb" = "$rn" ] || { what+=(exit); echo "exit: base $rb, new $rn" >>"$x"; }
   cmp -s "$b/stdout" "$n/stdout" || {
     what+=(stdout)
     { echo "--- stdout (< base, > new)"; excerpt "$b/stdout" "$n/stdout"; } >>"$x"
@@ -244,21 +248,34 @@ while IFS= read -r line; do
     }
   done <<<"$fb"
   if ! cmp -s "$b/stderr" "$n/stderr"; then
-    stderr_note=" (stderr differs: diffs/$id.stderr.txt)"
-    diff "$b/stderr" "$n/stderr" | head -20 >"$out/diffs/$id.stderr.txt"
-    x_err=1
-  else x_err=0; fi
-  n_err=$((n_err + x_err))
-  rc=$(cat "$b/rc")
+    err=differs
+    diff "$b/stderr" "$n/stderr" | head -20 >"$OUT/diffs/$id.stderr.txt"
+  fi
   if [ ${#what[@]} -eq 0 ]; then
     rm -f "$x"
-    n_same=$((n_same + 1))
-    printf '%-60s identical (exit %s)%s\n' "$id" "$rc" "$stderr_note" | tee -a "$results"
+    echo "same $rb $err" >"$b/verdict"
+  else echo "diff $rb $err ${what[*]}" >"$b/verdict"; fi
+}
+export -f compare_case norm same_file excerpt
+export HERE=$here
+cut -f1 "$cases" | tr '\n' '\0' | xargs -r -0 -P "$jobs" -n 1 bash -c 'compare_case "$1"' _
+results=$out/results.txt
+: >"$results"
+while IFS= read -r line; do
+  id=${line%%$'\t'*}
+  read -r verdict rc err what <"$out/base/$id/verdict"
+  note=""
+  [ "$err" = same ] || note=" (stderr differs: diffs/$id.stderr.txt)"
+  if [ "$verdict" = same ]; then
+    printf '%-60s identical (exit %s)%s\n' "$id" "$rc" "$note"
   else
-    n_diff=$((n_diff + 1))
-    printf '%-60s DIFFERENT: %s (diffs/%s.txt)%s\n' "$id" "${what[*]}" "$id" "$stderr_note" | tee -a "$results"
+    printf '%-60s DIFFERENT: %s (diffs/%s.txt)%s\n' "$id" "$what" "$id" "$note"
   fi
-done <"$cases"
+done <"$cases" | tee "$results"
+# The loop ran in a pipe's subshell: count from its lines.
+n_same=$(grep -c ' identical (exit' "$results")
+n_diff=$(grep -c ' DIFFERENT: ' "$results")
+n_err=$(grep -c '(stderr differs' "$results")
 t_end=$(date +%s)
 # The slowest cases (base build's wall seconds; the last line GNU time wrote), to see where time goes.
 echo "slowest cases (base wall s):"
