@@ -189,6 +189,8 @@ int run(Options& o) {
     return 0;
   }
   if (!o.peaks.empty()) o.ao.peaks = load_peaks_file(o.peaks);  // fails fast, before an import
+  for (const auto* out : {&o.html, &o.perfetto})  // an unwritable output: refused before the work
+    if (!out->empty()) check_output_path(*out, o.force);
   std::vector<const Analysis*> which;
   for (const Analysis* a : analyses())
     if (o.selected[a->name]) which.push_back(a);

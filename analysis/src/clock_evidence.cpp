@@ -193,7 +193,7 @@ void apply_clock_inference(Store& s, const ClockInference& inf) {
     const std::vector<int32_t>* rank = rank_column(t);
     for_each_column(t, [&](const auto& def, auto& col) {
       if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<int64_t>>) {
-        if (!is_time(def.role)) return;
+        if (!is_time(def.role) || col.empty()) return;  // empty: a column the reader skipped
         if (!rank)  // store.h: a table with times has a rank column (tested)
           throw Error(std::string("store table ") + table + " has times but no rank column");
         if (col.size() != rank->size())

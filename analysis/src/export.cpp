@@ -343,7 +343,6 @@ void clock_record(Writer& w, const RankInfo& ri) {
   w << ",\"clock_drift\":" << std::string_view(b);
 }
 
-
 // All of a store's activity rows, matched into collective instances: the ledger's ids
 // (--rank/--step/--from cut events only).
 CollectiveMatch match_all(const Store& s) {

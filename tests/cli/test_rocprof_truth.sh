@@ -52,7 +52,7 @@ a, b = json.load(open("a.json")), json.load(open("b.json"))
 skip_coll = {"busbw_gbps", "msg_bytes", "op", "match"}
 def scrub(j):
     for r in j["ranks"]:
-        for k in ("source", "collector_status"): r.pop(k)
+        for k in ("source", "collector_status", "clock_method"): r.pop(k)  # per format
     j["notes"] = [n for n in j["notes"]
                   if not n.startswith(("ranks:", "collective matching:", "Kernel summary"))]
     for c in j["stragglers"]["collectives"]:

@@ -65,7 +65,8 @@ std::map<std::string, int64_t> times(const Store& s, size_t row) {
   for_each_table(s, [&](const char* table, const auto& t) {
     for_each_column(t, [&](const auto& def, const auto& col) {
       if constexpr (std::is_same_v<std::decay_t<decltype(col)>, std::vector<int64_t>>)
-        if (is_time(def.role)) out[std::string(table) + "." + def.name] = col.at(row);
+        if (is_time(def.role) && row < col.size())  // a table a view leaves empty has none
+          out[std::string(table) + "." + def.name] = col[row];
     });
   });
   return out;

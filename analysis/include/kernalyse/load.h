@@ -20,11 +20,11 @@ namespace kernalyse {
 
 struct LoadOptions {
   ImportFilesOptions import;
-  std::string align = "auto";  // --align: auto, inferred, off
+  std::string align = "auto";    // --align: auto, inferred, off
   bool recorded_clocks = false;  // --compat hta: HTA's view is the recorded clocks, never aligned
-  std::string output;          // -o: the imported (or merged) store is written there
-  bool force = false;          // replace an existing output
-  std::string command_line;    // recorded in the written store
+  std::string output;            // -o: the imported (or merged) store is written there
+  bool force = false;            // replace an existing output
+  std::string command_line;      // recorded in the written store
   // Where the loading's lines go (null: nowhere): info lines (quiet runs pass null) and
   // warnings (always shown).
   std::function<void(const std::string&)> info, warn;
