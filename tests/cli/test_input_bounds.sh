@@ -49,6 +49,8 @@ bound "Kineto, 40 names of 100 kB" 5 16 "$(size big/kineto-names_rank-0.json)" @
 bound "Kineto, smallest events" 5 16 "$(size big/kineto-events_rank-0.json)" @kineto-events_rank-0.json
 # gzip: N is the inflated size (deflate inflates up to 1032x).
 bound "Kineto gzip (N inflated)" 5 16 "$(gzip -dc big/kineto-gzip_rank-0.json.gz | wc -c)" @kineto-gzip_rank-0.json.gz
+bound "rocprofv3, smallest dispatches" 5 16 "$(size big/rocprof-events_rank-0.json)" @rocprof-events_rank-0.json
+bound "rocprofv3, 40 symbols of 100 kB" 5 16 "$(size big/rocprof-names_rank-0.json)" @rocprof-names_rank-0.json
 bound "nsys SQLite, smallest rows" 8 16 "$(size big/nsys_rank-0.sqlite)" @nsys_rank-0.sqlite
 bound "power-log CSV" 4 16 "$(size big/power.csv)" @power-trace_rank-0.json --power-log @power.csv
 bound "spool" 40 16 "$(size big/spool/rank-0.kspool)" --spool @spool

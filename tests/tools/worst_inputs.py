@@ -87,6 +87,23 @@ def compress_store(src, dst):
         a.visititems(copy)
 
 
+def rocprof(path, n, name_bytes):
+    """rocprofv3 JSON: n kernel dispatches, each its own kernel symbol of about name_bytes."""
+    syms = ",".join('{"kernel_id":%d,"kernel_name":"k%d_%s"}' % (i + 1, i, "x" * name_bytes)
+                    for i in range(n))
+    recs = ",".join('{"correlation_id":{"external":0,"internal":%d},"dispatch_info":{"agent_id":'
+                    '{"handle":100},"dispatch_id":%d,"kernel_id":%d,"queue_id":{"handle":7}},'
+                    '"start_timestamp":%d,"end_timestamp":%d,"kind":11,"operation":2,'
+                    '"stream_id":{"handle":7},"thread_id":1}' % (i + 1, i + 1, i + 1, 1000 * i,
+                                                                  1000 * i + 1)
+                    for i in range(n))
+    with open(path, "w") as f:
+        f.write('{"rocprofiler-sdk-tool":[{"metadata":{"pid":1,"node":{"hostname":"h"}},'
+                '"agents":[{"id":{"handle":100},"type":2,"gpu_index":0,"name":"gfx942",'
+                '"product_name":"worst case"}],"strings":{},"kernel_symbols":[' + syms +
+                '],"buffer_records":{"kernel_dispatch":[' + recs + ']}}]}')
+
+
 def main():
     if sys.argv[1] == "--compress-store":
         return compress_store(sys.argv[2], sys.argv[3])
@@ -116,6 +133,9 @@ def main():
     # The trace the log is attached to: one kernel over the log's two minutes (epoch µs, UTC).
     kineto(os.path.join(out, "power-trace_rank-0.json"),
            [kernel(0, "k").replace('"ts":0,"dur":1', '"ts":1795428000000000,"dur":120000000')])
+    # rocprofv3: the smallest dispatches, each its own symbol; and few symbols of 100 kB.
+    rocprof(os.path.join(out, "rocprof-events_rank-0.json"), max(1, int(15000 * scale)), 0)
+    rocprof(os.path.join(out, "rocprof-names_rank-0.json"), max(1, int(40 * scale)), 100000)
     spool(os.path.join(out, "spool", "rank-0.kspool"), max(1, int(50000 * scale)),
           int(1000000 * scale))
 
