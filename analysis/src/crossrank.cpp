@@ -289,7 +289,9 @@ Store hta_view(const Store& in) {
   const auto& l = in.launches;
   for (size_t i = 0; i < l.size(); ++i) {
     const int32_t r = hr.of(l.rank[i]);
-    const auto [st, en] = hta_round(base[l.rank[i]], l.start_ns[i], l.end_ns[i]);
+    // The launches' ends are absent when the reader skipped their detail: only starts matter then.
+    const int64_t end = l.end_ns.empty() ? l.start_ns[i] : l.end_ns[i];
+    const auto [st, en] = hta_round(base[l.rank[i]], l.start_ns[i], end);
     auto ls = last_step.find(r);
     if (ls != last_step.end() && st >= ls->second) continue;
     s.launches.rank.push_back(r);
