@@ -157,6 +157,30 @@ PY
 )
   got=$(kernalyse-merge "$A" -q --json --align off 2>&1 | "$PY" -c 'import json,sys; [print(r["rank"], r["host"], r["rank_source"]) for r in json.load(sys.stdin)["ranks"]]')
   expect_eq "real pair: ranks from PMI_RANK (as SQL reads it)" "$got" "$want"
+  # The shape of the issue's public sets: the environment gone, then the marks too.
+  mkdir pair && cp "$A"/*.sqlite pair/ && chmod u+w pair/*.sqlite
+  "$PY" - pair <<'PY'
+import glob, sqlite3, sys
+for p in glob.glob(sys.argv[1] + "/*.sqlite"):
+    db = sqlite3.connect(p)
+    db.execute("delete from META_DATA_CAPTURE where name like '%ENVIRONMENT_VARIABLE'")
+    db.execute("delete from TARGET_INFO_SYSTEM_ENV where name = 'DeviceEnvironment'")
+    db.commit()
+PY
+  got=$(kernalyse-merge pair -q --json --align off 2>/dev/null | "$PY" -c 'import json,sys; [print(r["rank"], r["host"], r["rank_source"]) for r in json.load(sys.stdin)["ranks"]]')
+  expect_eq "real pair without its environment: ranks from the network marks" "$got" \
+    "$(echo "$want" | sed 's/env:PMI_RANK/network marks/')"
+  "$PY" - pair <<'PY'
+import glob, sqlite3, sys
+for p in glob.glob(sys.argv[1] + "/*.sqlite"):
+    db = sqlite3.connect(p)
+    db.execute("update StringIds set value = 'x' where value like 'ncclNet%'")
+    db.execute("delete from NVTX_EVENTS where text like 'ncclNet%'")
+    db.commit()
+PY
+  got=$(kernalyse-merge pair -q --json --align off 2>pair.err | "$PY" -c 'import json,sys; [print(r["rank"], r["host"], r["rank_source"]) for r in json.load(sys.stdin)["ranks"]]')
+  expect_eq "real pair without environment or marks: assumed in (host, pid) order, one warning" \
+    "$got $(grep -c 'ranks assumed' pair.err)" "$(echo "$want" | sed 's/env:PMI_RANK/assumed/') 1"
 else
   echo "SKIP: $A absent (the real pair's part)"
 fi
