@@ -727,7 +727,7 @@ void Importer::process_claims(std::vector<NsysProcess>& procs) {
   }
   for (const auto& [pid, nr] : init_rank_) claim(pid, nr.second, "nccl");
   // Marks: the rank most of a process's marks name (each distinct text parsed once).
-  std::map<uint32_t, std::optional<int32_t>> mark_of;
+  std::unordered_map<uint32_t, std::optional<int32_t>> mark_of;
   std::map<int64_t, std::map<int32_t, int64_t>> votes;
   const Annotations& an = store_.annotations;
   for (size_t i = 0; i < an.size(); ++i) {
