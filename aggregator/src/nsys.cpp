@@ -40,6 +40,8 @@ namespace {
 // budget the file is refused: only a crafted file (a table without the index a lookup needs, a
 // schema object we failed to screen) gets there.
 constexpr int64_t kStepsPerByte = 16, kStepsFixed = int64_t{10} << 20, kStepsPerTick = 1000;
+// Processes with GPU work in one report (one rank each): a node's, with room to spare.
+constexpr size_t kMaxProcesses = 4096;
 
 class Db {
  public:
@@ -312,7 +314,9 @@ class Importer {
   void split_processes(const std::vector<int64_t>& pids);
   void file_claims(NsysProcess* p);
   void process_claims(std::vector<NsysProcess>& procs);
-  RankInfo rank_info(int32_t index, const std::string& version, int64_t session);
+  RankInfo rank_info(int32_t index, std::vector<int32_t> devs, const std::string& version,
+                     int64_t session);
+  std::string device_name(int64_t cuda_id);
 
   Db db_;
   ImportOptions opt_;
@@ -332,6 +336,7 @@ class Importer {
   // pid → (ranks, rank) of its largest communicator's ncclCommInitRank payload
   std::map<int64_t, std::pair<int64_t, int32_t>> init_rank_;
   std::optional<std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>> rank_fields_;
+  std::map<int64_t, std::string> device_names_;  // CUDA device id → name, looked up once
 };
 
 // Columns 0..4 of every GPU-activity query: start, end, deviceId, streamId, correlationId.
@@ -699,11 +704,12 @@ void Importer::file_claims(NsysProcess* p) {
 // any process's evidence as its own.
 void Importer::process_claims(std::vector<NsysProcess>& procs) {
   const bool one = procs.size() == 1;
+  std::unordered_map<int64_t, size_t> index;
+  for (size_t i = 0; i < procs.size(); ++i) index.emplace(procs[i].pid, i);
   auto owner = [&](int64_t pid) -> NsysProcess* {
     if (one) return &procs[0];
-    for (auto& p : procs)
-      if (p.pid == pid) return &p;
-    return nullptr;
+    auto it = index.find(pid);
+    return it == index.end() ? nullptr : &procs[it->second];
   };
   auto claim = [&](int64_t pid, int64_t rank, const char* source) {
     NsysProcess* p = owner(pid);
@@ -743,41 +749,38 @@ void Importer::process_claims(std::vector<NsysProcess>& procs) {
   }
 }
 
-RankInfo Importer::rank_info(int32_t index, const std::string& version, int64_t session) {
-  const Activities& a = store_.activities;
+// Name of a CUDA device: TARGET_INFO_CUDA_DEVICE maps CUDA ids to GPU ids (3.x); TARGET_INFO_GPU
+// has the names (id or, in old exports, deviceId); TARGET_INFO_CUDA_GPU in the oldest.
+std::string Importer::device_name(int64_t cuda_id) {
+  auto [it, fresh] = device_names_.try_emplace(cuda_id);
+  if (!fresh) return it->second;
+  int64_t gpu = cuda_id;
+  if (columns_of(db_, "TARGET_INFO_CUDA_DEVICE").count("gpuId")) {
+    Stmt q(db_, "SELECT gpuId FROM TARGET_INFO_CUDA_DEVICE WHERE cudaId = ? LIMIT 1");
+    q.bind(1, gpu);
+    if (q.step() && q.is_int(0)) gpu = q.i64(0);
+  }
+  for (const char* t : {"TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"}) {
+    auto have = columns_of(db_, t);
+    std::string idcol = have.count("id") ? "id" : have.count("deviceId") ? "deviceId" : "";
+    if (idcol.empty() || !have.count("name")) continue;
+    Stmt q(db_, std::string("SELECT name FROM \"") + t + "\" WHERE \"" + idcol + "\" = ? LIMIT 1");
+    q.bind(1, gpu);
+    if (q.step() && !q.text(0).empty()) return it->second = std::string(q.text(0));
+  }
+  return it->second;
+}
+
+// One process's /ranks row; devs: the CUDA devices its GPU work ran on.
+RankInfo Importer::rank_info(int32_t index, std::vector<int32_t> devs, const std::string& version,
+                             int64_t session) {
   RankInfo info;
   info.rank = index;
   info.source = db_.path();
-  info.host = system_env(db_, "Hostname");
-  std::vector<int32_t> devs;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a.rank[i] == index) devs.push_back(a.device[i]);
   std::sort(devs.begin(), devs.end());
   devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
   for (size_t i = 0; i < devs.size(); ++i) info.devices += (i ? "," : "") + std::to_string(devs[i]);
-  // Device name of the first CUDA device used: TARGET_INFO_CUDA_DEVICE maps CUDA ids to GPU ids
-  // (3.x); TARGET_INFO_GPU has the names (id or, in old exports, deviceId); TARGET_INFO_CUDA_GPU
-  // in the oldest.
-  if (!devs.empty()) {
-    int64_t gpu = devs[0];
-    if (columns_of(db_, "TARGET_INFO_CUDA_DEVICE").count("gpuId")) {
-      Stmt q(db_, "SELECT gpuId FROM TARGET_INFO_CUDA_DEVICE WHERE cudaId = ? LIMIT 1");
-      q.bind(1, gpu);
-      if (q.step() && q.is_int(0)) gpu = q.i64(0);
-    }
-    for (const char* t : {"TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"}) {
-      auto have = columns_of(db_, t);
-      std::string idcol = have.count("id") ? "id" : have.count("deviceId") ? "deviceId" : "";
-      if (idcol.empty() || !have.count("name")) continue;
-      Stmt q(db_,
-             std::string("SELECT name FROM \"") + t + "\" WHERE \"" + idcol + "\" = ? LIMIT 1");
-      q.bind(1, gpu);
-      if (q.step() && !q.text(0).empty()) {
-        info.device_name = std::string(q.text(0));
-        break;
-      }
-    }
-  }
+  if (!devs.empty()) info.device_name = device_name(devs[0]);  // the first device's
   info.base_time_ns = session;
   info.clock_method = "none (recording host wall clock, not aligned across ranks)";
   info.collector_status =
@@ -812,6 +815,10 @@ Store Importer::run(ImportStats* stats, std::vector<NsysProcess>* procs) {
 
   // Processes: one per pid of GPU work; numbered 0..P-1 here, ranked by rank_nsys_reports.
   std::vector<int64_t> pids = process_pids();
+  if (pids.size() > kMaxProcesses)  // each costs a /ranks row: bounded (docs/limits.md)
+    throw Error(db_.path() + ": GPU work of " + std::to_string(pids.size()) +
+                " processes; a report of more than " + std::to_string(kMaxProcesses) +
+                " is not read (docs/limits.md)");
   if (pids.size() > 1) split_processes(pids);
   const std::string host = system_env(db_, "Hostname");
   procs->clear();
@@ -848,8 +855,16 @@ Store Importer::run(ImportStats* stats, std::vector<NsysProcess>* procs) {
   sort_activities(store_);
   assign_steps(store_);
 
+  std::vector<std::vector<int32_t>> devs(procs->size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (static_cast<size_t>(a.rank[i]) < devs.size()) devs[a.rank[i]].push_back(a.device[i]);
+  for (auto& d : devs) {  // distinct devices (a process's rows are many, its devices few)
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+  }
   for (size_t i = 0; i < procs->size(); ++i) {
-    store_.ranks.push_back(rank_info(static_cast<int32_t>(i), version, session));
+    store_.ranks.push_back(rank_info(static_cast<int32_t>(i), devs[i], version, session));
+    store_.ranks.back().host = (*procs)[i].host;
     if ((*procs)[i].shared_file)
       store_.ranks.back().source += " (pid " + std::to_string((*procs)[i].pid) + ")";
   }

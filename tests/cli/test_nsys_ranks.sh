@@ -142,6 +142,26 @@ expect_eq "same process twice: one line" "$err" \
   "kernalyse-merge: twice/a.sqlite and twice/b.sqlite: the same process (host tracegen-node0, pid 50000) and no rank that tells them apart; give each process's report once"
 expect_eq "same process twice: no output" "$([ -e twice.h5 ] && echo yes || echo no)" "no"
 
+# 4b. A report's processes are bounded (docs/limits.md): 4,096 import, 4,097 are refused.
+"$PY" - <<'PY'
+import sqlite3
+for n in (4096, 4097):
+    db = sqlite3.connect(f"procs{n}.sqlite")
+    db.executescript("create table StringIds (id integer primary key, value text not null);"
+                     "insert into StringIds values (1, 'k');"
+                     "create table CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId,"
+                     " correlationId, demangledName, shortName, globalPid);")
+    db.executemany("insert into CUPTI_ACTIVITY_KIND_KERNEL values (?, ?, 0, 7, ?, 1, 1, ?)",
+                   [(10 * i, 10 * i + 5, i, (i + 1) << 24) for i in range(n)])
+    db.commit()
+PY
+kernalyse-merge procs4096.sqlite -q -o procs4096.h5 2>procs.err
+expect_eq "4,096 processes in one report: 4,096 ranks, all assumed, one warning" \
+  "$("$PY" -c 'import h5py; f = h5py.File("procs4096.h5", "r"); print(len(f["ranks"]["rank"]))') $(grep -c "ranks assumed" procs.err)" "4096 1"
+err=$(kernalyse-merge procs4097.sqlite -q -o procs4097.h5 2>&1)
+expect_eq "4,097 processes: refused in one line, exit 2" "$? $err" \
+  "2 kernalyse-merge: procs4097.sqlite: GPU work of 4097 processes; a report of more than 4096 is not read (docs/limits.md)"
+
 # 5. The real two-node pair: PMI_RANK in each launched process's environment (META_DATA_CAPTURE).
 A="$TRACES/nsys/allreduce_2nodes_2gpus"
 if [ -d "$A" ]; then
