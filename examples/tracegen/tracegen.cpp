@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "kernalyse/kineto.h"
+#include "nsys_set.h"
 #include "nsys_writer.h"
 #include "rocprof_writer.h"
 #include "shapes.h"
@@ -70,6 +71,7 @@ struct Options {
   // --host-skew-us / --host-drift-ppm / --ranks-per-host: rank r runs on host r / K; all ranks of a
   // host read one clock, off by the host's offset plus drift · (true time since the trace's base).
   int ranks_per_host = 0;
+  NsysSetOptions nsys;  // --nsys-*: a multi-host set of Nsight Systems reports (nsys_set.h)
   std::vector<std::pair<int, i64>> host_skew;
   std::vector<std::pair<int, double>> host_drift_ppm;
   int host_of(int rank) const { return ranks_per_host > 0 ? rank / ranks_per_host : rank; }
@@ -1404,6 +1406,15 @@ void run_converted(Options o) {
   o.gz = false;
   fs::remove_all(o.out);
   run(o);
+  if (o.format == "nsys" && o.nsys.any()) {  // a multi-host set (nsys_set.h)
+    std::vector<kernalyse::Store> stores(static_cast<size_t>(o.ranks));
+    for (int r = 0; r < o.ranks; ++r)
+      stores[static_cast<size_t>(r)] =
+          kernalyse::import_kineto_file(rank_file(o, r), kernalyse::ImportOptions{}, nullptr);
+    write_nsys_set(stores, o.ranks_per_host, o.nsys, out);
+    fs::remove_all(o.out);
+    return;
+  }
   for (int r = 0; r < o.ranks; ++r) {
     kernalyse::ImportOptions io;
     kernalyse::Store s = kernalyse::import_kineto_file(rank_file(o, r), io, nullptr);
@@ -1446,6 +1457,16 @@ const char* kUsage =
     "exports;\n"
     "--format rocprof writes DIR/rank-<r>.json[.gz] as rocprofv3 JSON (memsets as fill-kernel "
     "dispatches).\n"
+    "--format nsys with --nsys-names hostpid (report_<host>_<pid>.sqlite), --nsys-env "
+    "all|none|R[:VAR],...\n"
+    "(the launched process's launcher variable, default OMPI_COMM_WORLD_RANK), --nsys-payload "
+    "all|none|R,...\n"
+    "(ncclCommInitRank payloads), --nsys-marks none|all|cross-host (NCCL network marks between "
+    "ring\n"
+    "neighbours), --nsys-per-host (one report per host with its processes): a multi-host set "
+    "whose rank\n"
+    "evidence is only what these flags plant (hosts per --ranks-per-host; pids fall with the "
+    "rank).\n"
     "--pair: writes DIR/base and DIR/test (for kernalyse-merge --diff) and DIR/planted.json. TEST "
     "differs\n"
     "from BASE by: one GEMM kernel F times slower (default 1.5), the softmax kernel removed, the "
@@ -1580,6 +1601,9 @@ int main(int argc, char** argv) {
         o.host_drift_ppm = pairs(a, 1000);  // H:PPM[,H:PPM...]
       else if (a == "--ranks-per-host")
         o.ranks_per_host = int(num(1));
+      else if (a.rfind("--nsys-", 0) == 0 &&
+               parse_nsys_set_flag(a, nsys_set_flag_has_value(a) ? val() : "", &o.nsys))
+        continue;
       else
         throw std::invalid_argument("unknown argument " + a);
     }

@@ -26,7 +26,7 @@ a, b = json.load(open("a.json")), json.load(open("b.json"))
 skip_coll = {"busbw_gbps", "msg_bytes", "op", "match"}
 def scrub(j):
     for r in j["ranks"]:
-        for k in ("source", "host", "collector_status"): r.pop(k)
+        for k in ("source", "host", "collector_status", "rank_source"): r.pop(k)
     j["notes"] = [n for n in j["notes"] if not n.startswith(("ranks:", "collective matching:"))]
     for c in j["stragglers"]["collectives"]:
         for k in skip_coll: c.pop(k, None)

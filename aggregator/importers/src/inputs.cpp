@@ -7,6 +7,7 @@
 #include "kernalyse/error.h"
 #include "kernalyse/import.h"
 #include "kernalyse/nsys.h"
+#include "kernalyse/nsys_ranks.h"
 #include "kernalyse/parallel.h"
 
 namespace fs = std::filesystem;
@@ -66,6 +67,7 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   std::vector<std::string> errors(files.size());
   std::vector<char> rankless(files.size(), 0);
   const std::vector<char> nsys = one_kind(files, opt.step_range);
+  std::vector<std::vector<NsysProcess>> procs(files.size());  // Nsight Systems: ranked together
   // One bar for all files, in on-disk bytes: parallel imports advance it together.
   int64_t total = 0;
   for (const auto& f : files) total += input_bytes(f);
@@ -80,7 +82,8 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   iopt.step_range = opt.step_range;
   parallel_for(files.size(), [&](size_t i) {
     try {
-      parts[i] = import_trace_file(files[i], iopt, &st[i]);  // by content: Kineto, rocprof, nsys
+      parts[i] = nsys[i] ? import_nsys_report(files[i], iopt, &st[i], &procs[i])
+                         : import_trace_file(files[i], iopt, &st[i]);  // Kineto or rocprof
     } catch (const NoRankError& e) {
       errors[i] = e.what();
       rankless[i] = 1;
@@ -104,6 +107,7 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   }
   for (const auto& e : errors)
     if (!e.empty()) throw Error(e);
+  if (!files.empty() && nsys[0]) rank_nsys_reports(parts, procs, iopt.only_input, &st[0]);
   for (const auto& s : st) {
     stats->bytes += s.bytes;
     stats->events += s.events;

@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "kernalyse/classify.h"
+#include "kernalyse/nsys_ranks.h"
 #include "kernalyse/store_io.h"
 
 // pragma_table_list (3.37), sqlite_schema (3.33), SQLITE_DBCONFIG_TRUSTED_SCHEMA (3.31).
@@ -39,6 +40,8 @@ namespace {
 // budget the file is refused: only a crafted file (a table without the index a lookup needs, a
 // schema object we failed to screen) gets there.
 constexpr int64_t kStepsPerByte = 16, kStepsFixed = int64_t{10} << 20, kStepsPerTick = 1000;
+// Processes with GPU work in one report (one rank each): a node's, with room to spare.
+constexpr size_t kMaxProcesses = 4096;
 
 class Db {
  public:
@@ -143,6 +146,13 @@ class Stmt {
   }
   bool is_int(int c) const { return c < n_ && int_[c]; }
   bool is_null(int c) const { return c < n_ ? type_[c] == SQLITE_NULL : true; }
+  // Bytes of a BLOB or TEXT cell, "" for any other type.
+  std::string_view bytes(int c) const {
+    if (c >= n_ || (type_[c] != SQLITE_BLOB && type_[c] != SQLITE_TEXT)) return {};
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(st_, c));
+    int n = sqlite3_column_bytes(st_, c);
+    return p && n > 0 ? std::string_view(p, static_cast<size_t>(n)) : std::string_view();
+  }
   int64_t i64(int c) const { return c < n_ ? v_[c] : 0; }
   // Text of a TEXT cell, "" for any other type (never a conversion of a number or blob).
   std::string_view text(int c) const {
@@ -260,7 +270,7 @@ class Importer {
       string_q_.emplace(db_, "SELECT value FROM StringIds WHERE id = ?");
   }
 
-  Store run(ImportStats* stats);
+  Store run(ImportStats* stats, std::vector<NsysProcess>* procs);
 
  private:
   // Store string id of an nsys StringIds id; false if the id does not resolve.
@@ -285,7 +295,7 @@ class Importer {
       category_of_[name] = static_cast<int8_t>(classifier_->classify(k, store_.strings.at(name)));
     return static_cast<Category>(category_of_[name]);
   }
-  void add_activity(Kind k, const Stmt& q, uint32_t name);
+  void add_activity(Kind k, const Stmt& q, uint32_t name, int pid_col);
   void kernels();
   void copies(const std::string& table, Kind k);
   void runtime(const std::string& table);
@@ -298,7 +308,15 @@ class Importer {
   NvtxLabel nvtx_label(std::string name, int64_t domain,
                        const std::unordered_map<int64_t, std::string>& domains);
   void metadata(ImportStats* stats);
-  std::optional<int32_t> find_rank(std::string* from);
+  // Rank evidence (nsys_ranks.h): per process, and the processes of a report that holds several.
+  void comm_init_payload(const Stmt& q, int64_t domain, int64_t pid);
+  std::vector<int64_t> process_pids() const;
+  void split_processes(const std::vector<int64_t>& pids);
+  void file_claims(NsysProcess* p);
+  void process_claims(std::vector<NsysProcess>& procs);
+  RankInfo rank_info(int32_t index, std::vector<int32_t> devs, const std::string& version,
+                     int64_t session);
+  std::string device_name(int64_t cuda_id);
 
   Db db_;
   ImportOptions opt_;
@@ -314,14 +332,20 @@ class Importer {
   int64_t events_ = 0, malformed_ = 0, ignored_ = 0;
   int64_t min_time_ = INT64_MAX;
   bool synthetic_ = false;
+  std::vector<int64_t> act_pid_;  // per activity row: its process (globalPid), -1 if unknown
+  // pid → (ranks, rank) of its largest communicator's ncclCommInitRank payload
+  std::map<int64_t, std::pair<int64_t, int32_t>> init_rank_;
+  std::optional<std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>> rank_fields_;
+  std::map<int64_t, std::string> device_names_;  // CUDA device id → name, looked up once
 };
 
 // Columns 0..4 of every GPU-activity query: start, end, deviceId, streamId, correlationId.
 const std::vector<std::string> kActivityCols = {"start", "end", "deviceId", "streamId",
                                                 "correlationId"};
 
-void Importer::add_activity(Kind k, const Stmt& q, uint32_t name) {
+void Importer::add_activity(Kind k, const Stmt& q, uint32_t name, int pid_col) {
   Activities& a = store_.activities;
+  act_pid_.push_back(q.is_int(pid_col) ? gid_pid(q.i64(pid_col)) : -1);
   a.rank.push_back(0);
   a.device.push_back(static_cast<int32_t>(q.i64(2)));
   a.stream.push_back(static_cast<int32_t>(q.i64(3)));
@@ -347,7 +371,7 @@ void Importer::kernels() {
                 ": no CUDA kernel table (CUPTI_ACTIVITY_KIND_KERNEL): the report was "
                 "recorded without CUDA tracing (nsys profile --trace=cuda)");
   auto cols = kActivityCols;
-  cols.insert(cols.end(), {"demangledName", "shortName"});
+  cols.insert(cols.end(), {"demangledName", "shortName", "globalPid"});
   Stmt q(db_, select(have, cols, "CUPTI_ACTIVITY_KIND_KERNEL"));
   store_.activities.reserve(row_hint(db_, "CUPTI_ACTIVITY_KIND_KERNEL"));
   uint32_t name;
@@ -360,7 +384,7 @@ void Importer::kernels() {
       continue;
     }
     size_t row = store_.activities.size();
-    add_activity(Kind::Kernel, q, name);
+    add_activity(Kind::Kernel, q, name, 7);
     if (store_.activities.category[row] != static_cast<uint8_t>(Category::Communication)) continue;
     // Parsed once per name: every row may name one megabyte-long string (docs/limits.md).
     auto [it, fresh] = nccl_names_.try_emplace(name);
@@ -383,9 +407,9 @@ void Importer::copies(const std::string& table, Kind k) {
   if (have.empty()) return;
   auto cols = kActivityCols;
   if (k == Kind::Memset)
-    cols.insert(cols.end(), {"memKind", "memKind", "memKind"});
+    cols.insert(cols.end(), {"memKind", "memKind", "memKind", "globalPid"});
   else
-    cols.insert(cols.end(), {"copyKind", "srcKind", "dstKind"});
+    cols.insert(cols.end(), {"copyKind", "srcKind", "dstKind", "globalPid"});
   Stmt q(db_, select(have, cols, table));
   std::unordered_map<int64_t, uint32_t> names;  // (kind, src, dst) → name id: a handful
   while (q.step()) {
@@ -403,7 +427,7 @@ void Importer::copies(const std::string& table, Kind k) {
     if (it == names.end())
       it = names.emplace(key, store_.strings.intern(copy_name(ck, src, dst, k == Kind::Memset)))
                .first;
-    add_activity(k, q, it->second);
+    add_activity(k, q, it->second, 8);
   }
 }
 
@@ -452,7 +476,9 @@ void Importer::nvtx() {
     while (d.step())
       if (d.is_int(0)) domains[d.i64(0)] = std::string(d.text(1));
   }
-  Stmt q(db_, select(have, {"start", "end", "eventType", "text", "textId", "domainId", "globalTid"},
+  Stmt q(db_, select(have,
+                     {"start", "end", "eventType", "text", "textId", "domainId", "globalTid",
+                      "binaryData", "jsonText"},
                      "NVTX_EVENTS"));
   Annotations& an = store_.annotations;
   // Labels cached per (text, domain): every row may name one megabyte-long string by its id, or
@@ -475,6 +501,8 @@ void Importer::nvtx() {
       ++ignored_;
       continue;
     }
+    if (type != kNvtxMark && name.rfind("ncclCommInitRank", 0) == 0)  // NCCL's rank, in a payload
+      comm_init_payload(q, q.is_int(5) ? q.i64(5) : 0, gid_pid(q.is_int(6) ? q.i64(6) : 0));
     const int64_t start = q.i64(0), end = type == kNvtxMark ? start : q.i64(1);
     if (type != kNvtxMark && (!q.is_int(0) || !q.is_int(1) || end < start)) {
       ++malformed_;  // an unclosed range has no end
@@ -534,50 +562,237 @@ std::string system_env(const Db& db, const std::string& name) {
   return q.step() ? std::string(q.text(0)) : "";
 }
 
-std::optional<int32_t> Importer::find_rank(std::string* from) {
-  auto ok = [](int64_t v) { return v >= 0 && v <= INT32_MAX; };
-  if (columns_of(db_, "MPI_RANKS").count("rank")) {
-    Stmt q(db_, "SELECT rank FROM MPI_RANKS LIMIT 1");
-    if (q.step() && q.is_int(0) && ok(q.i64(0)))
-      return *from = "MPI_RANKS", static_cast<int32_t>(q.i64(0));
+// A launcher variable of the recorded environment, "" if none: the launched process's own
+// environment (META_DATA_CAPTURE "PROCESS_n:ENVIRONMENT_VARIABLE" rows, NAME="VALUE"), a
+// TARGET_INFO_SYSTEM_ENV row of that name, or the daemon's environment list (DeviceEnvironment,
+// "A=1;B=2"), in that order.
+std::string launcher_env(const Db& db, const std::string& name) {
+  if (columns_of(db, "META_DATA_CAPTURE").count("value")) {
+    Stmt q(db,
+           "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE 'PROCESS_%:ENVIRONMENT_VARIABLE' "
+           "AND value LIKE ? ORDER BY name LIMIT 1");
+    q.bind(1, name + "=%");
+    if (q.step())
+      if (auto v = env_assignment_value(q.text(0), name)) return *v;
   }
-  auto nv = columns_of(db_, "NVTX_EVENTS");
-  if (nv.count("text")) {  // nsys --trace=mpi names the thread "MPI Rank N"
-    Stmt q(db_, "SELECT text FROM NVTX_EVENTS WHERE text LIKE 'MPI Rank %' LIMIT 1");
-    int64_t v;
-    if (q.step() && parse_i64(q.text(0).substr(std::min<size_t>(9, q.text(0).size())), &v) && ok(v))
-      return *from = "the MPI rank thread name", static_cast<int32_t>(v);
-  }
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"}) {
-    int64_t v;
-    if (parse_i64(system_env(db_, var), &v) && ok(v)) return *from = var, static_cast<int32_t>(v);
-  }
-  if (opt_.rank) return *from = "--rank", *opt_.rank;
-  if (auto r = rank_from_filename(db_.path())) return *from = "the file name", *r;
-  // NCCL's network plugin marks name this process's rank: "ncclNetIsend(): ... Sender_Rank: N"
-  // and "ncclNetIrecv(): ... Receiver_Rank: N" (its rank in the communicator that used the
-  // network; the world rank for the usual one world communicator).
-  if (nv.count("text")) {
-    Stmt q(db_,
-           "SELECT text FROM NVTX_EVENTS WHERE text LIKE 'ncclNetIsend(): %Sender_Rank: %' OR "
-           "text LIKE 'ncclNetIrecv(): %Receiver_Rank: %' LIMIT 1");
-    if (q.step()) {
-      std::string_view t = q.text(0);
-      std::string_view key = t.rfind("ncclNetIsend", 0) == 0 ? "Sender_Rank: " : "Receiver_Rank: ";
-      size_t at = t.find(key);
-      if (at != std::string_view::npos) {
-        std::string_view num = t.substr(at + key.size());
-        num = num.substr(0, num.find(','));
-        int64_t v;
-        if (parse_i64(num, &v) && ok(v))
-          return *from = "NCCL's network NVTX marks", static_cast<int32_t>(v);
-      }
-    }
-  }
-  return std::nullopt;
+  if (std::string v = system_env(db, name); !v.empty()) return v;
+  return env_list_value(system_env(db, "DeviceEnvironment"), name).value_or("");
 }
 
-Store Importer::run(ImportStats* stats) {
+// NCCL's ncclCommInitRank range carries {Rank, No. of ranks, CUDA device} as an NVTX payload
+// (NCCL 2.23 on) when the export kept it: as JSON text, or as binary data laid out by the schema
+// in NVTX_PAYLOAD_SCHEMA_ENTRIES. Per process, the rank in its largest communicator is kept.
+void Importer::comm_init_payload(const Stmt& q, int64_t domain, int64_t pid) {
+  int64_t rank = -1, ranks = -1;
+  auto json_int = [](std::string_view j, std::string_view key) -> int64_t {
+    size_t at = j.find(key);
+    if (at == std::string_view::npos) return -1;
+    at += key.size();
+    while (at < j.size() && (j[at] == ' ' || j[at] == ':' || j[at] == '"')) ++at;
+    int64_t v = 0;
+    size_t n = 0;
+    for (; at < j.size() && n < 10 && j[at] >= '0' && j[at] <= '9'; ++at, ++n)
+      v = v * 10 + (j[at] - '0');
+    return n > 0 && n < 10 ? v : -1;
+  };
+  if (std::string_view j = q.text(8); !j.empty() && j.size() <= 65536) {
+    rank = json_int(j, "\"Rank\"");
+    ranks = json_int(j, "\"No. of ranks\"");
+  }
+  std::string_view blob = q.bytes(7);
+  if (rank < 0 && !blob.empty()) {
+    if (!rank_fields_) {  // (domain, schema) → (Rank's type << 32 | offset, No. of ranks' ...)
+      rank_fields_.emplace();
+      auto have = columns_of(db_, "NVTX_PAYLOAD_SCHEMA_ENTRIES");
+      Stmt e(db_, select(have, {"domainId", "schemaId", "name", "type", "offset"},
+                         "NVTX_PAYLOAD_SCHEMA_ENTRIES",
+                         " WHERE name IN ('Rank', 'No. of ranks') LIMIT 4096"));
+      while (!have.empty() && e.step()) {
+        if (!e.is_int(0) || !e.is_int(1) || !e.is_int(3)) continue;
+        int64_t field = e.i64(3) << 32 | (e.is_int(4) ? (e.i64(4) & 0xFFFFFFFF) : 0);
+        auto& f = (*rank_fields_)[{e.i64(0), e.i64(1)}];
+        (e.text(2) == "Rank" ? f.first : f.second) = field + 1;  // 0: absent
+      }
+    }
+    // The schema: named in nsys's header (bytes 8-15), else the domain's only layout of "Rank".
+    int64_t schema = -1;
+    if (blob.size() >= 32) schema = payload_field(blob.substr(0, 16), 18, 8).value_or(-1);
+    const std::pair<int64_t, int64_t>* fields = nullptr;
+    for (const auto& [key, f] : *rank_fields_)
+      if (key.first == domain && f.first && (key.second == schema || schema < 0)) {
+        if (fields && fields->first != f.first) return;  // two layouts: which one is not known
+        fields = &f;
+      }
+    if (!fields) return;
+    auto read = [&](int64_t f) {
+      --f;
+      return f < 0 ? -1 : payload_field(blob, f >> 32, f & 0xFFFFFFFF).value_or(-1);
+    };
+    rank = read(fields->first);
+    ranks = fields->second ? read(fields->second) : -1;
+  }
+  if (rank < 0 || rank > INT32_MAX || (ranks >= 0 && rank >= ranks)) return;
+  auto [it, fresh] = init_rank_.try_emplace(pid, ranks, static_cast<int32_t>(rank));
+  if (!fresh && ranks > it->second.first) it->second = {ranks, static_cast<int32_t>(rank)};
+}
+
+// The processes of the report: the distinct pids of its GPU work (none known: one process).
+std::vector<int64_t> Importer::process_pids() const {
+  std::set<int64_t> pids;
+  for (int64_t p : act_pid_)
+    if (p > 0) pids.insert(p);
+  return {pids.begin(), pids.end()};
+}
+
+// A report with several processes: each one's rows get its index in `pids` as their rank; CPU
+// rows of other processes (a launcher's) are dropped and counted as ignored.
+void Importer::split_processes(const std::vector<int64_t>& pids) {
+  std::unordered_map<int64_t, int32_t> index;
+  for (size_t i = 0; i < pids.size(); ++i) index.emplace(pids[i], static_cast<int32_t>(i));
+  Activities& a = store_.activities;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto it = index.find(act_pid_[i]);
+    a.rank[i] = it == index.end() ? 0 : it->second;  // unknown pid: the first process's
+  }
+  auto keep = [&](auto& t) {
+    std::vector<char> drop(t.size(), 0);
+    for (size_t i = 0; i < t.size(); ++i) {
+      auto it = index.find(t.pid[i]);
+      if (it == index.end())
+        drop[i] = 1;
+      else
+        t.rank[i] = it->second;
+    }
+    const auto n = std::count(drop.begin(), drop.end(), 1);
+    if (n == 0) return;
+    ignored_ += n;
+    for_each_column(t, [&](const auto&, auto& col) {
+      size_t w = 0;
+      for (size_t r = 0; r < col.size(); ++r)
+        if (!drop[r]) col[w++] = col[r];
+      col.resize(w);
+    });
+  };
+  keep(store_.launches);
+  keep(store_.annotations);
+}
+
+// What the whole report says: the launcher's variables, --rank, the file name. Only a report of
+// one process applies them (a report of several records one environment for all of them).
+void Importer::file_claims(NsysProcess* p) {
+  auto ok = [](int64_t v) { return v >= 0 && v <= INT32_MAX; };
+  for (const char* var :
+       {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"}) {
+    int64_t v;
+    if (parse_i64(launcher_env(db_, var), &v) && ok(v))
+      p->claims.push_back({static_cast<int32_t>(v), std::string("env:") + var});
+  }
+  for (const char* var : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    int64_t v;
+    if (parse_i64(launcher_env(db_, var), &v) && ok(v)) {
+      p->local_rank = v;
+      break;
+    }
+  }
+  if (opt_.rank) p->claims.push_back({*opt_.rank, "--rank"});
+  if (auto r = rank_from_filename(db_.path())) p->claims.push_back({*r, "file name"});
+}
+
+// What each process says: MPI_RANKS and the "MPI Rank N" thread name of nsys --trace=mpi, NCCL's
+// ncclCommInitRank payload and network marks (its rank in the communicator that used the
+// network: the world rank for the usual one world communicator). A report of one process takes
+// any process's evidence as its own.
+void Importer::process_claims(std::vector<NsysProcess>& procs) {
+  const bool one = procs.size() == 1;
+  std::unordered_map<int64_t, size_t> index;
+  for (size_t i = 0; i < procs.size(); ++i) index.emplace(procs[i].pid, i);
+  auto owner = [&](int64_t pid) -> NsysProcess* {
+    if (one) return &procs[0];
+    auto it = index.find(pid);
+    return it == index.end() ? nullptr : &procs[it->second];
+  };
+  auto claim = [&](int64_t pid, int64_t rank, const char* source) {
+    NsysProcess* p = owner(pid);
+    if (!p || rank < 0 || rank > INT32_MAX) return;
+    for (const auto& c : p->claims)
+      if (c.source == source) return;  // the first one found
+    p->claims.push_back({static_cast<int32_t>(rank), source});
+  };
+  if (auto have = columns_of(db_, "MPI_RANKS"); have.count("rank")) {
+    Stmt q(db_, select(have, {"globalTid", "rank"}, "MPI_RANKS", " LIMIT 65536"));
+    while (q.step())
+      if (q.is_int(1)) claim(q.is_int(0) ? gid_pid(q.i64(0)) : -1, q.i64(1), "MPI_RANKS");
+  }
+  if (auto nv = columns_of(db_, "NVTX_EVENTS"); nv.count("text")) {
+    Stmt q(db_, select(nv, {"globalTid", "text"}, "NVTX_EVENTS",
+                       " WHERE text LIKE 'MPI Rank %' LIMIT 65536"));
+    int64_t v;
+    while (q.step())
+      if (parse_i64(q.text(1).substr(std::min<size_t>(9, q.text(1).size())), &v))
+        claim(q.is_int(0) ? gid_pid(q.i64(0)) : -1, v, "MPI rank thread name");
+  }
+  for (const auto& [pid, nr] : init_rank_) claim(pid, nr.second, "nccl");
+  // Marks: the rank most of a process's marks name (each distinct text parsed once).
+  std::unordered_map<uint32_t, std::optional<int32_t>> mark_of;
+  std::map<int64_t, std::map<int32_t, int64_t>> votes;
+  const Annotations& an = store_.annotations;
+  for (size_t i = 0; i < an.size(); ++i) {
+    auto [it, fresh] = mark_of.try_emplace(an.name_id[i]);
+    if (fresh) it->second = network_mark_rank(store_.strings.at(an.name_id[i]));
+    if (it->second) ++votes[one ? 0 : an.pid[i]][*it->second];
+  }
+  for (const auto& [pid, v] : votes) {
+    auto best = std::max_element(v.begin(), v.end(), [](const auto& x, const auto& y) {
+      return x.second < y.second || (x.second == y.second && x.first > y.first);
+    });
+    claim(pid, best->first, "network marks");
+  }
+}
+
+// Name of a CUDA device: TARGET_INFO_CUDA_DEVICE maps CUDA ids to GPU ids (3.x); TARGET_INFO_GPU
+// has the names (id or, in old exports, deviceId); TARGET_INFO_CUDA_GPU in the oldest.
+std::string Importer::device_name(int64_t cuda_id) {
+  auto [it, fresh] = device_names_.try_emplace(cuda_id);
+  if (!fresh) return it->second;
+  int64_t gpu = cuda_id;
+  if (columns_of(db_, "TARGET_INFO_CUDA_DEVICE").count("gpuId")) {
+    Stmt q(db_, "SELECT gpuId FROM TARGET_INFO_CUDA_DEVICE WHERE cudaId = ? LIMIT 1");
+    q.bind(1, gpu);
+    if (q.step() && q.is_int(0)) gpu = q.i64(0);
+  }
+  for (const char* t : {"TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"}) {
+    auto have = columns_of(db_, t);
+    std::string idcol = have.count("id") ? "id" : have.count("deviceId") ? "deviceId" : "";
+    if (idcol.empty() || !have.count("name")) continue;
+    Stmt q(db_, std::string("SELECT name FROM \"") + t + "\" WHERE \"" + idcol + "\" = ? LIMIT 1");
+    q.bind(1, gpu);
+    if (q.step() && !q.text(0).empty()) return it->second = std::string(q.text(0));
+  }
+  return it->second;
+}
+
+// One process's /ranks row; devs: the CUDA devices its GPU work ran on.
+RankInfo Importer::rank_info(int32_t index, std::vector<int32_t> devs, const std::string& version,
+                             int64_t session) {
+  RankInfo info;
+  info.rank = index;
+  info.source = db_.path();
+  std::sort(devs.begin(), devs.end());
+  devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+  for (size_t i = 0; i < devs.size(); ++i) info.devices += (i ? "," : "") + std::to_string(devs[i]);
+  if (!devs.empty()) info.device_name = device_name(devs[0]);  // the first device's
+  info.base_time_ns = session;
+  info.clock_method = "none (recording host wall clock, not aligned across ranks)";
+  info.collector_status =
+      "imported (Nsight Systems" + (version.empty() ? "" : " export schema " + version) + ")";
+  info.emulated = synthetic_;
+  info.events_total = index == 0 ? events_ : 0;  // the report's counts go with its first process
+  info.events_malformed = index == 0 ? malformed_ : 0;
+  info.events_ignored = index == 0 ? ignored_ : 0;
+  return info;
+}
+
+Store Importer::run(ImportStats* stats, std::vector<NsysProcess>* procs) {
   // Version: META_DATA_EXPORT's EXPORT_SCHEMA_VERSION when there is one (older exports have none).
   std::string version;
   if (columns_of(db_, "META_DATA_EXPORT").count("value")) {
@@ -598,22 +813,25 @@ Store Importer::run(ImportStats* stats) {
   runtime("CUPTI_ACTIVITY_KIND_RUNTIME");
   nvtx();
 
-  std::string from;
-  std::optional<int32_t> rank = find_rank(&from);
-  if (rank && stats && (from == "the file name" || from == "NCCL's network NVTX marks"))
-    stats->warnings.push_back(db_.path() + ": rank " + std::to_string(*rank) + " taken from " +
-                              from);
-  if (!rank && opt_.only_input) {
-    rank = 0;
-    if (stats)
-      stats->notes.push_back(db_.path() +
-                             ": no rank in the report or its name; the only input, "
-                             "taken as rank 0");
+  // Processes: one per pid of GPU work; numbered 0..P-1 here, ranked by rank_nsys_reports.
+  std::vector<int64_t> pids = process_pids();
+  if (pids.size() > kMaxProcesses)  // each costs a /ranks row: bounded (docs/limits.md)
+    throw Error(db_.path() + ": GPU work of " + std::to_string(pids.size()) +
+                " processes; a report of more than " + std::to_string(kMaxProcesses) +
+                " is not read (docs/limits.md)");
+  if (pids.size() > 1) split_processes(pids);
+  const std::string host = system_env(db_, "Hostname");
+  procs->clear();
+  for (size_t i = 0; i < std::max<size_t>(pids.size(), 1); ++i) {
+    NsysProcess p;
+    p.file = db_.path();
+    p.host = host;
+    p.pid = i < pids.size() ? pids[i] : -1;
+    p.shared_file = pids.size() > 1;
+    procs->push_back(std::move(p));
   }
-  if (!rank)
-    throw NoRankError(db_.path() +
-                      ": cannot tell the rank (no MPI rank, launcher variable, rank "
-                      "in the file name or NCCL rank mark); pass --rank N");
+  if (procs->size() == 1) file_claims(&(*procs)[0]);
+  process_claims(*procs);
 
   // Time: ns since the session start in most exports, epoch ns in some. Relative times are far
   // below half the session's epoch start; absolute ones are not: decide on that, per file.
@@ -634,51 +852,23 @@ Store Importer::run(ImportStats* stats) {
     stats->warnings.push_back(db_.path() +
                               ": no session start time (TARGET_INFO_SESSION_START_TIME): "
                               "times are ns since the capture started, not epoch ns");
-  for (auto* col : {&a.rank, &l.rank, &an.rank}) std::fill(col->begin(), col->end(), *rank);
   sort_activities(store_);
   assign_steps(store_);
 
-  RankInfo info;
-  info.rank = *rank;
-  info.source = db_.path();
-  info.host = system_env(db_, "Hostname");
-  std::vector<int32_t> devs(a.device.begin(), a.device.end());
-  std::sort(devs.begin(), devs.end());
-  devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
-  for (size_t i = 0; i < devs.size(); ++i) info.devices += (i ? "," : "") + std::to_string(devs[i]);
-  // Device name of the first CUDA device used: TARGET_INFO_CUDA_DEVICE maps CUDA ids to GPU ids
-  // (3.x); TARGET_INFO_GPU has the names (id or, in old exports, deviceId); TARGET_INFO_CUDA_GPU
-  // in the oldest.
-  if (!devs.empty()) {
-    int64_t gpu = devs[0];
-    if (columns_of(db_, "TARGET_INFO_CUDA_DEVICE").count("gpuId")) {
-      Stmt q(db_, "SELECT gpuId FROM TARGET_INFO_CUDA_DEVICE WHERE cudaId = ? LIMIT 1");
-      q.bind(1, gpu);
-      if (q.step() && q.is_int(0)) gpu = q.i64(0);
-    }
-    for (const char* t : {"TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"}) {
-      auto have = columns_of(db_, t);
-      std::string idcol = have.count("id") ? "id" : have.count("deviceId") ? "deviceId" : "";
-      if (idcol.empty() || !have.count("name")) continue;
-      Stmt q(db_,
-             std::string("SELECT name FROM \"") + t + "\" WHERE \"" + idcol + "\" = ? LIMIT 1");
-      q.bind(1, gpu);
-      if (q.step() && !q.text(0).empty()) {
-        info.device_name = std::string(q.text(0));
-        break;
-      }
-    }
+  std::vector<std::vector<int32_t>> devs(procs->size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (static_cast<size_t>(a.rank[i]) < devs.size()) devs[a.rank[i]].push_back(a.device[i]);
+  for (auto& d : devs) {  // distinct devices (a process's rows are many, its devices few)
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
   }
-  info.base_time_ns = session;
-  info.clock_method = "none (recording host wall clock, not aligned across ranks)";
-  info.collector_status =
-      "imported (Nsight Systems" + (version.empty() ? "" : " export schema " + version) + ")";
-  info.emulated = synthetic_;
+  for (size_t i = 0; i < procs->size(); ++i) {
+    store_.ranks.push_back(rank_info(static_cast<int32_t>(i), devs[i], version, session));
+    store_.ranks.back().host = (*procs)[i].host;
+    if ((*procs)[i].shared_file)
+      store_.ranks.back().source += " (pid " + std::to_string((*procs)[i].pid) + ")";
+  }
   store_.attrs.emulated = synthetic_;
-  info.events_total = events_;
-  info.events_malformed = malformed_;
-  info.events_ignored = ignored_;
-  store_.ranks = {info};
   if (stats) {
     stats->events += events_;
     stats->malformed += malformed_;
@@ -702,14 +892,23 @@ bool is_sqlite_file(const std::string& path) {
   return f.gcount() == 16 && std::memcmp(magic, "SQLite format 3\0", 16) == 0;
 }
 
-Store import_nsys_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {
+Store import_nsys_report(const std::string& path, const ImportOptions& opt, ImportStats* stats,
+                         std::vector<NsysProcess>* procs) {
   if (!is_sqlite_file(path)) throw Error(path + ": not an SQLite database (Nsight Systems export)");
   Importer imp(path, opt);
-  Store s = imp.run(stats);
+  Store s = imp.run(stats, procs);
   int64_t bytes = input_bytes(path);
   if (opt.progress) opt.progress->advance(bytes);
   if (stats) stats->bytes += bytes;
   return s;
+}
+
+Store import_nsys_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {
+  std::vector<Store> parts(1);
+  std::vector<std::vector<NsysProcess>> procs(1);
+  parts[0] = import_nsys_report(path, opt, stats, &procs[0]);
+  rank_nsys_reports(parts, procs, opt.only_input, stats);
+  return merge_stores(std::move(parts));
 }
 
 }  // namespace kernalyse

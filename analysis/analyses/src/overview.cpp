@@ -66,6 +66,7 @@ void store_overview(const Store& s, Report* out) {
                   {"clock_uncertainty_ns", r.clock_uncertainty_ns},
                   {"events_malformed", r.events_malformed},
                   {"collector_status", r.collector_status},
+                  {"rank_source", r.rank_source},
                   {"records_dropped", r.records_dropped},
                   {"records_dropped_cupti", r.records_dropped_cupti},
                   {"peak_gpu_memory_bytes", mem},

@@ -16,10 +16,10 @@ bool is_sqlite_file(const std::string& path);
 // kernels (demangled names through StringIds), memcpy / memset, CUDA runtime and driver calls
 // (launches), NVTX push/pop and start/end ranges (annotations; ProfilerStep#N, or the first
 // capture group of opt.step_range, are steps), NCCL kernels (nccl rows: collective, algorithm and
-// protocol from the kernel name). Rank: MPI_RANKS, an "MPI Rank N" thread name, a launcher
-// variable in TARGET_INFO_SYSTEM_ENV, --rank, the file name, NCCL's network NVTX marks, the only
-// input (rank 0); else NoRankError. Throws Error("<file>: <problem>") for a file that is not a
-// readable SQLite database or has no kernel table; malformed rows are counted, not fatal.
+// protocol from the kernel name). Ranks: assign_nsys_ranks (nsys_ranks.h) over this report's
+// processes alone (a report of several processes is split by pid, one rank each). Throws
+// Error("<file>: <problem>") for a file that is not a readable SQLite database or has no kernel
+// table; malformed rows are counted, not fatal.
 Store import_nsys_file(const std::string& path, const ImportOptions& opt, ImportStats* stats);
 
 }  // namespace kernalyse

@@ -187,7 +187,10 @@ class StringTable {
   X(int64_t, records_dropped_cupti, 0, Added, Value) /* cuptiActivityGetNumDroppedRecords */       \
   /* What the collector could record on this rank, one line: "cupti: 1 CUDA device", "no CUDA      \
      device: ...", "emulated device", "imported" ...; "" if unknown (older stores). */             \
-  X(std::string, collector_status, "", Added, Value)
+  X(std::string, collector_status, "", Added, Value)                                               \
+  /* What told this rank: "env:OMPI_COMM_WORLD_RANK", "nccl", "file name", "assumed" ...; "" if    \
+     unknown (Nsight Systems imports set it; docs/store.md). */                                    \
+  X(std::string, rank_source, "", Added, Value)
 
 // How a column behaves when a producer or a file does not provide it (see above).
 enum class ColumnRule : uint8_t { Required, Defaulted, Added };
