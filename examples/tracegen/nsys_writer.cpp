@@ -123,8 +123,8 @@ void write_nsys_rank(const Store& s, const std::string& path) {
   db.exec("INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (" + std::to_string(t0) +
           ", '', '');");
   db.exec("INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES (0, 'Global', 'RANK', 0, '" +
-          std::to_string(ri.rank) + "'), (0, 'Global', 'Hostname', 0, 'tracegen-node" +
-          std::to_string(ri.rank) + "');");
+          std::to_string(ri.rank) + "'), (0, 'Global', 'Hostname', 0, '" +
+          (ri.host.empty() ? "tracegen-node" + std::to_string(ri.rank) : ri.host) + "');");
   {
     sqlite3_stmt* st = db.prepare("INSERT INTO StringIds VALUES (?, ?)");
     for (size_t i = 0; i < s.strings.size(); ++i) {
