@@ -1629,8 +1629,13 @@ int main(int argc, char** argv) {
     else
       run(o);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "kernalyse-tracegen: %d rank(s) x %lld kernels -> %s (%.2f s)\n", o.ranks,
-                 (long long)o.kernels, o.out.c_str(), s);
+    if (o.nccl_ops)
+      std::fprintf(stderr,
+                   "kernalyse-tracegen: %d rank(s) x %d steps (--nccl-ops) -> %s (%.2f s)\n",
+                   o.ranks, o.steps, o.out.c_str(), s);
+    else
+      std::fprintf(stderr, "kernalyse-tracegen: %d rank(s) x %lld kernels -> %s (%.2f s)\n",
+                   o.ranks, (long long)o.kernels, o.out.c_str(), s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernalyse-tracegen: error: %s\n", e.what());
     return 1;
