@@ -671,6 +671,7 @@ class Importer {
 
   bool top_member(Cursor& c);  // true when it opened the traceEvents list
   void add_event(const RawEvent& ev);
+  void add_nccl(const RawEvent& ev, size_t row);
   void add_memory(const RawEvent& ev);
   void add_process_name(const RawEvent& ev);
   bool split_ranks(const std::optional<int32_t>& fallback, ImportStats* stats);
@@ -862,6 +863,31 @@ inline bool starts_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && std::memcmp(s.data(), p.data(), p.size()) == 0;
 }
 
+// The /nccl row of activity `row` from the event's NCCL args.
+void Importer::add_nccl(const RawEvent& ev, size_t row) {
+  NcclInfo& n = store_.nccl;
+  n.op_id.push_back(ev.comms_id);
+  n.in_splits_id.push_back(store_.strings.intern(ev.s[kInSplits]));
+  n.out_splits_id.push_back(store_.strings.intern(ev.s[kOutSplits]));
+  n.activity.push_back(row);
+  n.collective_id.push_back(store_.strings.intern(ev.s[kColl]));
+  n.seq.push_back(ev.seq);
+  n.pg_name_id.push_back(store_.strings.intern(ev.s[kPgName]));
+  n.pg_desc_id.push_back(store_.strings.intern(ev.s[kPgDesc]));
+  n.pg_ranks_id.push_back(store_.strings.intern(ev.s[kPgRanks]));
+  n.group_size.push_back(narrow<int32_t>(ev.group_size).value_or(-1));
+  n.in_nelems.push_back(ev.in_nelems);
+  n.out_nelems.push_back(ev.out_nelems);
+  int64_t bytes = std::max(ev.in_bytes, ev.out_bytes);
+  int64_t esize = dtype_bytes(ev.s[kDtype]);
+  // nelems × element size; a product past int64 is "unknown" (-1), never a wrapped value.
+  if (bytes < 0 && esize > 0 && std::max(ev.in_nelems, ev.out_nelems) >= 0 &&
+      !checked_mul(std::max(ev.in_nelems, ev.out_nelems), esize, &bytes))
+    bytes = -1;
+  n.msg_bytes.push_back(bytes);
+  n.dtype_id.push_back(store_.strings.intern(ev.s[kDtype]));
+}
+
 void Importer::add_event(const RawEvent& ev) {
   if (ev.bad) {
     ++malformed_;
@@ -921,29 +947,8 @@ void Importer::add_event(const RawEvent& ev) {
     // NCCL metadata on a kernel, or on a copy (a copy-engine collective: NCCL >= 2.29 runs some
     // collectives as copies, no kernel at all); such a copy is communication.
     if (ev.has_nccl &&
-        (kind == static_cast<int>(Kind::Kernel) || kind == static_cast<int>(Kind::Memcpy))) {
-      NcclInfo& n = store_.nccl;
-      n.op_id.push_back(ev.comms_id);
-      n.in_splits_id.push_back(store_.strings.intern(ev.s[kInSplits]));
-      n.out_splits_id.push_back(store_.strings.intern(ev.s[kOutSplits]));
-      n.activity.push_back(a.size());
-      n.collective_id.push_back(store_.strings.intern(ev.s[kColl]));
-      n.seq.push_back(ev.seq);
-      n.pg_name_id.push_back(store_.strings.intern(ev.s[kPgName]));
-      n.pg_desc_id.push_back(store_.strings.intern(ev.s[kPgDesc]));
-      n.pg_ranks_id.push_back(store_.strings.intern(ev.s[kPgRanks]));
-      n.group_size.push_back(narrow<int32_t>(ev.group_size).value_or(-1));
-      n.in_nelems.push_back(ev.in_nelems);
-      n.out_nelems.push_back(ev.out_nelems);
-      int64_t bytes = std::max(ev.in_bytes, ev.out_bytes);
-      int64_t esize = dtype_bytes(ev.s[kDtype]);
-      // nelems × element size; a product past int64 is "unknown" (-1), never a wrapped value.
-      if (bytes < 0 && esize > 0 && std::max(ev.in_nelems, ev.out_nelems) >= 0 &&
-          !checked_mul(std::max(ev.in_nelems, ev.out_nelems), esize, &bytes))
-        bytes = -1;
-      n.msg_bytes.push_back(bytes);
-      n.dtype_id.push_back(store_.strings.intern(ev.s[kDtype]));
-    }
+        (kind == static_cast<int>(Kind::Kernel) || kind == static_cast<int>(Kind::Memcpy)))
+      add_nccl(ev, a.size());
     a.rank.push_back(0);
     act_pid_.push_back(ev.pid);
     a.device.push_back(static_cast<int32_t>(device));

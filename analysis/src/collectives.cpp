@@ -150,6 +150,44 @@ void list_unmatched(const Store& s, const std::vector<const Instance*>& incomple
   }
 }
 
+// Per activity row its /nccl row, -1 for none; empty when the store has no /nccl rows.
+std::vector<int32_t> nccl_row_of(const Store& s) {
+  std::vector<int32_t> of;
+  if (!s.nccl.size()) return of;
+  of.assign(s.activities.size(), -1);
+  for (size_t i = 0; i < s.nccl.size(); ++i)
+    if (s.nccl.activity[i] < s.activities.size()) of[s.nccl.activity[i]] = static_cast<int32_t>(i);
+  return of;
+}
+
+// A send or a receive, not both (a fused SendRecv) and not a collective.
+bool is_p2p_side(const std::string& op) {
+  const std::string k = collective_op_key(op);
+  return (k.find("send") != std::string::npos) != (k.find("recv") != std::string::npos);
+}
+
+// Which identities every communication kernel has: NCCL metadata, an operation id, a sequence
+// number, the collector's communicator hash.
+struct Identity {
+  bool meta = true, ids = true, seq = true, comm = true;
+};
+template <class RowOf>
+Identity identity_of(const NcclInfo& nc, const std::vector<uint32_t>& comm_rows,
+                     const RowOf& nccl_row) {
+  Identity id;
+  id.ids = !comm_rows.empty() && nc.op_id.size() == nc.size();
+  for (uint32_t i : comm_rows) {
+    const int32_t n = nccl_row(i);
+    id.meta = id.meta && n >= 0;
+    id.ids = id.ids && n >= 0 && nc.op_id[n] != 0;
+    id.seq = id.seq && n >= 0 && nc.seq[n] >= 0;
+    // The collector tags kernels with the communicator's hash (its pg name is "comm:<hash>").
+    id.comm =
+        id.comm && n >= 0 && n < static_cast<int32_t>(nc.comm_hash.size()) && nc.comm_hash[n] != 0;
+  }
+  return id;
+}
+
 }  // namespace
 
 std::string matched_by(const std::string& method) {
@@ -172,12 +210,7 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   const NcclInfo& nc = s.nccl;
   CollectiveMatch out;
 
-  std::vector<int32_t> nccl_of;
-  if (nc.size()) {
-    nccl_of.assign(a.size(), -1);
-    for (size_t i = 0; i < nc.size(); ++i)
-      if (nc.activity[i] < a.size()) nccl_of[nc.activity[i]] = static_cast<int32_t>(i);
-  }
+  const std::vector<int32_t> nccl_of = nccl_row_of(s);
   auto nccl_row = [&](uint32_t r) { return nccl_of.empty() ? -1 : nccl_of[r]; };
 
   std::vector<uint32_t> comm_rows;
@@ -185,23 +218,14 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   out.comm_kernels = comm_rows.size();
 
   // Method: the best identity every communication kernel has.
-  bool all_seq = true, all_meta = true, all_comm = true, all_ids = !comm_rows.empty();
-  const bool has_ids = nc.op_id.size() == nc.size();
-  for (uint32_t i : comm_rows) {
-    int32_t n = nccl_row(i);
-    all_meta = all_meta && n >= 0;
-    all_ids = all_ids && n >= 0 && has_ids && nc.op_id[n] != 0;
-    all_seq = all_seq && n >= 0 && nc.seq[n] >= 0;
-    // The collector tags kernels with the communicator's hash (its pg name is "comm:<hash>").
-    all_comm =
-        all_comm && n >= 0 && n < static_cast<int32_t>(nc.comm_hash.size()) && nc.comm_hash[n] != 0;
-  }
-  out.method = comm_rows.empty()     ? "none"
-               : all_ids             ? "nccl operation id"
-               : all_seq && all_comm ? "collector (communicator, collective, seq)"
-               : all_seq             ? "nccl (process group, collective, Seq)"
-               : all_meta            ? "nccl (process group, collective, occurrence)"
-                                     : "kernel (name, stream, occurrence)";
+  const Identity id = identity_of(nc, comm_rows, nccl_row);
+  const bool all_ids = id.ids, all_seq = id.seq, all_meta = id.meta;
+  out.method = comm_rows.empty()    ? "none"
+               : all_ids            ? "nccl operation id"
+               : all_seq && id.comm ? "collector (communicator, collective, seq)"
+               : all_seq            ? "nccl (process group, collective, Seq)"
+               : all_meta           ? "nccl (process group, collective, occurrence)"
+                                    : "kernel (name, stream, occurrence)";
 
   // Kernel names are matched simplified (never the --verbose full names), so that an instance's
   // identity does not depend on display options.
@@ -243,11 +267,7 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
             all_ids ? "id\x1f" + std::to_string(nc.op_id[n]) + "\x1f" + collective_op_key(op)
                     : base + "\x1f" + std::to_string(all_seq ? nc.seq[n] : occurrence[base]++);
         // A send or a receive (NCCL metadata) is no collective: one rank's side, paired below.
-        if (all_meta) {
-          const std::string k = collective_op_key(op);
-          if ((k.find("send") != std::string::npos) != (k.find("recv") != std::string::npos))
-            key += "\x1fp2p\x1f" + std::to_string(r);
-        }
+        if (all_meta && is_p2p_side(op)) key += "\x1fp2p\x1f" + std::to_string(r);
         auto [it, fresh] = inst.try_emplace(key);
         Instance& in = it->second;
         if (fresh) {

@@ -11,7 +11,7 @@ const Analysis& alltoall() {
   static const Analysis a{
       "alltoall",
       "all-to-all(v) rank x rank byte matrix per step; collective time within vs across hosts",
-      /*in_all=*/true,
+      /*in_all=*/false,  // opt-in, as the roofline: its tables are per rank pair
       /*in_page=*/true,
       View::Store,
       Reads{.nccl = true},
