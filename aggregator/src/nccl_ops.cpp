@@ -50,14 +50,20 @@ size_t add_row(NcclInfo& n) {
 }
 
 // The free candidate overlapping [s, e) most; kernels before copies. `cand` is sorted by start.
+// An operation lies inside its kernel or copy, which starts shortly before it: the candidates
+// starting by `e` are scanned nearest first, at most kMaxScan of them, so that a hostile file (one
+// copy spanning the run beside a million operations) stays linear (docs/limits.md).
+constexpr int kMaxScan = 256;
 int64_t best_row(const Activities& a, const std::vector<uint32_t>& cand,
                  const std::vector<uint8_t>& taken, int64_t max_dur, int64_t s, int64_t e) {
-  auto it = std::lower_bound(cand.begin(), cand.end(), s - max_dur,
-                             [&](uint32_t r, int64_t t) { return a.start_ns[r] < t; });
+  auto by_start = [&](uint32_t r, int64_t t) { return a.start_ns[r] < t; };
+  const auto lo = std::lower_bound(cand.begin(), cand.end(), sat_sub(s, max_dur), by_start);
+  auto it = std::upper_bound(cand.begin(), cand.end(), e,
+                             [&](int64_t t, uint32_t r) { return t < a.start_ns[r]; });
   int64_t best = -1, best_ov = -1;
   bool best_kernel = false;
-  for (; it != cand.end() && a.start_ns[*it] <= e; ++it) {
-    const uint32_t r = *it;
+  for (int n = 0; it != lo && n < kMaxScan; ++n) {
+    const uint32_t r = *--it;
     if (taken[r]) continue;
     const int64_t ov = std::min(e, a.end_ns[r]) - std::max(s, a.start_ns[r]);
     if (ov < 0 || (ov == 0 && s != e && a.start_ns[r] != a.end_ns[r])) continue;
