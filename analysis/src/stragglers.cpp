@@ -541,7 +541,9 @@ std::string straggler_clock_caution(const StragglerResult& r) {
 
 std::vector<std::string> straggler_notes(const StragglerResult& r) {
   std::vector<std::string> n;
-  n.push_back("collective matching: matched by " + matched_by(r.method) + " (" + r.method + "); " +
+  const std::string by = matched_by(r.method);
+  n.push_back("collective matching: " +
+              (by == "none" ? r.method : "matched by " + by + " (" + r.method + ")") + "; " +
               std::to_string(r.collectives.size()) + " instances matched on all their ranks, " +
               std::to_string(r.unmatched_count) + " unmatched" +
               (r.p2p_pairs ? ", " + std::to_string(r.p2p_pairs) + " send/receive pairs" : ""));
