@@ -335,7 +335,7 @@ void write_nsys_rank(const Store& s, const std::string& path) {
   NsysProcessOut p;
   p.store = &s;
   const auto& ri = s.ranks.at(0);
-  p.host = "tracegen-node" + std::to_string(ri.rank);
+  p.host = ri.host.empty() ? "tracegen-node" + std::to_string(ri.rank) : ri.host;
   p.system_rank = ri.rank;
   p.pid = s.launches.size() ? s.launches.pid[0] : 0;
   write_nsys_report({p}, path);

@@ -38,6 +38,7 @@
 
 #include "kernalyse/kineto.h"
 #include "nsys_set.h"
+#include "nccl_ops_gen.h"
 #include "nsys_writer.h"
 #include "rocprof_writer.h"
 #include "shapes.h"
@@ -72,6 +73,9 @@ struct Options {
   // host read one clock, off by the host's offset plus drift · (true time since the trace's base).
   int ranks_per_host = 0;
   NsysSetOptions nsys;  // --nsys-*: a multi-host set of Nsight Systems reports (nsys_set.h)
+  // --nccl-ops: the job with NCCL's own ids instead (nccl_ops_gen.h).
+  bool nccl_ops = false, no_op_ids = false, ce = false;
+  int nccl_late_rank = -1;
   std::vector<std::pair<int, i64>> host_skew;
   std::vector<std::pair<int, double>> host_drift_ppm;
   int host_of(int rank) const { return ranks_per_host > 0 ? rank / ranks_per_host : rank; }
@@ -1437,6 +1441,10 @@ const char* kUsage =
     "[--threads T]\n"
     "                          [--clock-skew-us R:US[,R:US...]] [--format json|nsys|rocprof]\n"
     "                          [--pair [--pair-slow-factor F] [--pair-delay-us D]]\n"
+    "       kernalyse-tracegen --nccl-ops --ranks N --steps S --out DIR [--format json|nsys] "
+    "[--truth FILE]\n"
+    "                          [--ranks-per-host K] [--no-op-ids] [--nccl-late-rank R] "
+    "[--ce-collectives]\n"
     "       kernalyse-tracegen --shapes DIR [--iters N]\n"
     "                          [--ranks-per-host K [--host-skew-us H:US,...] [--host-drift-ppm "
     "H:PPM,...]]\n"
@@ -1475,6 +1483,13 @@ const char* kUsage =
     "launch-delayed straggler (D us, default 300) moved from rank 0 to the last rank. Other "
     "kernels keep\n"
     "their exact durations; collective kernels absorb the changed waits.\n"
+    "--nccl-ops: a job whose collectives carry NCCL's own ids (Kineto Comms Id/Seq, nsys "
+    "NCCL_GPU_OPERATIONS),\n"
+    "all-to-all(v) steps with planted uneven splits, send/receive pairs; --no-op-ids leaves the "
+    "ids out,\n"
+    "--nccl-late-rank R drops rank R's first all-reduce (order matching then pairs wrongly), "
+    "--ce-collectives\n"
+    "adds a copy-engine all-gather per step (a copy, no kernel).\n"
     "--shapes: writes DIR/hints.json and DIR/clean.json, one-rank traces with operator shapes, "
     "and\n"
     "DIR/planted.json: each op's FLOPs and roofline class, and the hints that must fire (none in "
@@ -1548,6 +1563,14 @@ int main(int argc, char** argv) {
       };
       if (a == "--help" || a == "-h")
         return std::fputs(kUsage, stdout), 0;
+      else if (a == "--nccl-ops")
+        o.nccl_ops = true;
+      else if (a == "--no-op-ids")
+        o.no_op_ids = true;
+      else if (a == "--ce-collectives")
+        o.ce = true;
+      else if (a == "--nccl-late-rank")
+        o.nccl_late_rank = int(num(0));
       else if (a == "--ranks")
         o.ranks = int(num(1));
       else if (a == "--kernels")
@@ -1620,15 +1643,23 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     if (o.pair && o.format != "json")
       throw std::runtime_error("--pair writes JSON only (no --format " + o.format + ")");
-    if (o.pair)
+    if (o.nccl_ops)
+      write_nccl_ops_job({o.ranks, o.steps, o.ranks_per_host, o.out, o.truth, o.format,
+                          !o.no_op_ids, o.nccl_late_rank, o.ce});
+    else if (o.pair)
       run_pair(o);
     else if (o.format != "json")
       run_converted(o);
     else
       run(o);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "kernalyse-tracegen: %d rank(s) x %lld kernels -> %s (%.2f s)\n", o.ranks,
-                 (long long)o.kernels, o.out.c_str(), s);
+    if (o.nccl_ops)
+      std::fprintf(stderr,
+                   "kernalyse-tracegen: %d rank(s) x %d steps (--nccl-ops) -> %s (%.2f s)\n",
+                   o.ranks, o.steps, o.out.c_str(), s);
+    else
+      std::fprintf(stderr, "kernalyse-tracegen: %d rank(s) x %lld kernels -> %s (%.2f s)\n",
+                   o.ranks, (long long)o.kernels, o.out.c_str(), s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernalyse-tracegen: error: %s\n", e.what());
     return 1;

@@ -31,6 +31,7 @@ def scrub(j):
     for c in j["stragglers"]["collectives"]:
         for k in skip_coll: c.pop(k, None)
     j["stragglers"].pop("match", None)
+    j["stragglers"].pop("matched_by", None)  # (pg, seq) with Seq, order without
     # Both infer the same clocks (--align auto); only nsys names the hosts.
     ci = j["clock_inference"]
     for h in ci["hosts"]: h.pop("host")

@@ -371,6 +371,8 @@ enum Field : uint8_t {
   kInputDims,  // cpu_op shapes (record_shapes), raw JSON text
   kInputType,
   kConcrete,
+  kInSplits,  // all-to-all(v) "In split size" / "Out split size", raw text
+  kOutSplits,
   kNumFields
 };
 
@@ -384,6 +386,7 @@ struct RawEvent {
   int64_t in_nelems = -1, out_nelems = -1, group_size = -1, seq = -1;
   int64_t in_bytes = -1, out_bytes = -1;
   bool has_nccl = false;
+  uint64_t comms_id = 0;  // "Comms Id": PyTorch's cross-rank id of one collective (0: none)
   int64_t mem_device_type = -1, mem_device_id = -1, mem_total_allocated = -1;  // "[memory]"
   bool bad = false;  // a field had the wrong type
 };
@@ -434,6 +437,19 @@ class EventParser {
     if (c == '-' || (c >= '0' && c <= '9')) return parse_int(c_->number(), v);
     c_->skip_value();
     return false;
+  }
+  // An unsigned 64-bit id, as a number or a string of digits; anything else leaves *v alone.
+  void uint64_value(uint64_t* v) {
+    std::string_view t;
+    if (c_->peek() == '"')
+      t = c_->str(key_scratch_);
+    else if (c_->peek() >= '0' && c_->peek() <= '9')
+      t = c_->number();
+    else
+      return c_->skip_value();
+    uint64_t x = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
+    if (ec == std::errc() && p == t.data() + t.size()) *v = x;
   }
   bool time_value(int64_t* ns) {
     char c = c_->peek();
@@ -537,8 +553,14 @@ class EventParser {
       if (int_value(&v)) ev.out_bytes = v;
     } else if (key_is(k, "Group size")) {
       if (int_value(&v)) ev.group_size = v;
-    } else if (key_is(k, "Seq")) {
+    } else if (key_is(k, "Seq") || key_is(k, "seq")) {
       if (int_value(&v)) ev.seq = v;
+    } else if (key_is(k, "Comms Id")) {
+      uint64_value(&ev.comms_id);
+    } else if (key_is(k, "In split size")) {
+      raw_field(ev, kInSplits);
+    } else if (key_is(k, "Out split size")) {
+      raw_field(ev, kOutSplits);
     } else if (key_is(k, "dtype")) {
       string_field(ev, kDtype);
     } else if (key_is(k, "Process Group Name")) {
@@ -649,6 +671,7 @@ class Importer {
 
   bool top_member(Cursor& c);  // true when it opened the traceEvents list
   void add_event(const RawEvent& ev);
+  void add_nccl(const RawEvent& ev, size_t row);
   void add_memory(const RawEvent& ev);
   void add_process_name(const RawEvent& ev);
   bool split_ranks(const std::optional<int32_t>& fallback, ImportStats* stats);
@@ -840,6 +863,31 @@ inline bool starts_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && std::memcmp(s.data(), p.data(), p.size()) == 0;
 }
 
+// The /nccl row of activity `row` from the event's NCCL args.
+void Importer::add_nccl(const RawEvent& ev, size_t row) {
+  NcclInfo& n = store_.nccl;
+  n.op_id.push_back(ev.comms_id);
+  n.in_splits_id.push_back(store_.strings.intern(ev.s[kInSplits]));
+  n.out_splits_id.push_back(store_.strings.intern(ev.s[kOutSplits]));
+  n.activity.push_back(row);
+  n.collective_id.push_back(store_.strings.intern(ev.s[kColl]));
+  n.seq.push_back(ev.seq);
+  n.pg_name_id.push_back(store_.strings.intern(ev.s[kPgName]));
+  n.pg_desc_id.push_back(store_.strings.intern(ev.s[kPgDesc]));
+  n.pg_ranks_id.push_back(store_.strings.intern(ev.s[kPgRanks]));
+  n.group_size.push_back(narrow<int32_t>(ev.group_size).value_or(-1));
+  n.in_nelems.push_back(ev.in_nelems);
+  n.out_nelems.push_back(ev.out_nelems);
+  int64_t bytes = std::max(ev.in_bytes, ev.out_bytes);
+  int64_t esize = dtype_bytes(ev.s[kDtype]);
+  // nelems × element size; a product past int64 is "unknown" (-1), never a wrapped value.
+  if (bytes < 0 && esize > 0 && std::max(ev.in_nelems, ev.out_nelems) >= 0 &&
+      !checked_mul(std::max(ev.in_nelems, ev.out_nelems), esize, &bytes))
+    bytes = -1;
+  n.msg_bytes.push_back(bytes);
+  n.dtype_id.push_back(store_.strings.intern(ev.s[kDtype]));
+}
+
 void Importer::add_event(const RawEvent& ev) {
   if (ev.bad) {
     ++malformed_;
@@ -896,32 +944,19 @@ void Importer::add_event(const RawEvent& ev) {
       category_of_[name] =
           static_cast<int8_t>(classifier_->classify(static_cast<Kind>(kind), ev.s[kName]));
     }
-    if (ev.has_nccl && kind == static_cast<int>(Kind::Kernel)) {
-      NcclInfo& n = store_.nccl;
-      n.activity.push_back(a.size());
-      n.collective_id.push_back(store_.strings.intern(ev.s[kColl]));
-      n.seq.push_back(ev.seq);
-      n.pg_name_id.push_back(store_.strings.intern(ev.s[kPgName]));
-      n.pg_desc_id.push_back(store_.strings.intern(ev.s[kPgDesc]));
-      n.pg_ranks_id.push_back(store_.strings.intern(ev.s[kPgRanks]));
-      n.group_size.push_back(narrow<int32_t>(ev.group_size).value_or(-1));
-      n.in_nelems.push_back(ev.in_nelems);
-      n.out_nelems.push_back(ev.out_nelems);
-      int64_t bytes = std::max(ev.in_bytes, ev.out_bytes);
-      int64_t esize = dtype_bytes(ev.s[kDtype]);
-      // nelems × element size; a product past int64 is "unknown" (-1), never a wrapped value.
-      if (bytes < 0 && esize > 0 && std::max(ev.in_nelems, ev.out_nelems) >= 0 &&
-          !checked_mul(std::max(ev.in_nelems, ev.out_nelems), esize, &bytes))
-        bytes = -1;
-      n.msg_bytes.push_back(bytes);
-      n.dtype_id.push_back(store_.strings.intern(ev.s[kDtype]));
-    }
+    // NCCL metadata on a kernel, or on a copy (a copy-engine collective: NCCL >= 2.29 runs some
+    // collectives as copies, no kernel at all); such a copy is communication.
+    if (ev.has_nccl &&
+        (kind == static_cast<int>(Kind::Kernel) || kind == static_cast<int>(Kind::Memcpy)))
+      add_nccl(ev, a.size());
     a.rank.push_back(0);
     act_pid_.push_back(ev.pid);
     a.device.push_back(static_cast<int32_t>(device));
     a.stream.push_back(static_cast<int32_t>(stream));
     a.kind.push_back(static_cast<uint8_t>(kind));
-    a.category.push_back(static_cast<uint8_t>(category_of_[name]));
+    const bool ce_collective = ev.has_nccl && kind == static_cast<int>(Kind::Memcpy);
+    a.category.push_back(ce_collective ? static_cast<uint8_t>(Category::Communication)
+                                       : static_cast<uint8_t>(category_of_[name]));
     a.start_ns.push_back(ev.ts);
     a.end_ns.push_back(*end);
     a.name_id.push_back(name);

@@ -24,6 +24,7 @@
 #include "kernalyse/classify.h"
 #include "kernalyse/nsys_ranks.h"
 #include "kernalyse/store_io.h"
+#include "nccl_ops.h"
 
 // pragma_table_list (3.37), sqlite_schema (3.33), SQLITE_DBCONFIG_TRUSTED_SCHEMA (3.31).
 #if SQLITE_VERSION_NUMBER < 3037000
@@ -300,6 +301,7 @@ class Importer {
   void copies(const std::string& table, Kind k);
   void runtime(const std::string& table);
   void nvtx();
+  void nccl_operations(ImportStats* stats);
   struct NvtxLabel {
     uint32_t name;
     AnnotationKind kind;
@@ -459,6 +461,60 @@ void Importer::runtime(const std::string& table) {
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE): push/pop and start/end ranges; domain creation.
 constexpr int64_t kNvtxMark = 34, kNvtxPushPop = 59, kNvtxStartEnd = 60, kNvtxDomainCreate = 75;
+
+// Advanced NCCL tracing (Nsight Systems >= 2025.6.1, NCCL >= 2.28): one row per NCCL GPU operation,
+// columns as NVIDIA's recipe composite table NCCL_GPU_OPERATIONS (operationId: one collective on
+// all ranks, a send and its receive), its sequence numbers from NCCL_GPU_OPERATIONS_COLLECTIVE
+// (same start, end and communicator). Ids are 64-bit: an INTEGER (two's complement) or decimal
+// text.
+void Importer::nccl_operations(ImportStats* stats) {
+  auto have = columns_of(db_, "NCCL_GPU_OPERATIONS");
+  if (!have.count("operationId") || !have.count("start") || !have.count("end")) return;
+  auto u64 = [](const Stmt& q, int c) -> uint64_t {
+    uint64_t v = 0;
+    if (q.is_int(c)) return static_cast<uint64_t>(q.i64(c));
+    std::string_view t = q.text(c);
+    std::from_chars(t.data(), t.data() + t.size(), v);
+    return v;
+  };
+  std::map<std::tuple<uint64_t, int64_t, int64_t>, int64_t> seq;  // (comm, start, end) → seq
+  auto hc = columns_of(db_, "NCCL_GPU_OPERATIONS_COLLECTIVE");
+  if (hc.count("seqNumber")) {
+    Stmt q(db_,
+           select(hc, {"commHash", "start", "end", "seqNumber"}, "NCCL_GPU_OPERATIONS_COLLECTIVE"));
+    while (q.step())
+      if (q.is_int(1) && q.is_int(2) && q.is_int(3))
+        seq[{u64(q, 0), q.i64(1), q.i64(2)}] = q.i64(3);
+  }
+  std::vector<NcclOpRecord> ops;
+  Stmt q(db_, select(have,
+                     {"start", "end", "commHash", "commRank", "count", "operationId", "text",
+                      "dataType", "operationClass"},
+                     "NCCL_GPU_OPERATIONS"));
+  while (q.step()) {
+    ++events_;
+    if (!q.is_int(0) || !q.is_int(1) || q.i64(1) < q.i64(0) || u64(q, 5) == 0) {
+      ++malformed_;
+      continue;
+    }
+    NcclOpRecord r;
+    r.start = q.i64(0), r.end = q.i64(1), r.comm_hash = u64(q, 2), r.op_id = u64(q, 5);
+    r.comm_rank = q.is_int(3) && q.i64(3) >= 0 && q.i64(3) <= INT32_MAX ? int32_t(q.i64(3)) : -1;
+    r.count = q.is_int(4) ? q.i64(4) : -1;
+    r.name = std::string(q.text(6));
+    r.dtype = std::string(q.text(7));
+    auto it = seq.find({r.comm_hash, r.start, r.end});
+    if (it != seq.end() && q.text(8) != "p2p") r.seq = it->second;
+    ops.push_back(std::move(r));
+  }
+  NcclOpJoin j = join_nccl_ops(store_, std::move(ops));
+  ignored_ += static_cast<int64_t>(j.unjoined);
+  if (stats && j.joined + j.unjoined > 0)
+    stats->notes.push_back(db_.path() + ": " + std::to_string(j.joined) +
+                           " NCCL GPU operations joined to their kernels (" +
+                           std::to_string(j.copies) + " copy-engine collectives), " +
+                           std::to_string(j.unjoined) + " without GPU activity");
+}
 
 // NCCL's network plugin marks ("ncclNetRecvTest(): Data_Size: …, Sender_Rank: 0, Receiver_Rank: 1,
 // Channel_ID: 0, Sequence: 2" when a receive is seen complete) are kept as instants: with the
@@ -812,6 +868,7 @@ Store Importer::run(ImportStats* stats, std::vector<NsysProcess>* procs) {
   copies("CUPTI_ACTIVITY_KIND_MEMSET", Kind::Memset);
   runtime("CUPTI_ACTIVITY_KIND_RUNTIME");
   nvtx();
+  nccl_operations(stats);
 
   // Processes: one per pid of GPU work; numbered 0..P-1 here, ranked by rank_nsys_reports.
   std::vector<int64_t> pids = process_pids();

@@ -65,7 +65,10 @@ void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, Coll
     bool send;
     int32_t nccl;
   };
-  std::map<std::pair<uint32_t, int64_t>, std::vector<Side>> sides;
+  // Key: (0, operation id) where NCCL gave one (a send and its receive share it), else (1, process
+  // group, Seq or occurrence).
+  std::map<std::tuple<int, uint32_t, uint64_t>, std::vector<Side>> sides;
+  const bool ids = nc.op_id.size() == nc.size();
   std::map<std::tuple<int32_t, uint32_t, bool>, int64_t> occurrence;
   for (size_t i = 0; i < nc.size(); ++i) {
     const uint64_t row = nc.activity[i];
@@ -74,10 +77,14 @@ void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, Coll
     const bool send = op.find("send") != std::string::npos;
     if (send == (op.find("recv") != std::string::npos)) continue;  // neither, or a fused SendRecv
     open[row] = 0;
+    const Side side{static_cast<uint32_t>(row), send, static_cast<int32_t>(i)};
+    if (ids && nc.op_id[i] != 0) {
+      sides[{0, 0u, nc.op_id[i]}].push_back(side);
+      continue;
+    }
     const int64_t k =
         nc.seq[i] >= 0 ? nc.seq[i] : occurrence[{a.rank[row], nc.pg_name_id[i], send}]++;
-    sides[{nc.pg_name_id[i], k}].push_back(
-        {static_cast<uint32_t>(row), send, static_cast<int32_t>(i)});
+    sides[{1, nc.pg_name_id[i], static_cast<uint64_t>(k)}].push_back(side);
   }
   for (const auto& [key, v] : sides) {
     if (v.size() != 2 || v[0].send == v[1].send || a.rank[v[0].row] == a.rank[v[1].row]) continue;
@@ -106,7 +113,8 @@ std::map<int32_t, std::vector<uint32_t>> comm_kernels_by_rank(const Store& s,
     for (uint32_t i : by_rank.rows(k)) {
       if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
       per[k].gpu = true;
-      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+      if ((a.kind[i] == static_cast<uint8_t>(Kind::Kernel) ||
+           a.kind[i] == static_cast<uint8_t>(Kind::Memcpy)) &&
           a.category[i] == static_cast<uint8_t>(Category::Communication))
         per[k].rows.push_back(i);
     }
@@ -142,7 +150,53 @@ void list_unmatched(const Store& s, const std::vector<const Instance*>& incomple
   }
 }
 
+// Per activity row its /nccl row, -1 for none; empty when the store has no /nccl rows.
+std::vector<int32_t> nccl_row_of(const Store& s) {
+  std::vector<int32_t> of;
+  if (!s.nccl.size()) return of;
+  of.assign(s.activities.size(), -1);
+  for (size_t i = 0; i < s.nccl.size(); ++i)
+    if (s.nccl.activity[i] < s.activities.size()) of[s.nccl.activity[i]] = static_cast<int32_t>(i);
+  return of;
+}
+
+// A send or a receive, not both (a fused SendRecv) and not a collective.
+bool is_p2p_side(const std::string& op) {
+  const std::string k = collective_op_key(op);
+  return (k.find("send") != std::string::npos) != (k.find("recv") != std::string::npos);
+}
+
+// Which identities every communication kernel has: NCCL metadata, an operation id, a sequence
+// number, the collector's communicator hash.
+struct Identity {
+  bool meta = true, ids = true, seq = true, comm = true;
+};
+template <class RowOf>
+Identity identity_of(const NcclInfo& nc, const std::vector<uint32_t>& comm_rows,
+                     const RowOf& nccl_row) {
+  Identity id;
+  id.ids = !comm_rows.empty() && nc.op_id.size() == nc.size();
+  for (uint32_t i : comm_rows) {
+    const int32_t n = nccl_row(i);
+    id.meta = id.meta && n >= 0;
+    id.ids = id.ids && n >= 0 && nc.op_id[n] != 0;
+    id.seq = id.seq && n >= 0 && nc.seq[n] >= 0;
+    // The collector tags kernels with the communicator's hash (its pg name is "comm:<hash>").
+    id.comm =
+        id.comm && n >= 0 && n < static_cast<int32_t>(nc.comm_hash.size()) && nc.comm_hash[n] != 0;
+  }
+  return id;
+}
+
 }  // namespace
+
+std::string matched_by(const std::string& method) {
+  if (method == "none") return "none";
+  if (method == "nccl operation id") return "operation id";
+  if (method.find("seq") != std::string::npos || method.find("Seq") != std::string::npos)
+    return "(pg, seq)";
+  return "order";
+}
 
 std::string collective_op_key(const std::string& op) {
   std::string o;
@@ -156,12 +210,7 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   const NcclInfo& nc = s.nccl;
   CollectiveMatch out;
 
-  std::vector<int32_t> nccl_of;
-  if (nc.size()) {
-    nccl_of.assign(a.size(), -1);
-    for (size_t i = 0; i < nc.size(); ++i)
-      if (nc.activity[i] < a.size()) nccl_of[nc.activity[i]] = static_cast<int32_t>(i);
-  }
+  const std::vector<int32_t> nccl_of = nccl_row_of(s);
   auto nccl_row = [&](uint32_t r) { return nccl_of.empty() ? -1 : nccl_of[r]; };
 
   std::vector<uint32_t> comm_rows;
@@ -169,20 +218,14 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   out.comm_kernels = comm_rows.size();
 
   // Method: the best identity every communication kernel has.
-  bool all_seq = true, all_meta = true, all_comm = true;
-  for (uint32_t i : comm_rows) {
-    int32_t n = nccl_row(i);
-    all_meta = all_meta && n >= 0;
-    all_seq = all_seq && n >= 0 && nc.seq[n] >= 0;
-    // The collector tags kernels with the communicator's hash (its pg name is "comm:<hash>").
-    all_comm =
-        all_comm && n >= 0 && n < static_cast<int32_t>(nc.comm_hash.size()) && nc.comm_hash[n] != 0;
-  }
-  out.method = comm_rows.empty()     ? "none"
-               : all_seq && all_comm ? "collector (communicator, collective, seq)"
-               : all_seq             ? "nccl (process group, collective, Seq)"
-               : all_meta            ? "nccl (process group, collective, occurrence)"
-                                     : "kernel (name, stream, occurrence)";
+  const Identity id = identity_of(nc, comm_rows, nccl_row);
+  const bool all_ids = id.ids, all_seq = id.seq, all_meta = id.meta;
+  out.method = comm_rows.empty()    ? "none"
+               : all_ids            ? "nccl operation id"
+               : all_seq && id.comm ? "collector (communicator, collective, seq)"
+               : all_seq            ? "nccl (process group, collective, Seq)"
+               : all_meta           ? "nccl (process group, collective, occurrence)"
+                                    : "kernel (name, stream, occurrence)";
 
   // Kernel names are matched simplified (never the --verbose full names), so that an instance's
   // identity does not depend on display options.
@@ -218,7 +261,13 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
           op = op_from_kernel(group_name(i));
           base = group_name(i) + (with_stream ? "\x1f" + std::to_string(a.stream[i]) : "");
         }
-        std::string key = base + "\x1f" + std::to_string(all_seq ? nc.seq[n] : occurrence[base]++);
+        // The operation id names the instance on every rank (the collective name keeps a send
+        // and its receive, which share the id, apart: they pair as point-to-point below).
+        std::string key =
+            all_ids ? "id\x1f" + std::to_string(nc.op_id[n]) + "\x1f" + collective_op_key(op)
+                    : base + "\x1f" + std::to_string(all_seq ? nc.seq[n] : occurrence[base]++);
+        // A send or a receive (NCCL metadata) is no collective: one rank's side, paired below.
+        if (all_meta && is_p2p_side(op)) key += "\x1fp2p\x1f" + std::to_string(r);
         auto [it, fresh] = inst.try_emplace(key);
         Instance& in = it->second;
         if (fresh) {

@@ -211,7 +211,8 @@ class StepGraph {
   int64_t e(int32_t v) const { return a_.end_ns[row_[static_cast<size_t>(v)]]; }
   bool is_comm(int32_t v) const {
     const uint32_t r = row_[static_cast<size_t>(v)];
-    return a_.kind[r] == static_cast<uint8_t>(Kind::Kernel) &&
+    return (a_.kind[r] == static_cast<uint8_t>(Kind::Kernel) ||
+            a_.kind[r] == static_cast<uint8_t>(Kind::Memcpy)) &&  // copy-engine collectives
            a_.category[r] == static_cast<uint8_t>(Category::Communication);
   }
   int64_t launch_start(int32_t v) const {

@@ -407,6 +407,7 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
   res.ranks_analysed = cm.ranks.size();
   res.comm_kernels = cm.comm_kernels;
   res.unmatched_count = cm.unmatched_count;
+  res.p2p_pairs = cm.p2p.size();
   res.unmatched = std::move(cm.unmatched);
   const std::vector<Collective>& matched = cm.matched;
   NameGroups groups;  // display names of the delaying kernels (full names with --verbose)
@@ -540,9 +541,12 @@ std::string straggler_clock_caution(const StragglerResult& r) {
 
 std::vector<std::string> straggler_notes(const StragglerResult& r) {
   std::vector<std::string> n;
-  n.push_back("collective matching: " + r.method + "; " + std::to_string(r.collectives.size()) +
-              " instances matched on all their ranks, " + std::to_string(r.unmatched_count) +
-              " unmatched");
+  const std::string by = matched_by(r.method);
+  n.push_back("collective matching: " +
+              (by == "none" ? r.method : "matched by " + by + " (" + r.method + ")") + "; " +
+              std::to_string(r.collectives.size()) + " instances matched on all their ranks, " +
+              std::to_string(r.unmatched_count) + " unmatched" +
+              (r.p2p_pairs ? ", " + std::to_string(r.p2p_pairs) + " send/receive pairs" : ""));
   if (r.nxn_instances > 0)
     n.push_back("clock check: " + std::to_string(r.violations_aligned) + " of " +
                 std::to_string(r.nxn_instances) +
@@ -685,7 +689,9 @@ static void straggler_json(const StragglerResult& r, const std::string& headline
                           {"violations_aligned", r.violations_aligned},
                           {"violations_unaligned", r.violations_unaligned}}},
                         {"match", r.method},
+                        {"matched_by", matched_by(r.method)},
                         {"matched", r.collectives.size()},
+                        {"p2p_pairs", r.p2p_pairs},
                         {"unmatched_count", r.unmatched_count},
                         {"unmatched", unmatched},
                         {"headline", headline},

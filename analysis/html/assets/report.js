@@ -128,6 +128,24 @@
     }, '');
   })();
 
+  // All-to-all: sender × receiver, colour = bytes.
+  (function () {
+    var A = D.alltoall;
+    if (!A || !A.cells.length) return draw('alltoall', 0, null, 'no all-to-all collective with a known size matched across ranks');
+    var names = A.ranks.map(function (r) { return 'rank ' + r; });
+    draw('alltoall', A.cells.length, {
+      tooltip: { formatter: function (p) {
+        return 'rank ' + A.ranks[p.value[1]] + ' → rank ' + A.ranks[p.value[0]] + ': ' + fmtBytes(p.value[2]);
+      } },
+      grid: { left: 70, right: 90, top: 10, bottom: 40 },
+      xAxis: { type: 'category', data: names, name: 'to' },
+      yAxis: { type: 'category', data: names, name: 'from' },
+      visualMap: { min: 0, max: A.max > 0 ? A.max : 1, formatter: function (v) { return fmtBytes(v); }, calculable: true, orient: 'vertical', right: 4, top: 10,
+                   text: ['bytes', ''], inRange: { color: ['#eef5ff', '#6fa8dc', '#1f4e8c', '#0b1f40'] } },
+      series: [{ type: 'heatmap', data: A.cells, progressive: 0, emphasis: { disabled: true } }]
+    }, '');
+  })();
+
   // Overlap: per rank communication split into overlapped and exposed.
   (function () {
     var O = D.overlap, n = 0;

@@ -17,6 +17,7 @@
 #include <set>
 #include <string_view>
 
+#include "kernalyse/alltoall.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/critical_path.h"
@@ -535,6 +536,12 @@ Built build(const Store& s, const PageResults& res, const PageOptions& opt) {
   if (!power.key.empty()) out.tables.push_back(std::move(power));
   for (const char* k : {"energy_steps", "energy_ranges"})
     if (const Table* t = find_table(erep, k)) out.tables.push_back(*t);
+  if (const auto* a2a = res.results.get<AllToAllResult>("alltoall")) {  // the all-to-all heat map
+    d["alltoall"] = alltoall_page_data(*a2a);
+    Report arep;
+    alltoall_report(*a2a, &arep);
+    for (auto& t : arep.tables) out.tables.push_back(std::move(t));
+  }
   return out;
 }
 
@@ -658,6 +665,14 @@ void chart_sections(std::string& h, const Built& b) {
           {{"stragglers_collectives", "collectives"},
            {"stragglers_ranks", "per rank"},
            {"delay_by_kernel", "delay by kernel"}},
+          "360px");
+  section(h, "alltoall", "All-to-all traffic",
+          "Bytes each rank sent (row) to each rank (column) in the matched all-to-all(v) "
+          "collectives, from their split sizes; and every collective's GPU time within one host "
+          "and across hosts.",
+          {{"alltoall_matrix", "matrix"},
+           {"alltoall_steps", "per step"},
+           {"comm_host_split", "within / across hosts"}},
           "360px");
   section(h, "critpath", "Critical path",
           "The chain of work that sets the step time (the step with the median span), over the "

@@ -14,7 +14,7 @@ const std::vector<const Analysis*>& analyses() {
       &registry::summary(),   &registry::gaps(),          &registry::overlap(),
       &registry::breakdown(), &registry::idle(),          &registry::ranges(),
       &registry::energy(),    &registry::stragglers(),    &registry::roofline(),
-      &registry::hints(),     &registry::critical_path(),
+      &registry::hints(),     &registry::critical_path(), &registry::alltoall(),
   };
   return all;
 }

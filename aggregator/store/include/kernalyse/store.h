@@ -134,7 +134,10 @@ class StringTable {
   X(int32_t, comm_rank, -1, Added, Value) /* this rank's rank in the communicator */        \
   X(uint32_t, algo_id, 0, Added, String)  /* "RING", "TREE", ... */                         \
   X(uint32_t, proto_id, 0, Added, String) /* "LL", "LL128", "SIMPLE", ... */                \
-  X(int32_t, n_channels, -1, Added, Value)
+  X(int32_t, n_channels, -1, Added, Value)                                                  \
+  X(uint64_t, op_id, 0, Added, Key)           /* NCCL's operation id; 0 unknown */          \
+  X(uint32_t, in_splits_id, 0, Added, String) /* "In split size" as recorded */             \
+  X(uint32_t, out_splits_id, 0, Added, String)
 
 // Per-device values over time, one row per change (a step function): GPU memory in use from
 // the collector's allocation records, power when sampled, the profiler's memory events on

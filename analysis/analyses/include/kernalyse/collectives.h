@@ -52,6 +52,11 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
 // Per activity row: the id of the matched collective it belongs to, -1 for none (also for p2p).
 std::vector<int64_t> collective_of_row(const Store& s, const CollectiveMatch& m);
 
+// What identified the instances, in three words: "operation id" (NCCL's own id, the same on every
+// rank), "(pg, seq)" (process group or communicator and sequence number), "order" (the k-th
+// occurrence), "none" (nothing to match).
+std::string matched_by(const std::string& method);
+
 // "_allgather_base", "AllGather" -> "allgatherbase", "allgather": letters only, lower case.
 std::string collective_op_key(const std::string& op);
 

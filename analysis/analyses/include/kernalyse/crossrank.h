@@ -84,6 +84,7 @@ struct KernelDelay {
 struct StragglerResult {
   std::string method;
   size_t ranks_analysed = 0, comm_kernels = 0, unmatched_count = 0;
+  size_t p2p_pairs = 0;  // sends paired with their receives (CollectiveMatch::p2p)
   std::vector<UnmatchedCollective> unmatched;
   int64_t nxn_instances = 0, violations_aligned = 0, violations_unaligned = 0;
   std::vector<StragglerCollective> collectives;  // by id

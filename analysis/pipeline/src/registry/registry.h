@@ -17,6 +17,7 @@ const Analysis& stragglers();
 const Analysis& roofline();
 const Analysis& hints();
 const Analysis& critical_path();
+const Analysis& alltoall();
 
 // The top-N cut an analysis uses when --top is not given.
 inline int top_or(const AnalysisContext& ctx, int fallback) {
