@@ -7,7 +7,6 @@
 // importer's own rate is kernalyse-merge's (bench/run.sh).
 // Usage: kernalyse_kineto_simdjson FILE [REPEATS]
 #include <simdjson.h>
-
 #include <time.h>
 
 #include <cstdint>
@@ -72,7 +71,8 @@ int main(int argc, char** argv) {
     std::printf("run %d: %.3f s CPU, %llu events, %.0f MB/s\n", r, s,
                 static_cast<unsigned long long>(events), json.size() / 1e6 / s);
   }
-  std::printf("simdjson %s on-demand (%s): best %.0f MB/s (check %llu)\n", SIMDJSON_STRINGIFY(SIMDJSON_VERSION),
+  std::printf("simdjson %s on-demand (%s): best %.0f MB/s (check %llu)\n",
+              SIMDJSON_STRINGIFY(SIMDJSON_VERSION),
               simdjson::get_active_implementation()->name().c_str(), json.size() / 1e6 / best,
               static_cast<unsigned long long>(check));
   return 0;
