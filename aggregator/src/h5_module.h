@@ -3,6 +3,9 @@
 // (h5_on_demand.cpp): Debian's parallel libhdf5 brings libmpi, libcurl and ~40 other shared
 // libraries, ~15 ms of start-up, which a run that reads and writes no store does not pay
 // (docs/benchmarks.md, "Start-up"). Every other program links store_io.cpp itself.
+// kernalyse-merge code that needs MPI (an mpirun run's MPI_Init, communicators, collectives) goes
+// behind this table too, as a new entry with the version raised: referring to an MPI symbol from
+// the tool itself links libmpi back into every start (cli.test_startup fails then).
 // Not installed; include only from aggregator/src.
 #pragma once
 
