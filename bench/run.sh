@@ -18,8 +18,8 @@ log() { echo "$*" | tee -a "$out"; }
 timed() {
   local label=$1
   shift
-  /usr/bin/time -f "%e %M" -o "$dir/time.txt" "$@" >"$dir/$label.stdout" 2>"$dir/$label.stderr"
-  read -r wall rss_kb < "$dir/time.txt"
+  /usr/bin/time -f "%e %M %U %S" -o "$dir/time.txt" "$@" >"$dir/$label.stdout" 2>"$dir/$label.stderr"
+  read -r wall rss_kb cpu_user cpu_sys < "$dir/time.txt"
   rss_mb=$((rss_kb / 1024))
   log "$label: ${wall} s, peak RSS ${rss_mb} MB"
 }
@@ -36,11 +36,18 @@ one_mb=$(( $(stat -c %s "$one") / 1000000 ))
 all_mb=$(( $(cat "$dir"/traces/rank-*.json | wc -c) / 1000000 ))
 log "input: $ranks files, $all_mb MB JSON ($one_mb MB per rank), $kernels kernels per rank"
 
+# Start-up (issue 28): kernalyse-merge --version, 100 runs (each with a fork of bash's loop).
+/usr/bin/time -f "%e %U %S" -o "$dir/time.txt" \
+  bash -c 'for i in $(seq 100); do "$1" --version >/dev/null; done' _ "$bin/kernalyse-merge"
+read -r sw su ss < "$dir/time.txt"
+log "start-up: kernalyse-merge --version $(awk -v w="$sw" 'BEGIN {printf "%.1f", w * 10}') ms wall, $(awk -v u="$su" -v s="$ss" 'BEGIN {printf "%.1f", (u + s) * 10}') ms CPU per run (mean of 100)"
+
 # Warm the page cache so both parsers read from memory, not the virtual disk.
 cat "$dir"/traces/rank-*.json > /dev/null
 
 timed import_one_file "$bin/kernalyse-merge" "$one" -o "$dir/one.h5" --force -q
 log "  import rate, one file on one core: $(awk -v mb="$one_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s"
+log "  import rate, one file, CPU time (user + sys, holds on a loaded machine): $(awk -v mb="$one_mb" -v u="$cpu_user" -v s="$cpu_sys" 'BEGIN {printf "%.0f", mb / (u + s)}') MB/s"
 ours=$wall
 timed python_json_load /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$one"
 log "  python3 json.load on the same file: $(awk -v mb="$one_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s; kernalyse import (parse + store write) is $(awk -v a="$wall" -v b="$ours" 'BEGIN {printf "%.1f", a / b}')x faster"

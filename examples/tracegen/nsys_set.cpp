@@ -1,6 +1,6 @@
 // kernalyse-tracegen --format nsys --nsys-*: multi-host sets of Nsight Systems reports with
 // chosen rank evidence, so tests can check each source of kernalyse's rank assignment
-// (aggregator/src/nsys_ranks.cpp).
+// (aggregator/importers/src/nsys_ranks.cpp).
 #include "nsys_set.h"
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ranks of multi-process Nsight Systems sets (issue 26; aggregator/src/nsys_ranks.cpp): a 9-process,
+# Ranks of multi-process Nsight Systems sets (issue 26; aggregator/importers/src/nsys_ranks.cpp): a 9-process,
 # 3-host set from kernalyse-tracegen --format nsys whose rank evidence is only what the flags plant
 # (file names <report>_<host>_<pid>.sqlite, pids falling with the rank within each host, so (host,
 # pid) order is not rank order). Each source is checked: nothing (every rank assumed, in (host,

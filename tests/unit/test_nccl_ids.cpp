@@ -2,7 +2,7 @@
 // copy; the join of Nsight Systems' NCCL GPU operations to kernels and copies; the matcher's tiers.
 #include <gtest/gtest.h>
 
-#include "../../aggregator/src/nccl_ops.h"
+#include "../../aggregator/importers/src/nccl_ops.h"
 #include "kernalyse/collectives.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/store.h"

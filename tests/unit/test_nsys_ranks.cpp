@@ -1,4 +1,4 @@
-// Ranks of Nsight Systems processes from their evidence (aggregator/src/nsys_ranks.cpp).
+// Ranks of Nsight Systems processes from their evidence (aggregator/importers/src/nsys_ranks.cpp).
 #include <gtest/gtest.h>
 
 #include <string>

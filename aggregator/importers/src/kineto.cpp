@@ -9,6 +9,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -116,6 +120,21 @@ class StringBuffer : public Buffer {
 
 inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+// The first '"' or '\\' in [p, e), or e: 16 bytes at a time.
+inline char* find_quote_or_backslash(char* p, char* e) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  while (e - p >= 16) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)));
+    if (m) return p + __builtin_ctz(static_cast<unsigned>(m));
+    p += 16;
+  }
+#endif
+  while (p < e && *p != '"' && *p != '\\') ++p;
+  return p;
+}
+
 class Cursor {
  public:
   char* p = nullptr;
@@ -140,12 +159,15 @@ class Cursor {
   std::string_view str(std::string& scratch) {
     if (peek() != '"') throw SyntaxError{"expected a string", p};
     char* s = ++p;
-    char* q = static_cast<char*>(std::memchr(p, '"', static_cast<size_t>(e - p)));
-    if (!q) throw NeedMore{};
-    if (!std::memchr(s, '\\', static_cast<size_t>(q - s))) {
+    // One pass for the closing quote and a backslash before it (issue 28: two memchr calls per
+    // key were a tenth of the import).
+    char* q = find_quote_or_backslash(s, e);
+    if (q != e && *q == '"') {
       p = q + 1;
       return {s, static_cast<size_t>(q - s)};
     }
+    // No closing quote in the buffer: more input, whatever the escapes before the end say.
+    if (q == e || !std::memchr(q, '"', static_cast<size_t>(e - q))) throw NeedMore{};
     scratch.clear();
     char* r = s;
     while (true) {
@@ -376,8 +398,9 @@ enum Field : uint8_t {
   kNumFields
 };
 
-struct RawEvent {
-  std::string_view s[kNumFields];
+// Its scalars apart from its strings: resetting both per event is ~30 stores, not a 376-byte
+// temporary zeroed and copied with rep stos/movs (6 % of an import, issue 28).
+struct RawEventScalars {
   int64_t ts = 0, dur = 0, pid = -1, tid = -1;
   bool has_ts = false, has_dur = false, has_pid = false;
   bool has_stream = false, has_device = false;
@@ -391,7 +414,19 @@ struct RawEvent {
   bool bad = false;  // a field had the wrong type
 };
 
-inline bool key_is(std::string_view k, std::string_view w) { return k == w; }
+struct RawEvent : RawEventScalars {
+  std::string_view s[kNumFields];
+  void reset() {
+    for (auto& x : s) x = {};
+    static_cast<RawEventScalars&>(*this) = RawEventScalars{};
+  }
+};
+
+// The length is a constant: the compiler compares inline, no call to memcmp per key (issue 28).
+template <size_t N>
+inline bool key_is(std::string_view k, const char (&w)[N]) {
+  return k.size() == N - 1 && std::memcmp(k.data(), w, N - 1) == 0;
+}
 
 class EventParser {
  public:
@@ -399,7 +434,7 @@ class EventParser {
 
   // Parses one event object at the cursor into ev. Non-object elements set ev.bad.
   void parse(RawEvent& ev) {
-    ev = RawEvent{};
+    ev.reset();
     char first = c_->peek();
     if (first != '{') {
       c_->skip_value();

@@ -480,20 +480,8 @@ Store read_file(const std::string& path, const ColumnSelection& sel) {
   return s;
 }
 
-constexpr unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-
-}  // namespace
-
-bool is_hdf5_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  unsigned char buf[8];
-  ssize_t got = ::pread(fd, buf, sizeof buf, 0);
-  ::close(fd);
-  return got == static_cast<ssize_t>(sizeof buf) && std::memcmp(buf, kSignature, sizeof buf) == 0;
-}
-
-namespace {
+// is_hdf5_file: store_sniff.cpp (no libhdf5: kernalyse-merge tells stores from traces without
+// loading it, h5_on_demand.cpp).
 
 // One line for a path that is no readable HDF5 file (before libhdf5 sees it).
 void require_readable_hdf5(const std::string& path) {

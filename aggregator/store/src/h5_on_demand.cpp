@@ -1,0 +1,89 @@
+// kernalyse-merge's store I/O: the functions of store_io.h forwarded to libkernalyse_h5.so
+// (h5_module.h), loaded the first time a store is read or written. Linked instead of store_io.cpp
+// into the targets that set KERNALYSE_H5_ON_DEMAND (aggregator/CMakeLists.txt); a run that only
+// imports traces and analyses them loads neither libhdf5 nor libmpi (docs/benchmarks.md).
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <string>
+
+#include "h5_module.h"
+#include "kernalyse/error.h"
+
+namespace kernalyse {
+
+namespace {
+
+// The module sits in ../lib beside the tool's bin/, in the build tree and in an install alike
+// (where kernalyse-run finds the collector too).
+std::string module_path() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string dir = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  auto slash = dir.rfind('/');
+  dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
+  return dir + "/../lib/" KERNALYSE_H5_MODULE_FILE;
+}
+
+const detail::H5Module& load() {
+  const std::string path = module_path();
+  // RTLD_NOW: a missing symbol is this one error, not a crash in the middle of a write.
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    std::string why = ::dlerror();  // "PATH: reason" mostly: keep the reason
+    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
+    throw Error(path + ": cannot load the store's HDF5 module: " + why);
+  }
+  auto* entry = reinterpret_cast<decltype(&kernalyse_h5_module)>(::dlsym(h, "kernalyse_h5_module"));
+  const detail::H5Module* m = entry ? entry() : nullptr;
+  if (!m || m->version != detail::kH5ModuleVersion)
+    throw Error(path + ": not the HDF5 module of this build of kernalyse-merge");
+  return *m;  // never unloaded: libhdf5 and libmpi stay loaded to the end of the process
+}
+
+const detail::H5Module& h5() {
+  static const detail::H5Module& m = load();  // once, thread-safe; retried after a failure
+  return m;
+}
+
+}  // namespace
+
+void write_store(const Store& store, const std::string& path, const WriteOptions& opt) {
+  h5().write_store(store, path, opt);
+}
+
+Store read_store(const std::string& path, const ColumnSelection& sel) {
+  return h5().read_store(path, sel);
+}
+
+struct RankSlices::Impl {
+  void* slices = nullptr;  // the module's RankSlices
+};
+
+RankSlices::RankSlices(const std::string& path, const ColumnSelection& sel)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->slices = h5().slices_open(path, sel);
+}
+
+RankSlices::~RankSlices() {
+  if (impl_->slices) h5().slices_close(impl_->slices);
+}
+
+const Store& RankSlices::header() const { return h5().slices_header(impl_->slices); }
+
+size_t RankSlices::size() const { return h5().slices_size(impl_->slices); }
+
+Store RankSlices::read(size_t k) {
+  Store s;
+  read(k, s);
+  return s;
+}
+
+void RankSlices::read(size_t k, Store& into) { h5().slices_read(impl_->slices, k, into); }
+
+void RankSlices::for_each(const std::function<void(const Store&)>& f) {
+  h5().slices_for_each(impl_->slices, f);
+}
+
+}  // namespace kernalyse
