@@ -9,7 +9,6 @@
 // carry NCCL_GPU_OPERATIONS(_COLLECTIVE) with operationId, seqNumber and the communicator's hash.
 // The truth file lists what was planted: each all-reduce's last rank, the all-to-all byte matrix,
 // the send/receive pairs, per rank the communication time (copy-engine collectives included).
-#include "nccl_ops_gen.h"
 
 #include <sqlite3.h>
 
@@ -20,10 +19,16 @@
 #include <string>
 #include <vector>
 
+#include "kernalyse/kineto_args.h"
 #include "kernalyse/store.h"
 #include "nsys_writer.h"
 
 namespace {
+
+namespace arg = kernalyse::kineto_arg;  // the Kineto argument names (kineto_args.h)
+
+// `"name": ` of a Kineto argument.
+std::string key(const char* name) { return "\"" + std::string(name) + "\": "; }
 
 using kernalyse::Store;
 using i64 = int64_t;
@@ -140,20 +145,17 @@ void write_kineto(const NcclOpsOptions& o, int r, const std::vector<Op>& ops) {
     j += ",\n{\"ph\": \"X\", \"cat\": \"" + std::string(op.copy ? "gpu_memcpy" : "kernel") +
          "\", \"name\": \"" + op.name + "\", \"pid\": 0, \"tid\": " + std::to_string(op.stream) +
          ", \"ts\": " + ts_us(op.start - kBase) + ", \"dur\": " + ts_us(op.end - op.start) +
-         ", \"args\": {\"device\": 0, \"stream\": " + std::to_string(op.stream) +
-         ", \"correlation\": " + c;
+         ", \"args\": {" + key(arg::kDevice) + "0, " + key(arg::kStream) +
+         std::to_string(op.stream) + ", " + key(arg::kCorrelation) + c;
     if (!op.coll.empty()) {
-      j += ", \"Collective name\": \"" + op.coll +
-           "\", \"In msg nelems\": " + std::to_string(op.nelems) +
-           ", \"Out msg nelems\": " + std::to_string(op.nelems) +
-           ", \"Group size\": " + std::to_string(o.ranks) +
-           ", \"dtype\": \"BFloat16\", \"In split size\": \"" + op.in_split +
-           "\", \"Out split size\": \"" + op.out_split +
-           "\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\", "
-           "\"Process Group Ranks\": \"" +
-           ranks + "\"";
-      if (op.seq >= 0) j += ", \"Seq\": " + std::to_string(op.seq);
-      if (o.ids) j += ", \"Comms Id\": " + std::to_string(op.id);
+      j += ", " + key(arg::kCollectiveName) + "\"" + op.coll + "\", " + key(arg::kInMsgNelems) +
+           std::to_string(op.nelems) + ", " + key(arg::kOutMsgNelems) + std::to_string(op.nelems) +
+           ", " + key(arg::kGroupSize) + std::to_string(o.ranks) + ", " + key(arg::kDtype) +
+           "\"BFloat16\", " + key(arg::kInSplitSize) + "\"" + op.in_split + "\", " +
+           key(arg::kOutSplitSize) + "\"" + op.out_split + "\", " + key(arg::kPgName) + "\"0\", " +
+           key(arg::kPgDesc) + "\"default_pg\", " + key(arg::kPgRanks) + "\"" + ranks + "\"";
+      if (op.seq >= 0) j += ", " + key(arg::kSeq) + std::to_string(op.seq);
+      if (o.ids) j += ", " + key(arg::kCommsId) + std::to_string(op.id);
     }
     j += "}}";
   }

@@ -37,13 +37,19 @@
 #include <vector>
 
 #include "kernalyse/kineto.h"
-#include "nsys_set.h"
+#include "kernalyse/kineto_args.h"
 #include "nccl_ops_gen.h"
+#include "nsys_set.h"
 #include "nsys_writer.h"
 #include "rocprof_writer.h"
 #include "shapes.h"
 
 namespace {
+
+namespace arg = kernalyse::kineto_arg;  // the Kineto argument names (kineto_args.h)
+
+// `"name": ` of a Kineto argument, for the event templates.
+std::string key(const char* name) { return "\"" + std::string(name) + "\": "; }
 
 using i64 = int64_t;
 
@@ -467,9 +473,14 @@ struct Ctx {
     const std::string k = R"J(,
   {"ph": "X", "cat": "kernel", "name": "@", "pid": @, "tid": @, "ts": @, "dur": @, "args": {"External id": @, "queued": 0, "device": @, "context": 1, "stream": @, "correlation": @, @)J";
     kernel = Tmpl(k + "}}", m);
-    nccl = Tmpl(
-        k + R"J(, "Collective name": "@", "In msg nelems": @, "Out msg nelems": @, "Group size": @, "dtype": "BFloat16", "In split size": "[]", "Out split size": "[]", "Process Group Name": "0", "Process Group Description": "default_pg", "Process Group Ranks": "@", "Seq": @}})J",
-        m);
+    // The NCCL arguments by the importer's names (kineto_args.h).
+    nccl =
+        Tmpl(k + ", " + key(arg::kCollectiveName) + "\"@\", " + key(arg::kInMsgNelems) + "@, " +
+                 key(arg::kOutMsgNelems) + "@, " + key(arg::kGroupSize) + "@, " + key(arg::kDtype) +
+                 "\"BFloat16\", " + key(arg::kInSplitSize) + "\"[]\", " + key(arg::kOutSplitSize) +
+                 "\"[]\", " + key(arg::kPgName) + "\"0\", " + key(arg::kPgDesc) +
+                 "\"default_pg\", " + key(arg::kPgRanks) + "\"@\", " + key(arg::kSeq) + "@}}",
+             m);
     mem = Tmpl(R"J(,
   {"ph": "X", "cat": "@", "name": "@", "pid": @, "tid": @, "ts": @, "dur": @, "args": {"External id": @, "device": @, "context": 1, "stream": @, "correlation": @, "bytes": @, "memory bandwidth (GB/s)": @}})J",
                m);

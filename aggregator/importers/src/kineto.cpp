@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "kernalyse/kineto_args.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -31,6 +33,7 @@
 #include "trace_input.h"
 
 namespace kernalyse {
+namespace arg = kineto_arg;  // the argument names (kineto_args.h)
 namespace {
 
 struct NeedMore {};
@@ -559,62 +562,62 @@ class EventParser {
 
   void arg(RawEvent& ev, std::string_view k) {
     int64_t v;
-    if (key_is(k, "stream")) {
+    if (key_is(k, arg::kStream)) {
       ev.has_stream = int_value(&v);
       if (ev.has_stream) ev.stream = v;
-    } else if (key_is(k, "device")) {
+    } else if (key_is(k, arg::kDevice)) {
       ev.has_device = int_value(&v);
       if (ev.has_device) ev.device = v;
-    } else if (key_is(k, "correlation")) {
+    } else if (key_is(k, arg::kCorrelation)) {
       if (int_value(&v)) ev.correlation = v;
-    } else if (key_is(k, "External id")) {
+    } else if (key_is(k, arg::kExternalId)) {
       if (int_value(&v)) ev.external_id = v;
-    } else if (key_is(k, "Input Dims")) {
+    } else if (key_is(k, arg::kInputDims)) {
       raw_field(ev, kInputDims);
-    } else if (key_is(k, "Input type")) {
+    } else if (key_is(k, arg::kInputType)) {
       raw_field(ev, kInputType);
-    } else if (key_is(k, "Concrete Inputs")) {
+    } else if (key_is(k, arg::kConcreteInputs)) {
       raw_field(ev, kConcrete);
-    } else if (key_is(k, "Collective name")) {
+    } else if (key_is(k, arg::kCollectiveName)) {
       ev.has_nccl = true;
       string_field(ev, kColl);
-    } else if (key_is(k, "In msg nelems")) {
+    } else if (key_is(k, arg::kInMsgNelems)) {
       if (int_value(&v)) ev.in_nelems = v;
-    } else if (key_is(k, "Out msg nelems")) {
+    } else if (key_is(k, arg::kOutMsgNelems)) {
       if (int_value(&v)) ev.out_nelems = v;
-    } else if (key_is(k, "In msg size")) {
+    } else if (key_is(k, arg::kInMsgSize)) {
       if (int_value(&v)) ev.in_bytes = v;
-    } else if (key_is(k, "Out msg size")) {
+    } else if (key_is(k, arg::kOutMsgSize)) {
       if (int_value(&v)) ev.out_bytes = v;
-    } else if (key_is(k, "Group size")) {
+    } else if (key_is(k, arg::kGroupSize)) {
       if (int_value(&v)) ev.group_size = v;
-    } else if (key_is(k, "Seq") || key_is(k, "seq")) {
+    } else if (key_is(k, arg::kSeq) || key_is(k, arg::kSeqOld)) {
       if (int_value(&v)) ev.seq = v;
-    } else if (key_is(k, "Comms Id")) {
+    } else if (key_is(k, arg::kCommsId)) {
       uint64_value(&ev.comms_id);
-    } else if (key_is(k, "In split size")) {
+    } else if (key_is(k, arg::kInSplitSize)) {
       raw_field(ev, kInSplits);
-    } else if (key_is(k, "Out split size")) {
+    } else if (key_is(k, arg::kOutSplitSize)) {
       raw_field(ev, kOutSplits);
-    } else if (key_is(k, "dtype")) {
+    } else if (key_is(k, arg::kDtype)) {
       string_field(ev, kDtype);
-    } else if (key_is(k, "Process Group Name")) {
+    } else if (key_is(k, arg::kPgName)) {
       ev.has_nccl = true;
       raw_field(ev, kPgName);
-    } else if (key_is(k, "Process Group Description")) {
+    } else if (key_is(k, arg::kPgDesc)) {
       raw_field(ev, kPgDesc);
-    } else if (key_is(k, "Process Group Ranks")) {
+    } else if (key_is(k, arg::kPgRanks)) {
       raw_field(ev, kPgRanks);
     } else if (key_is(k, "name")) {  // metadata: process_name's value ("RANK 1 - GPU")
       if (c_->peek() == '"')
         ev.s[kArgName] = c_->str(scratch_[kArgName]);
       else
         c_->skip_value();
-    } else if (key_is(k, "Device Type")) {  // profile_memory "[memory]" events
+    } else if (key_is(k, arg::kDeviceType)) {  // profile_memory "[memory]" events
       if (int_value(&v)) ev.mem_device_type = v;
-    } else if (key_is(k, "Device Id")) {
+    } else if (key_is(k, arg::kDeviceId)) {
       if (int_value(&v)) ev.mem_device_id = v;
-    } else if (key_is(k, "Total Allocated")) {
+    } else if (key_is(k, arg::kTotalAllocated)) {
       if (int_value(&v)) ev.mem_total_allocated = v;
     } else {
       c_->skip_value();

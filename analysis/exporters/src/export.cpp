@@ -24,10 +24,12 @@
 #include "kernalyse/checked.h"
 #include "kernalyse/collectives.h"
 #include "kernalyse/error.h"
+#include "kernalyse/kineto_args.h"
 
 namespace fs = std::filesystem;
 
 namespace kernalyse {
+namespace arg = kineto_arg;  // the Kineto argument names (kineto_args.h)
 namespace {
 
 bool ends_with(std::string_view s, std::string_view e) {
@@ -179,18 +181,18 @@ std::vector<int32_t> nccl_index(const Store& s) {
 // NCCL arguments in Kineto's spelling (what our importer, HTA and TraceLens read).
 void write_nccl_args(Writer& w, const Store& s, int32_t n) {
   const NcclInfo& c = s.nccl;
-  w << ",\"Collective name\":";
+  w << ",\"" << arg::kCollectiveName << "\":";
   w.str(s.strings.at(c.collective_id[n]));
-  if (c.seq[n] >= 0) w << ",\"Seq\":", w.num(c.seq[n]);
-  if (c.in_nelems[n] >= 0) w << ",\"In msg nelems\":", w.num(c.in_nelems[n]);
-  if (c.out_nelems[n] >= 0) w << ",\"Out msg nelems\":", w.num(c.out_nelems[n]);
-  if (c.msg_bytes[n] >= 0) w << ",\"In msg size\":", w.num(c.msg_bytes[n]);
-  if (c.group_size[n] >= 0) w << ",\"Group size\":", w.num(c.group_size[n]);
-  if (c.dtype_id[n]) w << ",\"dtype\":", w.str(s.strings.at(c.dtype_id[n]));
-  w << ",\"Process Group Name\":";
+  if (c.seq[n] >= 0) w << ",\"" << arg::kSeq << "\":", w.num(c.seq[n]);
+  if (c.in_nelems[n] >= 0) w << ",\"" << arg::kInMsgNelems << "\":", w.num(c.in_nelems[n]);
+  if (c.out_nelems[n] >= 0) w << ",\"" << arg::kOutMsgNelems << "\":", w.num(c.out_nelems[n]);
+  if (c.msg_bytes[n] >= 0) w << ",\"" << arg::kInMsgSize << "\":", w.num(c.msg_bytes[n]);
+  if (c.group_size[n] >= 0) w << ",\"" << arg::kGroupSize << "\":", w.num(c.group_size[n]);
+  if (c.dtype_id[n]) w << ",\"" << arg::kDtype << "\":", w.str(s.strings.at(c.dtype_id[n]));
+  w << ",\"" << arg::kPgName << "\":";
   w.str(s.strings.at(c.pg_name_id[n]));
-  if (c.pg_desc_id[n]) w << ",\"Process Group Description\":", w.str(s.strings.at(c.pg_desc_id[n]));
-  if (c.pg_ranks_id[n]) w << ",\"Process Group Ranks\":", w.str(s.strings.at(c.pg_ranks_id[n]));
+  if (c.pg_desc_id[n]) w << ",\"" << arg::kPgDesc << "\":", w.str(s.strings.at(c.pg_desc_id[n]));
+  if (c.pg_ranks_id[n]) w << ",\"" << arg::kPgRanks << "\":", w.str(s.strings.at(c.pg_ranks_id[n]));
   if (n < static_cast<int32_t>(c.comm_hash.size()) && c.comm_hash[n])
     w << ",\"comm hash\":" << std::to_string(c.comm_hash[n]);
   if (n < static_cast<int32_t>(c.peer.size()) && c.peer[n] >= 0)
@@ -501,11 +503,12 @@ struct PerfettoExport {
       int64_t tid = tid_of[{a.rank[i], 10, a.device[i], a.stream[i]}];
       auto kind = static_cast<Kind>(a.kind[i]);
       xev(a.rank[i], tid, a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]), kineto_cat(kind));
-      w << "\"device\":";
+      w << "\"" << arg::kDevice << "\":";
       w.num(a.device[i]);
-      w << ",\"stream\":";
+      w << ",\"" << arg::kStream << "\":";
       w.num(a.stream[i]);
-      if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
+      if (a.correlation[i] != kNoCorrelation)
+        w << ",\"" << arg::kCorrelation << "\":", w.num(a.correlation[i]);
       w << ",\"category\":\"" << to_string(static_cast<Category>(a.category[i])) << "\"";
       if (a.step[i] != kNoStep) w << ",\"step\":", w.num(a.step[i]);
       extra.write(w, i);
@@ -557,7 +560,8 @@ struct PerfettoExport {
       w.num(l.pid[i]);
       w << ",\"os tid\":";
       w.num(l.tid[i]);
-      if (l.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(l.correlation[i]);
+      if (l.correlation[i] != kNoCorrelation)
+        w << ",\"" << arg::kCorrelation << "\":", w.num(l.correlation[i]);
       w << "}}";
     }
   }
@@ -848,12 +852,13 @@ struct KinetoRankFile {
       auto kind = static_cast<Kind>(a.kind[i]);
       xev(a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
           kineto_cat(kind));
-      w << "\"device\":";
+      w << "\"" << arg::kDevice << "\":";
       w.num(a.device[i]);
-      w << ",\"stream\":";
+      w << ",\"" << arg::kStream << "\":";
       // A context-wide sync (stream -1) as CUPTI and Kineto write it: stream 4294967295, tid -1.
       w.num(kind == Kind::Sync && a.stream[i] == -1 ? int64_t{4294967295} : int64_t{a.stream[i]});
-      if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
+      if (a.correlation[i] != kNoCorrelation)
+        w << ",\"" << arg::kCorrelation << "\":", w.num(a.correlation[i]);
       extra.write(w, i);
       if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
       w << "}}";
@@ -869,7 +874,8 @@ struct KinetoRankFile {
       if (l.rank[i] != r || !sel.launch(i)) continue;
       xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]),
           "cuda_runtime");
-      if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
+      if (l.correlation[i] != kNoCorrelation)
+        w << "\"" << arg::kCorrelation << "\":", w.num(l.correlation[i]);
       w << "}}";
       if (l.correlation[i] != kNoCorrelation && ran.count(l.correlation[i]))
         flow('s', l.correlation[i], l.pid[i], l.tid[i], l.start_ns[i]);
@@ -910,11 +916,11 @@ struct KinetoRankFile {
       first = false;
       w << "\"name\":\"[memory]\",\"pid\":0,\"tid\":0,\"ts\":";
       w.us(c.ts_ns[i] - base);
-      w << ",\"args\":{\"Device Type\":1,\"Device Id\":";
+      w << ",\"args\":{\"" << arg::kDeviceType << "\":1,\"" << arg::kDeviceId << "\":";
       w.num(c.device[i]);
-      w << ",\"Bytes\":";
+      w << ",\"" << arg::kBytes << "\":";
       w.num(delta);
-      w << ",\"Total Allocated\":";
+      w << ",\"" << arg::kTotalAllocated << "\":";
       w.num(c.value[i]);
       w << "}}";
       ++st.events;
