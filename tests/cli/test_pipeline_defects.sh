@@ -108,4 +108,11 @@ d = json.loads(re.search(r'<script type="application/json" id="kx-data">(.*?)</s
 print(d["roofline"]["device"], d["roofline"]["bytes_per_s"])
 PY
 expect_eq "defect 4: the page's roofline uses --peaks" "$(cat "$TMP/page.txt")" "fast 33500000000000.0"
+# A store imported from a multi-rank set whose recorded clocks are kept says once, not twice, how
+# far they agree with the collectives (the clause was appended again at every read of the store).
+kernalyse-merge -q "$TRACES/hta/trace_filter" -o "$TMP/tf.h5" >/dev/null
+n_trace=$(kernalyse-merge -q "$TRACES/hta/trace_filter" --summary | grep -o "agree with the collectives" | wc -l)
+n_store=$(kernalyse-merge -q "$TMP/tf.h5" --summary | grep -o "agree with the collectives" | wc -l)
+expect_eq "the clock clause appears in the trace's report" "$n_trace" 1
+expect_eq "the clock clause appears once in the store's report too" "$n_store" "$n_trace"
 finish

@@ -147,8 +147,11 @@ void apply_clock_inference(Store& s, const ClockInference& inf) {
         for (auto& ri : s.ranks)
           if (ri.rank == r) ri.clock_uncertainty_ns = h.uncertainty_ns;
     for (const auto& h : inf.hosts) worst = std::max(worst, h.uncertainty_ns);
-    s.attrs.clock_domain +=
-        "; recorded clocks agree with the collectives within ±" + format_duration(worst);
+    // A store written by an earlier run carries the clause already: replace it, not repeat it.
+    static constexpr std::string_view kAgree = "; recorded clocks agree with the collectives";
+    std::string& domain = s.attrs.clock_domain;
+    if (size_t at = domain.find(kAgree); at != std::string::npos) domain.erase(at);
+    domain += std::string(kAgree) + " within ±" + format_duration(worst);
     return;
   }
   struct Map {
