@@ -9,6 +9,7 @@
 // carry NCCL_GPU_OPERATIONS(_COLLECTIVE) with operationId, seqNumber and the communicator's hash.
 // The truth file lists what was planted: each all-reduce's last rank, the all-to-all byte matrix,
 // the send/receive pairs, per rank the communication time (copy-engine collectives included).
+#include "nccl_ops_gen.h"
 
 #include <sqlite3.h>
 
