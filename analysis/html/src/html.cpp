@@ -536,7 +536,7 @@ Built build(const Store& s, const PageResults& res, const PageOptions& opt) {
   if (!power.key.empty()) out.tables.push_back(std::move(power));
   for (const char* k : {"energy_steps", "energy_ranges"})
     if (const Table* t = find_table(erep, k)) out.tables.push_back(*t);
-  if (const auto* a2a = res.results.get<AllToAllResult>("alltoall")) {  // the all-to-all heat map
+  if (const AllToAllResult* a2a = res.alltoall) {  // the all-to-all heat map
     d["alltoall"] = alltoall_page_data(*a2a);
     Report arep;
     alltoall_report(*a2a, &arep);

@@ -35,6 +35,7 @@ std::unique_ptr<PageRun> run_page(const Store& s, const HtmlOptions& opt) {
   p.energy = res.get<EnergyResult>("energy");
   p.ledger = res.get<std::shared_ptr<const StragglerResult>>("stragglers")->get();
   p.cpath = res.get<CriticalPathResult>("critical-path");
+  p.alltoall = res.get<AllToAllResult>("alltoall");
   p.cross_rank = r->ctx.cross_rank(View::Store);
   return r;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernalyse/alltoall.h"
 #include "kernalyse/analysis.h"
 #include "kernalyse/critical_path.h"
 #include "kernalyse/crossrank.h"
@@ -33,7 +34,8 @@ struct PageResults {
   const EnergyResult* energy = nullptr;
   const StragglerResult* ledger = nullptr;
   const CriticalPathResult* cpath = nullptr;
-  CrossRankOptions cross_rank;  // the ledger's options, for its tables
+  const AllToAllResult* alltoall = nullptr;  // null when the analysis did not run
+  CrossRankOptions cross_rank;               // the ledger's options, for its tables
 };
 
 // The page's own options (the analyses' are the pipeline's: HtmlOptions in html_report.h).
