@@ -461,11 +461,11 @@ std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt)
       // HTA's negative gaps (rows overlapping the previous one) can sum past int64 on extreme
       // times: the totals saturate (docs/limits.md).
       if (launch != detail::LaunchIndex::kNone && launch > prev_end)
-        d.host_ns = sat_add(d.host_ns, gap);
+        d.host_ns = sat_add(d.host_ns, gap), ++d.host_gaps;
       else if (gap < opt.kernel_wait_ns)
-        d.kernel_ns = sat_add(d.kernel_ns, gap);
+        d.kernel_ns = sat_add(d.kernel_ns, gap), ++d.kernel_gaps;
       else
-        d.other_ns = sat_add(d.other_ns, gap);
+        d.other_ns = sat_add(d.other_ns, gap), ++d.other_gaps;
       ++d.gaps;
       d.max_gap_ns = std::max(d.max_gap_ns, gap);
       prev_end = hta ? a.end_ns[x] : std::max(prev_end, a.end_ns[x]);
@@ -489,6 +489,10 @@ void idle_report(const std::vector<StreamIdle>& streams, int64_t kernel_wait_ns,
   t.columns = {"rank",     "stream",      "device",          "host_wait_us",      "kernel_wait_us",
                "other_us", "idle_us",     "host_wait_ratio", "kernel_wait_ratio", "other_ratio",
                "gaps",     "mean_gap_us", "max_gap_us",      "overlaps"};
+  // The gaps per category: JSON and CSV only (HTA lists a stream's category when it has a gap).
+  for (const char* c : {"host_wait_gaps", "kernel_wait_gaps", "other_gaps"}) t.columns.push_back(c);
+  t.text_hidden.assign(t.columns.size(), false);
+  for (size_t c = t.columns.size() - 3; c < t.columns.size(); ++c) t.text_hidden[c] = true;
   for (const StreamIdle& d : streams) {
     int64_t idle = sat_add(sat_add(d.host_ns, d.kernel_ns), d.other_ns);
     auto ratio = [&](int64_t x) { return idle ? Cell(static_cast<double>(x) / idle) : Cell{}; };
@@ -496,7 +500,7 @@ void idle_report(const std::vector<StreamIdle>& streams, int64_t kernel_wait_ns,
                       us(d.kernel_ns), us(d.other_ns), us(idle), ratio(d.host_ns),
                       ratio(d.kernel_ns), ratio(d.other_ns), d.gaps,
                       d.gaps ? Cell(us(idle) / static_cast<double>(d.gaps)) : Cell{},
-                      us(d.max_gap_ns), d.overlaps});
+                      us(d.max_gap_ns), d.overlaps, d.host_gaps, d.kernel_gaps, d.other_gaps});
   }
   out->tables.push_back(std::move(t));
 }
