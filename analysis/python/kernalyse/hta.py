@@ -117,9 +117,12 @@ class TraceAnalysis:
         """Per rank: the share of communication time overlapped by computation (%, 2
         decimals; NaN without communication, as HTA): the registry's overlap."""
         o = self.run.overlap()["overlap"]
+        pct = dict(zip(o["rank"].astype("int64"), o["overlap_pct"].astype(float).round(2)))
+        ranks = self.t.get_ranks()  # HTA: a row per rank, NaN for one without GPU work
         return pd.DataFrame({
-            "rank": o["rank"].astype("int64"),
-            "comp_comm_overlap_pctg": o["overlap_pct"].astype(float).round(2),
+            "rank": pd.Series(ranks, dtype="int64"),
+            "comp_comm_overlap_pctg": pd.Series([pct.get(r, np.nan) for r in ranks],
+                                                dtype=float),
         })
 
     def get_idle_time_breakdown(self, ranks=None, streams=None, visualize=True,
@@ -127,21 +130,20 @@ class TraceAnalysis:
                                 consecutive_kernel_delay=30):
         """Per rank and stream: idle time (µs) by category (host_wait, kernel_wait, other) and
         its share of the stream's idle time; ranks default to [0] as HTA's. Returns
-        (DataFrame, None) like HTA without interval statistics: the registry's idle."""
+        (DataFrame, None) like HTA without interval statistics: the registry's idle. Streams
+        come in ascending order (HTA's follow its trace's event order)."""
         if show_idle_interval_stats:
             raise NotImplementedError(
                 "show_idle_interval_stats=True: not reproduced by kernalyse; ask the gap "
                 "histograms: kernalyse.open(trace_dir).gaps()")
         ranks = list(ranks) if ranks else [0]
         t = self.run.idle(kernel_wait_us=consecutive_kernel_delay)["idle"]
-        order = self._stream_order()
         frames = []
         for rank in ranks:
             rows = []
             mine = t[t["rank"] == rank]
             keep = set(streams) if streams else None
-            for _, s in sorted(mine.iterrows(),
-                               key=lambda x: order.get((rank, int(x[1]["stream"])), 0)):
+            for _, s in mine.sort_values("stream", kind="stable").iterrows():
                 if keep is not None and int(s["stream"]) not in keep:
                     continue
                 total = sum(float(s[us]) for _, us, _ in _IDLE_CATEGORIES)
@@ -155,13 +157,6 @@ class TraceAnalysis:
                                              "idle_time_ratio"]).round(2)
             frames.append(df.astype({"rank": "int64", "stream": "int64"}))
         return pd.concat(frames), None
-
-    def _stream_order(self):
-        """HTA lists a rank's streams in the order their first kernel starts."""
-        a = self.run.activities(view="hta")
-        gpu = a[a["kind"].isin(["kernel", "memcpy", "memset"])]
-        first = gpu.groupby(["rank", "stream"], observed=True)["start_ns"].min()
-        return {k: v for k, v in first.items()}
 
     def get_gpu_kernel_breakdown(self, visualize=True, duration_ratio=0.8, num_kernels=10,
                                  include_memory_kernels=True, image_renderer=""):
@@ -187,6 +182,12 @@ class TraceAnalysis:
                 m["kernel_type"] = kt
                 m["rank"] = int(rank)
                 metrics.append(m)
+        if not per_type:  # no GPU work: HTA's empty frames
+            return (pd.DataFrame({"kernel_type": pd.Series(dtype=object),
+                                  "sum": pd.Series(dtype="int64"),
+                                  "percentage": pd.Series(dtype=float)}),
+                    pd.DataFrame(columns=["name", "sum (us)", "max (us)", "min (us)", "stddev",
+                                          "mean (us)", "kernel_type", "rank"]))
         kt_df = (pd.concat(per_type).groupby("kernel_type")["sum"].sum().reset_index()
                  .sort_values("sum", ascending=False, ignore_index=True))
         kt_df["sum"] = kt_df["sum"].astype("int64")
@@ -208,7 +209,6 @@ def _merge_intervals(ts, end):
         return ts, end
     cummax = np.maximum.accumulate(end)
     new = np.concatenate([[True], ts[1:] > cummax[:-1]])
-    group = np.cumsum(new) - 1
     starts = ts[new]
     ends = np.maximum.reduceat(end, np.flatnonzero(new))
     return starts, ends
