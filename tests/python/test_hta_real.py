@@ -103,6 +103,8 @@ def test_trace_analysis_equals_real_hta(real_hta, tmp_path):
              {"comp_comm_overlap_pctg"}, False),
             ("kernel types", lambda a: a.get_gpu_kernel_breakdown(visualize=False)[0],
              ["kernel_type"], {"percentage"}, True),
+            ("kernel metrics", lambda a: a.get_gpu_kernel_breakdown(visualize=False)[1],
+             ["name", "kernel_type", "rank"], set(), False),
         ]
         if known.get(base) != "idle":
             checks.append(("idle", lambda a: a.get_idle_time_breakdown(ranks=ranks,

@@ -137,25 +137,30 @@ class TraceAnalysis:
                 "show_idle_interval_stats=True: not reproduced by kernalyse; ask the gap "
                 "histograms: kernalyse.open(trace_dir).gaps()")
         ranks = list(ranks) if ranks else [0]
-        t = self.run.idle(kernel_wait_us=consecutive_kernel_delay)["idle"]
+        # The default (HTA's 30 µs) left to the run: the call then shares its context (HTA's
+        # view, made once) with the breakdown and overlap.
+        opt = {} if consecutive_kernel_delay == 30 else {"kernel_wait_us": consecutive_kernel_delay}
+        t = self.run.idle(**opt)["idle"].sort_values(["rank", "stream"], kind="stable")
+        if streams:
+            t = t[t["stream"].isin(list(streams))]
+        total = (t["host_wait_us"] + t["kernel_wait_us"] + t["other_us"]).to_numpy(float)
         frames = []
         for rank in ranks:
-            rows = []
-            mine = t[t["rank"] == rank]
-            keep = set(streams) if streams else None
-            for _, s in mine.sort_values("stream", kind="stable").iterrows():
-                if keep is not None and int(s["stream"]) not in keep:
-                    continue
-                total = sum(float(s[us]) for _, us, _ in _IDLE_CATEGORIES)
-                for cat, us, gaps in _IDLE_CATEGORIES:
-                    # HTA groups a stream's kernels by category; its first kernel (no gap) is "other".
-                    if int(s[gaps]) > 0 or cat == "other":
-                        v = float(s[us])
-                        rows.append((rank, int(s["stream"]), cat, v,
-                                     v / total if total else np.nan))
-            df = pd.DataFrame(rows, columns=["rank", "stream", "idle_category", "idle_time",
-                                             "idle_time_ratio"]).round(2)
-            frames.append(df.astype({"rank": "int64", "stream": "int64"}))
+            mine = (t["rank"] == rank).to_numpy()
+            parts = []
+            for order, (cat, us, gaps) in enumerate(_IDLE_CATEGORIES):
+                # HTA groups a stream's kernels by category; its first kernel (no gap) is "other".
+                has = mine & ((t[gaps] > 0).to_numpy() | (cat == "other"))
+                v = t[us].to_numpy(float)[has]
+                tot = total[has]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    ratio = np.where(tot != 0, v / np.where(tot != 0, tot, 1), np.nan)
+                parts.append(pd.DataFrame({"rank": np.full(len(v), rank, dtype="int64"),
+                                           "stream": t["stream"].to_numpy("int64")[has],
+                                           "idle_category": cat, "idle_time": v,
+                                           "idle_time_ratio": ratio, "_order": order}))
+            df = pd.concat(parts).sort_values(["stream", "_order"], kind="stable")
+            frames.append(df.drop(columns="_order").reset_index(drop=True).round(2))
         return pd.concat(frames), None
 
     def get_gpu_kernel_breakdown(self, visualize=True, duration_ratio=0.8, num_kernels=10,
@@ -164,38 +169,34 @@ class TraceAnalysis:
         overlap of types across ranks, with its share in % to 1 decimal; per type and rank the
         kernels' sum/max/min/stddev/mean in µs, the smaller ones as "others")."""
         a = self.run.activities(view="hta")
-        g = pd.DataFrame({
-            "rank": a["rank"].to_numpy(),
-            "ts": a["start_ns"].to_numpy() // 1000,
-            "dur": (a["end_ns"].to_numpy() - a["start_ns"].to_numpy()) // 1000,
-            "name": a["name"].astype(str).to_numpy(),
-            "kernel_type": a["category"].astype(str).str.upper().to_numpy(),
-        })
         types = ["COMPUTATION", "COMMUNICATION"] + (["MEMORY"] if include_memory_kernels else [])
-        per_type, metrics = [], []
-        for rank in sorted(g["rank"].unique()):
-            k = g[g["rank"] == rank]
-            per_type.append(_kernel_type_time(k, types))
-            for kt in types:
-                m = _aggregate_kernel_time(k[k["kernel_type"] == kt], num_kernels,
-                                           duration_ratio)
-                m["kernel_type"] = kt
-                m["rank"] = int(rank)
-                metrics.append(m)
-        if not per_type:  # no GPU work: HTA's empty frames
-            return (pd.DataFrame({"kernel_type": pd.Series(dtype=object),
-                                  "sum": pd.Series(dtype="int64"),
-                                  "percentage": pd.Series(dtype=float)}),
-                    pd.DataFrame(columns=["name", "sum (us)", "max (us)", "min (us)", "stddev",
-                                          "mean (us)", "kernel_type", "rank"]))
-        kt_df = (pd.concat(per_type).groupby("kernel_type")["sum"].sum().reset_index()
-                 .sort_values("sum", ascending=False, ignore_index=True))
-        kt_df["sum"] = kt_df["sum"].astype("int64")
+        # Names stay codes into the store's strings until the result's few rows.
+        cat = a["category"].cat
+        kind = np.array([c.upper() for c in cat.categories])[cat.codes.to_numpy()]
+        rank = a["rank"].to_numpy()
+        ts = a["start_ns"].to_numpy() // 1000  # HTA's integer µs (the view's times are whole µs)
+        dur = (a["end_ns"].to_numpy() - a["start_ns"].to_numpy()) // 1000
+        code = a["name"].cat.codes.to_numpy()
+        names = a["name"].cat.categories
+        sums, rows = {}, []
+        for r in np.unique(rank):
+            mine = rank == r
+            for t, v in _kernel_type_time(ts[mine], dur[mine], kind[mine], types).items():
+                sums[t] = sums.get(t, 0) + v
+            for t in types:
+                sel = mine & (kind == t)
+                rows += [(n, *x, t, int(r)) for n, *x in
+                         _aggregate_kernel_time(code[sel], dur[sel], names, num_kernels,
+                                                duration_ratio)]
+        kt_df = pd.DataFrame({"kernel_type": pd.Series(list(sums), dtype=object),
+                              "sum": pd.Series(list(sums.values()), dtype="int64")})
+        kt_df = kt_df.sort_values("sum", ascending=False, ignore_index=True, kind="stable")
         kt_df["percentage"] = (kt_df["sum"] / kt_df["sum"].sum() * 100).round(1)
-        km = pd.concat(metrics, ignore_index=True).sort_values(
-            ["kernel_type", "name", "rank"], ignore_index=True)
-        km = km.rename(columns={"sum": "sum (us)", "mean": "mean (us)", "max": "max (us)",
-                                "min": "min (us)", "std": "stddev"})
+        km = pd.DataFrame(rows, columns=["name", "sum (us)", "max (us)", "min (us)", "mean (us)",
+                                         "stddev", "kernel_type", "rank"])
+        km = km.astype({c: float for c in ("sum (us)", "max (us)", "min (us)", "mean (us)",
+                                           "stddev")}).astype({"rank": "int64"})
+        km = km.sort_values(["kernel_type", "name", "rank"], ignore_index=True, kind="stable")
         return kt_df, km[["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)",
                           "kernel_type", "rank"]]
 
@@ -214,44 +215,64 @@ def _merge_intervals(ts, end):
     return starts, ends
 
 
-def _kernel_type_time(k, types):
+def _kernel_type_time(ts, dur, kind, types):
     """One rank's time per kernel type and overlap of types (HTA's _get_gpu_kernel_type_time):
     the union of each type's intervals, swept together; each piece goes to the types running."""
     times, deltas = [], []
-    bits = {}
-    for i, kt in enumerate(types):
-        bits[kt] = 1 << i
-        sub = k[k["kernel_type"] == kt]
-        s, e = _merge_intervals(sub["ts"].to_numpy(), (sub["ts"] + sub["dur"]).to_numpy())
+    end = ts + dur
+    for i, t in enumerate(types):
+        mine = kind == t
+        s, e = _merge_intervals(ts[mine], end[mine])
         times += [s, e]
         deltas += [np.full(len(s), 1 << i), np.full(len(e), -(1 << i))]
-    t = np.concatenate(times) if times else np.empty(0, np.int64)
-    d = np.concatenate(deltas) if deltas else np.empty(0, np.int64)
+    t = np.concatenate(times)
+    d = np.concatenate(deltas)
     o = np.argsort(t, kind="stable")
     t, d = t[o], d[o]
-    running = np.cumsum(d)
-    out = {}
-    for i in range(len(t) - 1):
-        if running[i] > 0 and t[i + 1] > t[i]:
-            name = " overlapping ".join(kt for kt in types if running[i] & bits[kt])
-            out[name] = out.get(name, 0) + int(t[i + 1] - t[i])
-    return pd.DataFrame({"kernel_type": list(out), "sum": list(out.values())}, dtype=object)
+    running = np.cumsum(d)[:-1]
+    piece = np.diff(t)
+    keep = (running > 0) & (piece > 0)
+    states, inverse = np.unique(running[keep], return_inverse=True)
+    sums = np.bincount(inverse, weights=piece[keep], minlength=len(states))
+    return {" overlapping ".join(x for i, x in enumerate(types) if int(v) & (1 << i)): int(n)
+            for v, n in zip(states, sums)}
 
 
-def _aggregate_kernel_time(k, num_kernels, duration_ratio):
-    """HTA's _aggr_gpu_kernel_time: per name sum/max/min/mean/std of the durations, by sum
-    descending; beyond num_kernels names (or past the duration_ratio quantile of the running
-    sum) the rest is one "others" row (aggregated over the names' sums, as HTA does)."""
-    m = k.groupby("name")["dur"].agg(["sum", "max", "min", "mean", "std"]).reset_index()
-    m = m.sort_values("sum", ascending=False, ignore_index=True).fillna({"std": 0})
-    if len(m) > num_kernels:
-        cumsum = m["sum"].cumsum()
-        q = cumsum.quantile(duration_ratio)
-        m.loc[cumsum > q, "name"] = "others"
-        m.loc[m.index >= num_kernels, "name"] = "others"
-        m = m.groupby("name")["sum"].agg(["sum", "max", "min", "mean", "std"]).reset_index()
-        m = m.fillna({"std": 0})
-    return m.astype({"sum": float, "max": float, "min": float, "mean": float, "std": float})
+def _stats(values, groups, n):
+    """Per group (0..n-1): sum, max, min, mean and pandas' std (ddof 1; 0 for one value)."""
+    count = np.bincount(groups, minlength=n)
+    total = np.bincount(groups, weights=values, minlength=n)
+    hi = np.full(n, -np.inf)
+    lo = np.full(n, np.inf)
+    np.maximum.at(hi, groups, values)
+    np.minimum.at(lo, groups, values)
+    mean = total / count
+    dev = np.bincount(groups, weights=(values - mean[groups]) ** 2, minlength=n)
+    std = np.where(count > 1, np.sqrt(dev / np.maximum(count - 1, 1)), 0.0)
+    return total, hi, lo, mean, std
+
+
+def _aggregate_kernel_time(codes, dur, names, num_kernels, duration_ratio):
+    """HTA's _aggr_gpu_kernel_time, as (name, sum, max, min, mean, std) rows: per name the
+    durations' statistics, by sum descending; beyond num_kernels names (or past the
+    duration_ratio quantile of the running sum) the rest is one "others" row, and then every
+    row is aggregated over the names' sums, as HTA does. codes index `names`."""
+    if not len(codes):
+        return []
+    u, inv = np.unique(codes, return_inverse=True)
+    text = np.asarray(names.take(u), dtype=object)
+    stats = _stats(dur.astype(float), inv, len(u))
+    order = np.argsort(text, kind="stable")  # HTA groups by the name's text, then by sum
+    order = order[np.argsort(-stats[0][order], kind="stable")]
+    text = text[order]
+    stats = [x[order] for x in stats]
+    if len(u) <= num_kernels:
+        return list(zip(text, *stats))
+    cumsum = np.cumsum(stats[0])
+    q = np.quantile(cumsum, duration_ratio)
+    text = np.where((cumsum > q) | (np.arange(len(text)) >= num_kernels), "others", text)
+    g, ginv = np.unique(text, return_inverse=True)
+    return list(zip(g, *_stats(stats[0], ginv, len(g))))
 
 
 for _name, _instead in _INSTEAD.items():

@@ -80,26 +80,50 @@ LoadOptions load_options(const Options& o, const Classifier* cls,
   return lo;
 }
 
-// One opened run: the store (clocks as aligned) and what the loading found.
+// One opened run: the store (clocks as aligned), what the loading found, and the analysis
+// contexts of its recent calls: calls with the same options share one context, hence what it
+// computes once (HTA's view, the unions overlap and breakdown share, the performance model).
 struct Run {
   std::shared_ptr<LoadedRun> loaded;
   std::shared_ptr<const Store> store;  // aliases loaded->store
-  std::vector<std::string> args;       // open()'s flags: every call's defaults
+  std::vector<std::string> args;       // open()'s flags
   std::vector<std::string> info, warn;
   std::string title;
-  std::once_flag hta_once;
-  std::shared_ptr<const Store> hta;  // HTA's view (hta_view), made on first use
 
-  const Store& view(const std::string& v) {
-    if (v == "store") return *store;
+  // The context for these options (its key: the call's flags), made on first use; the last
+  // kContexts are kept.
+  std::shared_ptr<const AnalysisContext> context(const std::string& key, const AnalysisOptions& o) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [k, c] : contexts_)
+      if (k == key) return c;
+    auto c = std::make_shared<const AnalysisContext>(*store, o, loaded->match);
+    contexts_.emplace_back(key, c);
+    if (contexts_.size() > kContexts) contexts_.erase(contexts_.begin());
+    return c;
+  }
+
+  // A store to read tables from: the store, or HTA's view of it (a --compat hta context's).
+  std::shared_ptr<const Store> view(const std::string& v) {
+    if (v == "store") return store;
     if (v != "hta") throw Error("view must be 'store' or 'hta', not '" + v + "'");
-    std::call_once(hta_once, [&] { hta = std::make_shared<const Store>(hta_view(*store)); });
-    return *hta;
+    std::shared_ptr<const AnalysisContext> c;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [k, x] : contexts_)
+        if (x->options().compat == Compat::Hta) c = x;
+    }
+    if (!c) {
+      AnalysisOptions o;
+      o.compat = Compat::Hta;
+      c = context("--compat=hta", o);
+    }
+    return std::shared_ptr<const Store>(c, &c->store(View::Hta));
   }
-  std::shared_ptr<const Store> view_ptr(const std::string& v) {
-    view(v);
-    return v == "hta" ? hta : store;
-  }
+
+ private:
+  static constexpr size_t kContexts = 4;
+  std::mutex mu_;
+  std::vector<std::pair<std::string, std::shared_ptr<const AnalysisContext>>> contexts_;
 };
 
 // kernalyse-merge's input rules (kernalyse_merge.cpp, run()): one store, or trace files.
@@ -189,8 +213,10 @@ std::shared_ptr<Result> analyse(Run& r, const std::string& name,
   auto out = std::make_shared<Result>();
   out->store = r.store;
   py::gil_scoped_release release;
-  const AnalysisContext ctx(*r.store, o.ao, r.loaded->match);
-  append_results(run_analyses(ctx, {a}, /*render=*/true), ctx, &out->report);
+  std::string key;
+  for (const auto& x : args) key += x + '\n';
+  const auto ctx = r.context(key, o.ao);
+  append_results(run_analyses(*ctx, {a}, /*render=*/true), *ctx, &out->report);
   return out;
 }
 
@@ -246,7 +272,12 @@ py::list registry() {
 }
 
 py::list strings(Run& r, const std::string& view) {
-  const Store& s = r.view(view);
+  std::shared_ptr<const Store> v;
+  {
+    py::gil_scoped_release release;  // HTA's view is made on first use
+    v = r.view(view);
+  }
+  const Store& s = *v;
   py::list out;
   for (const std::string& x : s.strings.all()) {
     PyObject* o = PyUnicode_DecodeUTF8(x.data(), static_cast<py::ssize_t>(x.size()), "replace");
@@ -260,7 +291,7 @@ py::list table(Run& r, const std::string& name, const std::string& view) {
   std::shared_ptr<const Store> s;
   {
     py::gil_scoped_release release;  // HTA's view is made on first use
-    s = r.view_ptr(view);
+    s = r.view(view);
   }
   return store_table(s, name);
 }
