@@ -5,9 +5,10 @@
    trace_filter pair and computing HTA's four analyses (temporal breakdown, overlap, idle
    breakdown of every rank, kernel-type breakdown), alternately, REPEAT times each; the imports
    are done first, once, for both.
-2. A store's activities as a DataFrame: the time of Run.activities() and its extra memory (peak
-   RSS during the call over the RSS before it; the kernel's peak counter reset first), against
-   the bytes of the store's activity columns.
+2. A store's activities as a DataFrame: kernalyse.read_table (the file's activities read alone),
+   and Run.activities() on an opened run: the time and the extra memory (peak RSS during the call
+   over the RSS before it; the kernel's peak counter reset first), against the bytes of the
+   store's activity columns.
 
 usage: PYTHONPATH=build/python bench/python_speed.py [--store run.h5] [--repeat 5]
 """
@@ -43,24 +44,49 @@ def hta_side_by_side(pair, hta_dir, repeat):
     from kernalyse.hta import TraceAnalysis as Ours
 
     def four(cls):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         a = cls(trace_dir=pair)
         a.get_temporal_breakdown(visualize=False)
         a.get_comm_comp_overlap(visualize=False)
         a.get_idle_time_breakdown(ranks=a.t.get_ranks(), visualize=False)
         a.get_gpu_kernel_breakdown(visualize=False)
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
 
     four(Ours), four(Real)  # warm: file cache, lazy imports inside both
     real, ours = [], []
     for _ in range(repeat):
         real.append(four(Real))
         ours.append(four(Ours))
-    r, o = statistics.median(real), statistics.median(ours)
-    print(f"trace_filter pair, HTA's four analyses, median of {repeat}: real HTA {r * 1000:.0f} ms, "
-          f"kernalyse.hta {o * 1000:.0f} ms: {r / o:.1f}x "
-          f"(real {min(real) * 1000:.0f}-{max(real) * 1000:.0f} ms, "
-          f"kernalyse {min(ours) * 1000:.0f}-{max(ours) * 1000:.0f} ms)")
+    # Wall time, and the process's CPU time (all its threads): on a loaded machine the wall
+    # time of a call is mostly waiting for a core, which the CPU time leaves out.
+    for i, what in ((0, "wall"), (1, "CPU")):
+        r = statistics.median(x[i] for x in real)
+        o = statistics.median(x[i] for x in ours)
+        print(f"trace_filter pair, HTA's four analyses, {what} time, median of {repeat}: real HTA "
+              f"{r * 1000:.0f} ms, kernalyse.hta {o * 1000:.1f} ms: {r / o:.1f}x "
+              f"(real {min(x[i] for x in real) * 1000:.0f}-{max(x[i] for x in real) * 1000:.0f} "
+              f"ms, kernalyse {min(x[i] for x in ours) * 1000:.1f}-"
+              f"{max(x[i] for x in ours) * 1000:.1f} ms)")
+
+
+def read_activities(store, repeat):
+    """kernalyse.read_table: the activities of a store file as a DataFrame, read alone."""
+    import kernalyse
+    times, extras = [], []
+    for _ in range(repeat):
+        before = rss_kb()
+        reset_peak()
+        t0 = time.perf_counter()
+        df = kernalyse.read_table(store, "activities")
+        times.append(time.perf_counter() - t0)
+        extras.append(rss_kb("VmHWM") - before)
+        rows = len(df)
+        del df
+    col_mb = rows * 46 / 1e6  # the activity columns' bytes per row (store.h)
+    extra = statistics.median(extras) / 1e3
+    print(f"{store}: read_table(activities): {rows:,} rows; median of {repeat}: "
+          f"{statistics.median(times):.2f} s, peak memory over the process before it "
+          f"{extra:.0f} MB ({extra / col_mb:.2f}x the {col_mb:.0f} MB of columns)")
 
 
 def activities_frame(store, repeat):
@@ -106,6 +132,7 @@ def main():
         else:
             print(f"# {pair} or {a.hta} absent: no HTA comparison")
     if os.path.exists(a.store):
+        read_activities(a.store, a.repeat)
         activities_frame(a.store, a.repeat)
     else:
         print(f"# {a.store} absent (bench/make_bench_store.sh makes it)")

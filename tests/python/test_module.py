@@ -258,3 +258,19 @@ def test_hta_view_table(gen):
     assert len(v) > 0 and (v.groupby("rank")["start_ns"].agg(lambda x: (x % 1000).nunique()) == 1).all()
     with pytest.raises(kernalyse.Error, match="view must be"):
         r.activities(view="nsys")
+
+
+def test_read_table_alone(gen, tmp_path):
+    r = kernalyse.open(gen / "run.h5", quiet=True, align="off")
+    for t in ("activities", "launches", "nccl", "ops"):
+        a = kernalyse.read_table(gen / "run.h5", t)
+        b = getattr(r, t)()
+        assert list(a.columns) == list(b.columns), t
+        pd.testing.assert_frame_equal(a.astype({c: str for c in a.select_dtypes("category")}),
+                                      b.astype({c: str for c in b.select_dtypes("category")}))
+        assert not a.iloc[:, 0].to_numpy().flags.owndata
+    with pytest.raises(kernalyse.Error, match="no table 'act'"):
+        kernalyse.read_table(gen / "run.h5", "act")
+    (tmp_path / "x.h5").write_text("not a store")
+    with pytest.raises(kernalyse.Error, match="x.h5"):
+        kernalyse.read_table(tmp_path / "x.h5")

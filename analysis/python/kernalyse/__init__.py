@@ -24,7 +24,7 @@ import pandas as _pd
 from . import _kernalyse
 from ._kernalyse import Error
 
-__all__ = ["open", "analyses", "Run", "Results", "Html", "Error"]
+__all__ = ["open", "read_table", "analyses", "Run", "Results", "Html", "Error"]
 
 # Keyword options by what takes them (the values are checked by kernalyse-merge's flag parser).
 _ANALYSIS_OPTIONS = {
@@ -128,6 +128,35 @@ def _result_frame(columns, values):
     return _pd.DataFrame(data, columns=list(columns))
 
 
+def _strings_dtype(strings):
+    try:
+        return _pd.CategoricalDtype(strings)
+    except ValueError:  # a hand-made store with a string twice: keep the first
+        return _pd.CategoricalDtype(list(dict.fromkeys(strings)))
+
+
+def _table_frame(columns, strings):
+    """A store table's columns (numpy views) as a DataFrame without copying them: string ids and
+    enum codes become categoricals (`strings()` gives the string table's dtype)."""
+    data = {}
+    for col, arr, decode in columns:
+        if decode is None:
+            data[col] = arr
+        elif decode == "strings":
+            data[col] = _pd.Categorical.from_codes(arr, dtype=strings())
+        else:
+            data[col] = _pd.Categorical.from_codes(arr, dtype=_pd.CategoricalDtype(decode))
+    return _pd.DataFrame(data, copy=False)
+
+
+def read_table(path, name="activities"):
+    """One row table of a kernalyse store (activities, launches, annotations, nccl, counters,
+    ops) as a DataFrame, read alone: no other table, no clock inference, no analysis. The
+    columns are the same read-only views as Run.table's, of a store holding only that table."""
+    columns, strings = _kernalyse.read_table(_os.fspath(path), name)
+    return _table_frame(columns, lambda: _strings_dtype(strings))
+
+
 class Html:
     """The HTML report (docs/report.md): shown inline in Jupyter, `save(path)` writes it."""
 
@@ -167,23 +196,11 @@ class Run:
         view="hta": the table as --compat hta sees it (HTA's rounding, window and categories)."""
         if name == "ranks":
             return self.ranks()
-        data = {}
-        for col, arr, decode in self._native.table(name, view):
-            if decode is None:
-                data[col] = arr
-            elif decode == "strings":
-                data[col] = _pd.Categorical.from_codes(arr, dtype=self._strings(view))
-            else:
-                data[col] = _pd.Categorical.from_codes(arr, dtype=_pd.CategoricalDtype(decode))
-        return _pd.DataFrame(data, copy=False)
+        return _table_frame(self._native.table(name, view), lambda: self._strings(view))
 
     def _strings(self, view):
         if view not in self._dtypes:
-            strings = self._native.strings(view)
-            try:
-                self._dtypes[view] = _pd.CategoricalDtype(strings)
-            except ValueError:  # a hand-made store with a string twice: keep the first
-                self._dtypes[view] = _pd.CategoricalDtype(list(dict.fromkeys(strings)))
+            self._dtypes[view] = _strings_dtype(self._native.strings(view))
         return self._dtypes[view]
 
     def activities(self, view="store"):

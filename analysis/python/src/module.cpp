@@ -271,13 +271,7 @@ py::list registry() {
   return out;
 }
 
-py::list strings(Run& r, const std::string& view) {
-  std::shared_ptr<const Store> v;
-  {
-    py::gil_scoped_release release;  // HTA's view is made on first use
-    v = r.view(view);
-  }
-  const Store& s = *v;
+py::list string_list(const Store& s) {
   py::list out;
   for (const std::string& x : s.strings.all()) {
     PyObject* o = PyUnicode_DecodeUTF8(x.data(), static_cast<py::ssize_t>(x.size()), "replace");
@@ -287,6 +281,15 @@ py::list strings(Run& r, const std::string& view) {
   return out;
 }
 
+py::list strings(Run& r, const std::string& view) {
+  std::shared_ptr<const Store> v;
+  {
+    py::gil_scoped_release release;  // HTA's view is made on first use
+    v = r.view(view);
+  }
+  return string_list(*v);
+}
+
 py::list table(Run& r, const std::string& name, const std::string& view) {
   std::shared_ptr<const Store> s;
   {
@@ -294,6 +297,26 @@ py::list table(Run& r, const std::string& name, const std::string& view) {
     s = r.view(view);
   }
   return store_table(s, name);
+}
+
+// One row table of a store file, read alone (the other tables' columns are not read): the
+// quickest way from a large store to one DataFrame. The arrays own the store read for them.
+py::tuple read_table(const std::string& path, const std::string& name) {
+  ColumnSelection sel;
+  sel.activities = name == "activities", sel.launches = name == "launches";
+  sel.annotations = name == "annotations", sel.nccl = name == "nccl";
+  sel.counters = name == "counters", sel.ops = name == "ops";
+  if (!(sel.activities || sel.launches || sel.annotations || sel.nccl || sel.counters || sel.ops))
+    throw Error("no table '" + name +
+                "': the tables are activities, launches, annotations, nccl, counters, ops");
+  if (sel.nccl) sel.activities = true;  // the reader checks nccl's rows against the activities
+  std::shared_ptr<const Store> s;
+  {
+    py::gil_scoped_release release;
+    if (!is_hdf5_file(path)) throw Error(path + ": not a kernalyse store (HDF5)");
+    s = std::make_shared<const Store>(read_store(path, sel));
+  }
+  return py::make_tuple(store_table(s, name), string_list(*s));
 }
 
 py::dict attrs(const Run& r) {
@@ -329,6 +352,7 @@ void bind(py::module_& m) {
   });
   m.def("analyses", &registry, "The registry: (name, help, in_all, in_page, hta_view) each.");
   m.def("open_run", &open_run, py::arg("inputs"), py::arg("args"));
+  m.def("read_table", &read_table, py::arg("path"), py::arg("name"));
   py::class_<Result, std::shared_ptr<Result>>(m, "Result")
       .def("tables", &Result::tables)
       .def("notes", &Result::notes)
