@@ -85,8 +85,9 @@ def read_activities(store, repeat):
     col_mb = rows * 46 / 1e6  # the activity columns' bytes per row (store.h)
     extra = statistics.median(extras) / 1e3
     print(f"{store}: read_table(activities): {rows:,} rows; median of {repeat}: "
-          f"{statistics.median(times):.2f} s, peak memory over the process before it "
-          f"{extra:.0f} MB ({extra / col_mb:.2f}x the {col_mb:.0f} MB of columns)")
+          f"{statistics.median(times):.2f} s ({min(times):.2f}-{max(times):.2f}), peak memory "
+          f"over the process before it {extra:.0f} MB ({extra / col_mb:.2f}x the {col_mb:.0f} MB "
+          f"of columns)")
 
 
 def activities_frame(store, repeat):
@@ -110,9 +111,10 @@ def activities_frame(store, repeat):
     col_mb = rows * per_row / 1e6
     extra = statistics.median(extras) / 1e3
     print(f"{store}: {rows:,} activities ({per_row} bytes/row, {col_mb:.0f} MB of columns); "
-          f"open {opened:.1f} s; activities() median of {repeat}: "
-          f"{statistics.median(times) * 1000:.0f} ms, extra peak memory {extra:.1f} MB "
-          f"({extra / col_mb:.3f}x the columns)")
+          f"open {opened:.1f} s; Run.activities(): first call {times[0] * 1000:.0f} ms, "
+          f"extra peak memory {extras[0] / 1e3:.1f} MB ({extras[0] / 1e3 / col_mb:.3f}x the "
+          f"columns); median of {repeat} {statistics.median(times) * 1000:.0f} ms, "
+          f"{extra:.1f} MB")
 
 
 def main():
