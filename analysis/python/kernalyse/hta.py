@@ -140,28 +140,37 @@ class TraceAnalysis:
         # The default (HTA's 30 µs) left to the run: the call then shares its context (HTA's
         # view, made once) with the breakdown and overlap.
         opt = {} if consecutive_kernel_delay == 30 else {"kernel_wait_us": consecutive_kernel_delay}
-        t = self.run.idle(**opt)["idle"].sort_values(["rank", "stream"], kind="stable")
+        t = self.run.idle(**opt)["idle"]
+        rank, stream = t["rank"].to_numpy("int64"), t["stream"].to_numpy("int64")
+        pos = {r: k for k, r in enumerate(ranks)}  # the ranks in the order asked, as HTA
+        rank_pos = np.array([pos.get(r, -1) for r in rank], dtype="int64")
+        wanted = rank_pos >= 0
         if streams:
-            t = t[t["stream"].isin(list(streams))]
-        total = (t["host_wait_us"] + t["kernel_wait_us"] + t["other_us"]).to_numpy(float)
-        frames = []
-        for rank in ranks:
-            mine = (t["rank"] == rank).to_numpy()
-            parts = []
-            for order, (cat, us, gaps) in enumerate(_IDLE_CATEGORIES):
-                # HTA groups a stream's kernels by category; its first kernel (no gap) is "other".
-                has = mine & ((t[gaps] > 0).to_numpy() | (cat == "other"))
-                v = t[us].to_numpy(float)[has]
-                tot = total[has]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    ratio = np.where(tot != 0, v / np.where(tot != 0, tot, 1), np.nan)
-                parts.append(pd.DataFrame({"rank": np.full(len(v), rank, dtype="int64"),
-                                           "stream": t["stream"].to_numpy("int64")[has],
-                                           "idle_category": cat, "idle_time": v,
-                                           "idle_time_ratio": ratio, "_order": order}))
-            df = pd.concat(parts).sort_values(["stream", "_order"], kind="stable")
-            frames.append(df.drop(columns="_order").reset_index(drop=True).round(2))
-        return pd.concat(frames), None
+            wanted &= np.isin(stream, list(streams))
+        total = sum(t[us].to_numpy(float) for _, us, _ in _IDLE_CATEGORIES)
+        cols = {k: [] for k in ("pos", "stream", "cat", "value", "total")}
+        for c, (cat, us, gaps) in enumerate(_IDLE_CATEGORIES):
+            # HTA groups a stream's kernels by category; its first kernel (no gap) is "other".
+            has = wanted & ((t[gaps].to_numpy() > 0) | (cat == "other"))
+            for k, v in (("pos", rank_pos), ("stream", stream), ("total", total),
+                         ("value", t[us].to_numpy(float))):
+                cols[k].append(v[has])
+            cols["cat"].append(np.full(int(has.sum()), c))
+        p, st, c, v, tot = (np.concatenate(cols[k]) for k in ("pos", "stream", "cat", "value",
+                                                              "total"))
+        o = np.lexsort((c, st, p))
+        p, st, c, v, tot = p[o], st[o], c[o], v[o], tot[o]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(tot != 0, v / np.where(tot != 0, tot, 1), np.nan)
+        starts = np.searchsorted(p, p, side="left")  # HTA's index: 0.. within each rank
+        df = pd.DataFrame({
+            "rank": np.asarray(ranks, dtype="int64")[p] if len(p) else np.empty(0, "int64"),
+            "stream": st,
+            "idle_category": np.array([x[0] for x in _IDLE_CATEGORIES], dtype=object)[c],
+            "idle_time": v.round(2),
+            "idle_time_ratio": ratio.round(2),
+        }, index=np.arange(len(p)) - starts)
+        return df, None
 
     def get_gpu_kernel_breakdown(self, visualize=True, duration_ratio=0.8, num_kernels=10,
                                  include_memory_kernels=True, image_renderer=""):
