@@ -173,6 +173,22 @@ def test_bad_inputs_raise_the_cli_line(gen, tmp_path):
         assert "\n" not in str(e.value) and str(p) in str(e.value), name
 
 
+def test_null_bytes_and_wrong_types_are_refused(gen):
+    """A NUL would end the C string early (another file, another value): refused, as Python's
+    own open() refuses it."""
+    with pytest.raises(kernalyse.Error, match="null byte"):
+        kernalyse.open(str(gen / "run.h5") + "\0.json")
+    with pytest.raises(kernalyse.Error, match="null byte"):
+        kernalyse.read_table(str(gen / "run.h5") + "\0x")
+    r = kernalyse.open(gen / "run.h5", quiet=True)
+    with pytest.raises(kernalyse.Error, match="--comm-regex: embedded null byte"):
+        kernalyse.open(gen / "run.h5", comm_regex="nccl\0x")
+    with pytest.raises(kernalyse.Error, match="null byte"):
+        r.critical_path(what_if="rank=1:median\0")
+    with pytest.raises(TypeError, match="path must be"):
+        kernalyse.open(42)
+
+
 def test_unknown_keyword_is_a_type_error(gen):
     r = kernalyse.open(gen / "run.h5", quiet=True)
     with pytest.raises(TypeError, match="hist_mni"):

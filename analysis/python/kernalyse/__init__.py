@@ -55,8 +55,19 @@ def _flags(kwargs, allowed, where):
             args.append(flag)
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            args.append(f"{flag}={_os.fspath(v) if isinstance(v, _os.PathLike) else v}")
+            text = f"{flag}={_os.fspath(v) if isinstance(v, _os.PathLike) else v}"
+            if "\0" in text:  # C strings end there: refused, as Python's own open() does
+                raise Error(f"{flag}: embedded null byte")
+            args.append(text)
     return args
+
+
+def _path(p):
+    """A path for the library: str, refused with a NUL in it (C strings end there)."""
+    p = _os.fsdecode(p)
+    if "\0" in p:
+        raise Error(f"{p!r}: embedded null byte")
+    return p
 
 
 def analyses():
@@ -153,7 +164,7 @@ def read_table(path, name="activities"):
     """One row table of a kernalyse store (activities, launches, annotations, nccl, counters,
     ops) as a DataFrame, read alone: no other table, no clock inference, no analysis. The
     columns are the same read-only views as Run.table's, of a store holding only that table."""
-    columns, strings = _kernalyse.read_table(_os.fspath(path), name)
+    columns, strings = _kernalyse.read_table(_path(path), name)
     return _table_frame(columns, lambda: _strings_dtype(strings))
 
 
@@ -242,7 +253,7 @@ class Run:
         Html object, shown inline in Jupyter."""
         args = _flags({**self._defaults, **options}, _HTML_OPTIONS, "report")
         if path is not None:
-            self._native.html(_os.fspath(path), args)
+            self._native.html(_path(path), args)
             with _builtins.open(path, encoding="utf-8") as f:
                 return Html(f.read())
         with _tempfile.TemporaryDirectory(prefix="kernalyse-") as d:
@@ -254,12 +265,12 @@ class Run:
     def export_perfetto(self, path, **options):
         """kernalyse-merge --perfetto PATH: the aligned timeline for Perfetto UI (docs/exports.md).
         Returns the counts written (events, flows, counters, files)."""
-        return self._native.export("perfetto", _os.fspath(path),
+        return self._native.export("perfetto", _path(path),
                                    _flags(self._export(options), _EXPORT_OPTIONS, "export_perfetto"))
 
     def export_kineto(self, directory, **options):
         """kernalyse-merge --export-kineto DIR: one Kineto JSON per rank, for HTA / TraceLens."""
-        return self._native.export("kineto", _os.fspath(directory),
+        return self._native.export("kineto", _path(directory),
                                    _flags(self._export(options), _EXPORT_OPTIONS, "export_kineto"))
 
     def _export(self, options):
@@ -268,7 +279,7 @@ class Run:
 
     def save(self, path, force=False):
         """Writes the run as a kernalyse store (HDF5, docs/store.md)."""
-        self._native.save(_os.fspath(path), bool(force))
+        self._native.save(_path(path), bool(force))
 
     def __repr__(self):
         a = self.attrs
@@ -297,8 +308,14 @@ def open(path, **options):  # noqa: A001 - kernalyse.open, like the issue's API
     (write the imported store), force, quiet, progress; analysis options given here (rank, step,
     top, compat, ...) are every call's defaults. compat="hta" keeps the recorded clocks (HTA's
     view). The info lines go to stderr unless quiet=True; warnings always."""
-    paths = [path] if isinstance(path, (str, bytes, _os.PathLike)) else list(path)
-    inputs = [_os.fsdecode(p) for p in paths]
+    if isinstance(path, (str, bytes, _os.PathLike)):
+        paths = [path]
+    elif isinstance(path, (list, tuple)):
+        paths = list(path)
+    else:
+        raise TypeError(f"kernalyse.open: path must be a str, bytes, os.PathLike or a list of "
+                        f"them, not {type(path).__name__}")
+    inputs = [_path(p) for p in paths]
     if "progress" not in options:
         options = dict(options, progress="off")  # no progress bars in notebooks unless asked
     native = _kernalyse.open_run(inputs, _flags(options, _OPEN_OPTIONS, "open"))
