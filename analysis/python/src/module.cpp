@@ -180,7 +180,9 @@ Options call_flags(const Run& r, const std::vector<std::string>& args) {
 
 // One analysis's rendered result: tables, notes, and the JSON keys built on demand.
 struct Result {
-  std::shared_ptr<const Store> store;  // what the report's deferred keys may read
+  // What the report's deferred keys may read: the store and the context the analysis ran in.
+  std::shared_ptr<const Store> store;
+  std::shared_ptr<const AnalysisContext> context;
   Report report;
   py::list tables() const {
     py::list out;
@@ -215,8 +217,9 @@ std::shared_ptr<Result> analyse(Run& r, const std::string& name,
   py::gil_scoped_release release;
   std::string key;
   for (const auto& x : args) key += x + '\n';
-  const auto ctx = r.context(key, o.ao);
-  append_results(run_analyses(*ctx, {a}, /*render=*/true), *ctx, &out->report);
+  out->context = r.context(key, o.ao);
+  const AnalysisContext& ctx = *out->context;
+  append_results(run_analyses(ctx, {a}, /*render=*/true), ctx, &out->report);
   return out;
 }
 
