@@ -10,7 +10,7 @@ if(SHA256_FILE)
   file(SHA256 "${IN}" actual)
   if(NOT actual STREQUAL recorded)
     message(FATAL_ERROR "${IN}: sha256 ${actual} differs from ${recorded} recorded in "
-                        "${SHA256_FILE}; re-run analysis/html/vendor.sh")
+                        "${SHA256_FILE}; re-run analysis/html/assets/vendor.sh")
   endif()
 endif()
 set(delim "kx_embed")

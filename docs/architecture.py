@@ -5,7 +5,9 @@
   docs/architecture.py check                fails (exit 1, one line per problem) when
       - a function in aggregator/ analysis/ collector/ launch/ is over 150 lines,
       - the measured list in docs/architecture.md differs from `lengths --over 120`,
-      - a folder links a folder listed after it in "Folder dependency order" (a cycle).
+      - a room (a folder or a folder's room: aggregator/store/, analysis/html/, ...) links a room
+        listed after it in "Folder dependency order", or one of its files includes a header of
+        such a room (either would be a cycle), or a room with sources is not listed.
   docs/architecture.py update               rewrites the measured list in docs/architecture.md
 
 Function length: head line to closing brace, as universal-ctags reports them (`--fields=+ne`:
@@ -72,12 +74,43 @@ def folder_order(text):
     order = {}
     for m in re.finditer(r"^(\d+)\. (.*)$", sec, re.M):
         head = m.group(2).split(" — ")[0]
-        for f in re.findall(r"`([\w.-]+)/`", head):
+        for f in re.findall(r"`([\w./-]+)/`", head):
             order[f] = int(m.group(1))
     return order
 
 
-def cmake_links():
+def room_of(rel, order):
+    """The room a path belongs to: its longest leading folder path listed in the order."""
+    parts = rel.split("/")
+    for k in range(len(parts), 0, -1):
+        if "/".join(parts[:k]) in order:
+            return "/".join(parts[:k])
+    return parts[0]
+
+
+def include_edges(order):
+    """(room, included room, file, header) for every #include "kernalyse/X.h" of our sources."""
+    where = {}  # header name → room that holds it
+    sources = []
+    for folder in FOLDERS:
+        for dirpath, dirs, files in os.walk(os.path.join(ROOT, folder)):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
+            for name in files:
+                rel = os.path.relpath(os.path.join(dirpath, name), ROOT)
+                if name.endswith((".h", ".hpp")) and "/include/kernalyse/" in rel:
+                    where[name] = room_of(rel, order)
+                if name.endswith((".cpp", ".h", ".hpp", ".cu")):
+                    sources.append(rel)
+    edges = []
+    for rel in sources:
+        text = open(os.path.join(ROOT, rel), errors="replace").read()
+        for h in re.findall(r'#include "kernalyse/([\w.]+)"', text):
+            if h in where and where[h] != room_of(rel, order):
+                edges.append((room_of(rel, order), where[h], rel, h))
+    return edges
+
+
+def cmake_links(order):
     """(linking folder, linked folder) for every target_link_libraries of our targets."""
     owner = {}  # target or alias → folder
     links = []  # (folder, text of a target_link_libraries call)
@@ -89,7 +122,7 @@ def cmake_links():
         rel = os.path.relpath(dirpath, ROOT)
         if rel == ".":
             continue
-        folder = rel.split(os.sep)[0]
+        folder = room_of(rel.replace(os.sep, "/"), order)
         text = re.sub(r"#[^\n]*", "", open(os.path.join(dirpath, "CMakeLists.txt")).read())
         for m in re.finditer(r"add_(?:library|executable)\(\s*([\w:.-]+)(?:\s+ALIAS\s+([\w:.-]+))?",
                              text):
@@ -122,12 +155,18 @@ def check():
                         "\n            ".join(block or ["(empty)"]) + "\n  measured: " +
                         "\n            ".join(want or ["(empty)"]))
     order = folder_order(text)
-    for folder, dep, target in sorted(cmake_links()):
+    for folder, dep, target in sorted(cmake_links(order)):
         if folder not in order or dep not in order:
             problems.append(f"folder dependency order: {folder}/ or {dep}/ not listed in {DOC}")
         elif order[dep] > order[folder]:
             problems.append(f"folder dependency order: {folder}/ links {target} of {dep}/, "
                             f"which comes after it ({order[dep]} > {order[folder]})")
+    for room, dep, rel, h in sorted(include_edges(order)):
+        if room not in order or dep not in order:
+            problems.append(f"folder dependency order: {room}/ or {dep}/ not listed in {DOC}")
+        elif order[dep] > order[room]:
+            problems.append(f"folder dependency order: {rel} (in {room}/) includes kernalyse/{h} "
+                            f"of {dep}/, which comes after it ({order[dep]} > {order[room]})")
     for p in problems:
         print(p)
     return 1 if problems else 0

@@ -12,7 +12,7 @@
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/export.h"
 #include "kernalyse/hang.h"
-#include "kernalyse/html.h"
+#include "kernalyse/html_report.h"
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/power_log.h"

@@ -33,13 +33,13 @@
 #include "kernalyse/clocksync.h"
 #include "kernalyse/emu.h"
 #include "kernalyse/run_env.h"
+#include "kernalyse/spool.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/store_mpi.h"
 #include "nvml_power.h"
 #include "recorder.h"
 #include "sink.h"
-#include "spool.h"
 
 namespace {
 

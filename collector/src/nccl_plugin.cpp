@@ -207,7 +207,7 @@ void sweep_stale_api_events(State& s) {
 }
 
 // NCCL's datatype names (ncclDatatypeToString) → the names PyTorch/Kineto traces use (the store's
-// one vocabulary, see dtype_bytes in aggregator/src/kineto.cpp) and element sizes.
+// one vocabulary, see dtype_bytes in aggregator/importers/src/kineto.cpp) and element sizes.
 struct DtypeInfo {
   const char* nccl;
   const char* name;

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernalyse/spool.h"
 #include "sink.h"
-#include "spool.h"
 
 namespace kernalyse::collector {
 

@@ -1,8 +1,8 @@
 // kernalyse-tracegen --format rocprof: one rank's planted workload as rocprofv3 JSON
 // (`rocprofv3 --output-format json`, the layout rocprofiler-sdk's generateJSON.cpp writes and
-// aggregator/src/rocprof.cpp reads), so truth tests run on the AMD format too. What the format
-// cannot carry is mapped as rocprofv3 would record it: a memset is a kernel dispatch (HIP's fill
-// kernels), named as the memset; CUDA runtime calls become HIP_RUNTIME_API records under their
+// aggregator/importers/src/rocprof.cpp reads), so truth tests run on the AMD format too. What the
+// format cannot carry is mapped as rocprofv3 would record it: a memset is a kernel dispatch (HIP's
+// fill kernels), named as the memset; CUDA runtime calls become HIP_RUNTIME_API records under their
 // own names; user and step ranges become roctx ranges (MARKER_CORE_RANGE_API). Kernels go on an
 // HSA queue numbered as their stream; copies carry their stream as `stream_id`.
 #include "rocprof_writer.h"

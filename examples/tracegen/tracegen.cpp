@@ -37,6 +37,8 @@
 #include <vector>
 
 #include "kernalyse/kineto.h"
+#include "nsys_set.h"
+#include "nccl_ops_gen.h"
 #include "nsys_writer.h"
 #include "rocprof_writer.h"
 #include "shapes.h"
@@ -70,6 +72,10 @@ struct Options {
   // --host-skew-us / --host-drift-ppm / --ranks-per-host: rank r runs on host r / K; all ranks of a
   // host read one clock, off by the host's offset plus drift · (true time since the trace's base).
   int ranks_per_host = 0;
+  NsysSetOptions nsys;  // --nsys-*: a multi-host set of Nsight Systems reports (nsys_set.h)
+  // --nccl-ops: the job with NCCL's own ids instead (nccl_ops_gen.h).
+  bool nccl_ops = false, no_op_ids = false, ce = false;
+  int nccl_late_rank = -1;
   std::vector<std::pair<int, i64>> host_skew;
   std::vector<std::pair<int, double>> host_drift_ppm;
   int host_of(int rank) const { return ranks_per_host > 0 ? rank / ranks_per_host : rank; }
@@ -1404,6 +1410,15 @@ void run_converted(Options o) {
   o.gz = false;
   fs::remove_all(o.out);
   run(o);
+  if (o.format == "nsys" && o.nsys.any()) {  // a multi-host set (nsys_set.h)
+    std::vector<kernalyse::Store> stores(static_cast<size_t>(o.ranks));
+    for (int r = 0; r < o.ranks; ++r)
+      stores[static_cast<size_t>(r)] =
+          kernalyse::import_kineto_file(rank_file(o, r), kernalyse::ImportOptions{}, nullptr);
+    write_nsys_set(stores, o.ranks_per_host, o.nsys, out);
+    fs::remove_all(o.out);
+    return;
+  }
   for (int r = 0; r < o.ranks; ++r) {
     kernalyse::ImportOptions io;
     kernalyse::Store s = kernalyse::import_kineto_file(rank_file(o, r), io, nullptr);
@@ -1426,6 +1441,10 @@ const char* kUsage =
     "[--threads T]\n"
     "                          [--clock-skew-us R:US[,R:US...]] [--format json|nsys|rocprof]\n"
     "                          [--pair [--pair-slow-factor F] [--pair-delay-us D]]\n"
+    "       kernalyse-tracegen --nccl-ops --ranks N --steps S --out DIR [--format json|nsys] "
+    "[--truth FILE]\n"
+    "                          [--ranks-per-host K] [--no-op-ids] [--nccl-late-rank R] "
+    "[--ce-collectives]\n"
     "       kernalyse-tracegen --shapes DIR [--iters N]\n"
     "                          [--ranks-per-host K [--host-skew-us H:US,...] [--host-drift-ppm "
     "H:PPM,...]]\n"
@@ -1446,6 +1465,16 @@ const char* kUsage =
     "exports;\n"
     "--format rocprof writes DIR/rank-<r>.json[.gz] as rocprofv3 JSON (memsets as fill-kernel "
     "dispatches).\n"
+    "--format nsys with --nsys-names hostpid (report_<host>_<pid>.sqlite), --nsys-env "
+    "all|none|R[:VAR],...\n"
+    "(the launched process's launcher variable, default OMPI_COMM_WORLD_RANK), --nsys-payload "
+    "all|none|R,...\n"
+    "(ncclCommInitRank payloads), --nsys-marks none|all|cross-host (NCCL network marks between "
+    "ring\n"
+    "neighbours), --nsys-per-host (one report per host with its processes): a multi-host set "
+    "whose rank\n"
+    "evidence is only what these flags plant (hosts per --ranks-per-host; pids fall with the "
+    "rank).\n"
     "--pair: writes DIR/base and DIR/test (for kernalyse-merge --diff) and DIR/planted.json. TEST "
     "differs\n"
     "from BASE by: one GEMM kernel F times slower (default 1.5), the softmax kernel removed, the "
@@ -1454,6 +1483,13 @@ const char* kUsage =
     "launch-delayed straggler (D us, default 300) moved from rank 0 to the last rank. Other "
     "kernels keep\n"
     "their exact durations; collective kernels absorb the changed waits.\n"
+    "--nccl-ops: a job whose collectives carry NCCL's own ids (Kineto Comms Id/Seq, nsys "
+    "NCCL_GPU_OPERATIONS),\n"
+    "all-to-all(v) steps with planted uneven splits, send/receive pairs; --no-op-ids leaves the "
+    "ids out,\n"
+    "--nccl-late-rank R drops rank R's first all-reduce (order matching then pairs wrongly), "
+    "--ce-collectives\n"
+    "adds a copy-engine all-gather per step (a copy, no kernel).\n"
     "--shapes: writes DIR/hints.json and DIR/clean.json, one-rank traces with operator shapes, "
     "and\n"
     "DIR/planted.json: each op's FLOPs and roofline class, and the hints that must fire (none in "
@@ -1527,6 +1563,14 @@ int main(int argc, char** argv) {
       };
       if (a == "--help" || a == "-h")
         return std::fputs(kUsage, stdout), 0;
+      else if (a == "--nccl-ops")
+        o.nccl_ops = true;
+      else if (a == "--no-op-ids")
+        o.no_op_ids = true;
+      else if (a == "--ce-collectives")
+        o.ce = true;
+      else if (a == "--nccl-late-rank")
+        o.nccl_late_rank = int(num(0));
       else if (a == "--ranks")
         o.ranks = int(num(1));
       else if (a == "--kernels")
@@ -1580,6 +1624,9 @@ int main(int argc, char** argv) {
         o.host_drift_ppm = pairs(a, 1000);  // H:PPM[,H:PPM...]
       else if (a == "--ranks-per-host")
         o.ranks_per_host = int(num(1));
+      else if (a.rfind("--nsys-", 0) == 0 &&
+               parse_nsys_set_flag(a, nsys_set_flag_has_value(a) ? val() : "", &o.nsys))
+        continue;
       else
         throw std::invalid_argument("unknown argument " + a);
     }
@@ -1596,15 +1643,23 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     if (o.pair && o.format != "json")
       throw std::runtime_error("--pair writes JSON only (no --format " + o.format + ")");
-    if (o.pair)
+    if (o.nccl_ops)
+      write_nccl_ops_job({o.ranks, o.steps, o.ranks_per_host, o.out, o.truth, o.format,
+                          !o.no_op_ids, o.nccl_late_rank, o.ce});
+    else if (o.pair)
       run_pair(o);
     else if (o.format != "json")
       run_converted(o);
     else
       run(o);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "kernalyse-tracegen: %d rank(s) x %lld kernels -> %s (%.2f s)\n", o.ranks,
-                 (long long)o.kernels, o.out.c_str(), s);
+    if (o.nccl_ops)
+      std::fprintf(stderr,
+                   "kernalyse-tracegen: %d rank(s) x %d steps (--nccl-ops) -> %s (%.2f s)\n",
+                   o.ranks, o.steps, o.out.c_str(), s);
+    else
+      std::fprintf(stderr, "kernalyse-tracegen: %d rank(s) x %lld kernels -> %s (%.2f s)\n",
+                   o.ranks, (long long)o.kernels, o.out.c_str(), s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernalyse-tracegen: error: %s\n", e.what());
     return 1;

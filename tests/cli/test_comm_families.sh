@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Communication kernels of libraries other than NCCL (DeepEP, vLLM / SGLang custom all-reduce,
-# TensorRT-LLM all-reduce; aggregator/src/classify.cpp, docs/analyses.md) count as communication by
+# TensorRT-LLM all-reduce; aggregator/importers/src/classify.cpp, docs/analyses.md) count as communication by
 # default in the summary, the overlap and the breakdown. A hand-built one-rank Kineto trace plants
 # the intervals (µs): computation gemm [0,100) and [200,300) on stream 7; on stream 20 DeepEP's
 # internode::dispatch [50,150), vLLM's cross_device_reduce_1stage [250,260), TensorRT-LLM's

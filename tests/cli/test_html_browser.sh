@@ -107,4 +107,10 @@ check rank1 rank1.html timeline,critpath,overlap,gaps,kernels yes
 "$BIN/kernalyse_html_fixture" counters.html
 expect_eq "fixture: report written" "$?" "0"
 check counters counters.html "$all,memory,power" yes
+
+# (d) An all-to-all job (kernalyse-tracegen --nccl-ops): the all-to-all heat map drawn too.
+kernalyse-tracegen --nccl-ops --ranks 4 --steps 6 --ranks-per-host 2 --out a2a 2>/dev/null
+kernalyse-merge a2a --html alltoall.html -q
+expect_eq "alltoall: report written" "$?" "0"
+check alltoall alltoall.html "$all,alltoall" yes
 finish

@@ -26,11 +26,12 @@ a, b = json.load(open("a.json")), json.load(open("b.json"))
 skip_coll = {"busbw_gbps", "msg_bytes", "op", "match"}
 def scrub(j):
     for r in j["ranks"]:
-        for k in ("source", "host", "collector_status"): r.pop(k)
+        for k in ("source", "host", "collector_status", "rank_source"): r.pop(k)
     j["notes"] = [n for n in j["notes"] if not n.startswith(("ranks:", "collective matching:"))]
     for c in j["stragglers"]["collectives"]:
         for k in skip_coll: c.pop(k, None)
     j["stragglers"].pop("match", None)
+    j["stragglers"].pop("matched_by", None)  # (pg, seq) with Seq, order without
     # Both infer the same clocks (--align auto); only nsys names the hosts.
     ci = j["clock_inference"]
     for h in ci["hosts"]: h.pop("host")

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "fuzz_input.h"
+#include "kernalyse/spool.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
-#include "spool.h"
 
 namespace {
 

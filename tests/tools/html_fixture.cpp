@@ -7,7 +7,7 @@
 #include <string>
 
 #include "kernalyse/classify.h"
-#include "kernalyse/html.h"
+#include "kernalyse/html_report.h"
 #include "kernalyse/store_io.h"
 
 using namespace kernalyse;

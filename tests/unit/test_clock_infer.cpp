@@ -1,6 +1,6 @@
-// Clock inference from collectives (analysis/src/clock_infer.cpp, docs/clocks.md "Inferred"):
-// planted per-host offsets and drift on hand-built evidence, completion that is not the model's,
-// too-little-evidence cases, and applying a result to a Store.
+// Clock inference from collectives (analysis/clocks/src/clock_infer.cpp, docs/clocks.md
+// "Inferred"): planted per-host offsets and drift on hand-built evidence, completion that is not
+// the model's, too-little-evidence cases, and applying a result to a Store.
 #include <gtest/gtest.h>
 
 #include <cmath>

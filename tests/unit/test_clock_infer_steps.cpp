@@ -1,9 +1,9 @@
-// The numerical steps of the clock inference (analysis/src/clock_infer_steps.h) on hand-made
+// The numerical steps of the clock inference (analysis/clocks/src/clock_infer_steps.h) on hand-made
 // numbers: the median, Tukey's resistant line, the linear solve, the network of pairwise fits,
 // the closure of happened-before bounds, the arrival-order bias and the clamp into the bounds.
 #include <gtest/gtest.h>
 
-#include "../../analysis/src/clock_infer_steps.h"
+#include "../../analysis/clocks/src/clock_infer_steps.h"
 
 using namespace kernalyse::clock_steps;
 

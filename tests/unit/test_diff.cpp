@@ -1,6 +1,6 @@
-// Trace diff (analysis/src/diff.cpp): kernels matched by full name, one-sided names grouped by
-// the innermost range that launched them, partial groups, steps, and the per-rank figures taken
-// from the analyses' typed results.
+// Trace diff (analysis/analyses/src/diff.cpp): kernels matched by full name, one-sided names
+// grouped by the innermost range that launched them, partial groups, steps, and the per-rank
+// figures taken from the analyses' typed results.
 #include <gtest/gtest.h>
 
 #include <map>

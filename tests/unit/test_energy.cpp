@@ -1,4 +1,4 @@
-// Energy (analysis/src/energy.cpp): piecewise-linear integration of gpu_power_mw samples,
+// Energy (analysis/analyses/src/energy.cpp): piecewise-linear integration of gpu_power_mw samples,
 // time-share split among concurrent GPU work, idle apart, roll-ups per kernel/rank/step; the units
 // formatter.
 #include <gtest/gtest.h>

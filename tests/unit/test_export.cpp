@@ -1,6 +1,6 @@
-// Exports (analysis/src/export.cpp): exact µs text, time parsing, Kineto export → import round
-// trip of a hand-made store, Perfetto export of one rank loaded back by our importer, refusal to
-// overwrite, gzip output.
+// Exports (analysis/exporters/src/export.cpp): exact µs text, time parsing, Kineto export → import
+// round trip of a hand-made store, Perfetto export of one rank loaded back by our importer, refusal
+// to overwrite, gzip output.
 #include <gtest/gtest.h>
 #include <zlib.h>
 

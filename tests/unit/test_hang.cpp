@@ -1,7 +1,7 @@
-// The hang and desync report (collector/src/hang.cpp) on spool files written by the collector's
-// own Recorder: a rank that never entered the collective the others wait in, ranks that stopped
-// at different collectives, mismatched op and size; and the spool's CollMark blocks round-trip
-// next to a version-2 file, which still reads.
+// The hang and desync report (analysis/analyses/src/hang.cpp) on spool files written by the
+// collector's own Recorder: a rank that never entered the collective the others wait in, ranks that
+// stopped at different collectives, mismatched op and size; and the spool's CollMark blocks
+// round-trip next to a version-2 file, which still reads.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,9 +9,9 @@
 #include <filesystem>
 
 #include "../../collector/src/recorder.h"
-#include "../../collector/src/spool.h"
 #include "kernalyse/error.h"
 #include "kernalyse/hang.h"
+#include "kernalyse/spool.h"
 #include "kernalyse/spool_store.h"
 
 using namespace kernalyse;

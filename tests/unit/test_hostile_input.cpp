@@ -15,11 +15,11 @@
 #include <functional>
 #include <thread>
 
-#include "../../collector/src/spool.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/classify.h"
 #include "kernalyse/kineto.h"
+#include "kernalyse/spool.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 

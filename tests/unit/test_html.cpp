@@ -1,5 +1,5 @@
-// HTML report data (analysis/src/html.cpp): the binned timeline lanes, the GPU memory series from
-// a hand-built Counters table (and none without it), the straggler heatmap, and the writer's
+// HTML report data (analysis/html/src/html.cpp): the binned timeline lanes, the GPU memory series
+// from a hand-built Counters table (and none without it), the straggler heatmap, and the writer's
 // refusals (existing file, unwritable path: no file left).
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "kernalyse/classify.h"
-#include "kernalyse/html.h"
+#include "kernalyse/html_report.h"
 #include "kernalyse/store_io.h"
 
 namespace fs = std::filesystem;

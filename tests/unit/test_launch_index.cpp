@@ -1,9 +1,9 @@
-// detail::LaunchRows / LaunchIndex (analysis/src/timeline.h, internal): (rank, correlation) → the
-// launch row and its start, dense and sparse ids, misses, and a rank whose launches come in two
-// runs (an unsorted launch table).
+// detail::LaunchRows / LaunchIndex (analysis/analyses/include/kernalyse/timeline.h, internal):
+// (rank, correlation) → the launch row and its start, dense and sparse ids, misses, and a rank
+// whose launches come in two runs (an unsorted launch table).
 #include <gtest/gtest.h>
 
-#include "../../analysis/src/timeline.h"
+#include "kernalyse/timeline.h"
 
 namespace kernalyse {
 namespace {

@@ -1,4 +1,5 @@
-// store_overview (analysis/src/overview.cpp): what every kernalyse-merge report starts with.
+// store_overview (analysis/analyses/src/overview.cpp): what every kernalyse-merge report starts
+// with.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,6 +1,6 @@
-// nvidia-smi power-log importer (aggregator/src/power_log.cpp): both real formats written by hand
-// as nvidia-smi prints them, malformed lines counted, missing columns and logs that do not overlap
-// the run refused with one message naming the file.
+// nvidia-smi power-log importer (aggregator/importers/src/power_log.cpp): both real formats written
+// by hand as nvidia-smi prints them, malformed lines counted, missing columns and logs that do not
+// overlap the run refused with one message naming the file.
 #include <gtest/gtest.h>
 
 #include "kernalyse/energy.h"

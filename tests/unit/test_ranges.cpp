@@ -1,6 +1,6 @@
-// GPU time by annotated range (analysis/src/ranges.cpp): kernels join the ranges whose thread
-// launched them inside the range, through the correlation id; nested ranges are inclusive; other
-// threads, other ranks, steps and work without a launch stay out.
+// GPU time by annotated range (analysis/analyses/src/ranges.cpp): kernels join the ranges whose
+// thread launched them inside the range, through the correlation id; nested ranges are inclusive;
+// other threads, other ranks, steps and work without a launch stay out.
 #include <gtest/gtest.h>
 
 #include "kernalyse/analysis.h"

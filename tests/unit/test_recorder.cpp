@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "../../collector/src/recorder.h"
-#include "../../collector/src/spool.h"
+#include "kernalyse/spool.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 

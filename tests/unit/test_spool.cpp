@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../../collector/src/spool.h"
+#include "kernalyse/spool.h"
 
 using namespace kernalyse;
 

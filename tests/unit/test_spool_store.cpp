@@ -1,11 +1,11 @@
-// Spool → store without MPI (collector/src/spool_store.cpp): the Meta block round-trips, the
+// Spool → store without MPI (aggregator/spool/src/spool_store.cpp): the Meta block round-trips, the
 // conversion applies the clock and the anchor, and the offline recovery of a spool directory
 // keeps every complete block, names the truncated and the missing ranks.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "../../collector/src/spool.h"
+#include "kernalyse/spool.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/store_io.h"
 

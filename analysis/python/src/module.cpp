@@ -18,7 +18,7 @@
 #include "kernalyse/crossrank.h"
 #include "kernalyse/error.h"
 #include "kernalyse/export.h"
-#include "kernalyse/html.h"
+#include "kernalyse/html_report.h"
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/power_log.h"

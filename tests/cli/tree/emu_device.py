@@ -1,4 +1,4 @@
-"""The kernalyse emulated-device C API (collector/include/kernalyse/emu.h) from Python, through
+"""The kernalyse emulated-device C API (aggregator/spool/include/kernalyse/emu.h) from Python, through
 ctypes: what a PyTorch worker's GPU work looks like to the collector, without a GPU. The symbols
 are found in the process (the collector is preloaded by kernalyse-run); without it, unprofiled."""
 import ctypes

@@ -1,0 +1,994 @@
+// Perfetto (Chrome trace-event) and Kineto-style JSON exports of a store. Streaming: events are
+// written as they are visited through a buffered (optionally gzip) writer; no JSON DOM of events.
+// Conventions in docs/exports.md.
+#include "kernalyse/export.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "kernalyse/analysis.h"
+#include "kernalyse/atomic_file.h"
+#include "kernalyse/checked.h"
+#include "kernalyse/collectives.h"
+#include "kernalyse/error.h"
+
+namespace fs = std::filesystem;
+
+namespace kernalyse {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view e) {
+  return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+}
+
+// Buffered writer to a temporary file (plain or gzip), renamed onto the target by commit().
+class Writer {
+ public:
+  Writer(const std::string& path, bool force) : path_(path), file_(path, force) {
+    const std::string& tmp_ = file_.tmp();
+    gz_mode_ = ends_with(path, ".gz");
+    if (gz_mode_) {
+      gz_ = gzopen(tmp_.c_str(), "wb6");
+      if (!gz_) throw Error(path + ": cannot create: " + std::strerror(errno));
+    } else {
+      f_ = std::fopen(tmp_.c_str(), "wb");
+      if (!f_) throw Error(path + ": cannot create: " + std::strerror(errno));
+    }
+    buf_.reserve(kCap + 4096);
+  }
+  ~Writer() {
+    if (f_) std::fclose(f_);
+    if (gz_) gzclose(gz_);
+  }
+  Writer& operator<<(std::string_view s) {
+    buf_.append(s);
+    if (buf_.size() >= kCap) flush();
+    return *this;
+  }
+  Writer& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  Writer& num(int64_t v) {
+    char b[24];
+    int n = std::snprintf(b, sizeof b, "%lld", static_cast<long long>(v));
+    buf_.append(b, static_cast<size_t>(n));
+    return *this;
+  }
+  Writer& us(int64_t ns) { return *this << ns_to_us_text(ns); }
+  // A JSON string literal (quotes included), escaped.
+  Writer& str(std::string_view s) {
+    buf_.push_back('"');
+    for (char ch : s) {
+      auto c = static_cast<unsigned char>(ch);
+      if (c == '"' || c == '\\') {
+        buf_.push_back('\\');
+        buf_.push_back(ch);
+      } else if (c < 0x20) {
+        char b[8];
+        std::snprintf(b, sizeof b, "\\u%04x", c);
+        buf_.append(b);
+      } else {
+        buf_.push_back(ch);
+      }
+    }
+    buf_.push_back('"');
+    return *this;
+  }
+  void flush() {
+    if (buf_.empty()) return;
+    if (gz_mode_) {
+      if (gzwrite(gz_, buf_.data(), static_cast<unsigned>(buf_.size())) !=
+          static_cast<int>(buf_.size()))
+        throw Error(path_ + ": write error (gzip)");
+    } else if (std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) {
+      throw Error(path_ + ": write error: " + std::strerror(errno));
+    }
+    buf_.clear();
+  }
+  void commit() {
+    flush();
+    if (gz_mode_) {
+      int rc = gzclose(gz_);
+      gz_ = nullptr;
+      if (rc != Z_OK) throw Error(path_ + ": write error (gzip close)");
+    } else {
+      int rc = std::fclose(f_);
+      f_ = nullptr;
+      if (rc != 0) throw Error(path_ + ": write error: " + std::strerror(errno));
+    }
+    file_.commit();
+  }
+
+ private:
+  static constexpr size_t kCap = 1 << 20;
+  std::string path_;
+  AtomicFile file_;  // the temporary, removed unless committed
+  bool gz_mode_ = false;
+  FILE* f_ = nullptr;
+  gzFile gz_ = nullptr;
+  std::string buf_;
+};
+
+const char* kineto_cat(Kind k) {
+  switch (k) {
+    case Kind::Kernel:
+      return "kernel";
+    case Kind::Memcpy:
+      return "gpu_memcpy";
+    case Kind::Memset:
+      return "gpu_memset";
+    case Kind::Sync:
+      return "cuda_sync";
+    case Kind::HostOnStream:
+      return "host_on_stream";
+    default:
+      return "gpu_other";
+  }
+}
+
+// Row selection shared by both exports.
+struct Selection {
+  const Store& s;
+  const ExportOptions& o;
+  int64_t base;
+  bool rank_ok(int32_t r) const { return !o.rank || *o.rank == r; }
+  bool time_ok(int64_t st, int64_t en) const {
+    if (o.from_ns && en - base < *o.from_ns) return false;
+    if (o.from_ns && en - base == *o.from_ns && st != en) return false;
+    if (o.to_ns && st - base >= *o.to_ns) return false;
+    return true;
+  }
+  bool activity(size_t i) const {
+    const auto& a = s.activities;
+    return rank_ok(a.rank[i]) && (!o.step || a.step[i] == *o.step) &&
+           time_ok(a.start_ns[i], a.end_ns[i]);
+  }
+  bool launch(size_t i) const {
+    const auto& l = s.launches;
+    return rank_ok(l.rank[i]) && (!o.step || l.step[i] == *o.step) &&
+           time_ok(l.start_ns[i], l.end_ns[i]);
+  }
+  bool annotation(size_t i) const {
+    const auto& n = s.annotations;
+    return rank_ok(n.rank[i]) && (!o.step || n.step[i] == *o.step) &&
+           time_ok(n.start_ns[i], n.end_ns[i]);
+  }
+};
+
+std::vector<int32_t> nccl_index(const Store& s) {
+  std::vector<int32_t> v(s.activities.size(), -1);
+  for (size_t i = 0; i < s.nccl.size(); ++i)
+    if (s.nccl.activity[i] < v.size()) v[s.nccl.activity[i]] = static_cast<int32_t>(i);
+  return v;
+}
+
+// NCCL arguments in Kineto's spelling (what our importer, HTA and TraceLens read).
+void write_nccl_args(Writer& w, const Store& s, int32_t n) {
+  const NcclInfo& c = s.nccl;
+  w << ",\"Collective name\":";
+  w.str(s.strings.at(c.collective_id[n]));
+  if (c.seq[n] >= 0) w << ",\"Seq\":", w.num(c.seq[n]);
+  if (c.in_nelems[n] >= 0) w << ",\"In msg nelems\":", w.num(c.in_nelems[n]);
+  if (c.out_nelems[n] >= 0) w << ",\"Out msg nelems\":", w.num(c.out_nelems[n]);
+  if (c.msg_bytes[n] >= 0) w << ",\"In msg size\":", w.num(c.msg_bytes[n]);
+  if (c.group_size[n] >= 0) w << ",\"Group size\":", w.num(c.group_size[n]);
+  if (c.dtype_id[n]) w << ",\"dtype\":", w.str(s.strings.at(c.dtype_id[n]));
+  w << ",\"Process Group Name\":";
+  w.str(s.strings.at(c.pg_name_id[n]));
+  if (c.pg_desc_id[n]) w << ",\"Process Group Description\":", w.str(s.strings.at(c.pg_desc_id[n]));
+  if (c.pg_ranks_id[n]) w << ",\"Process Group Ranks\":", w.str(s.strings.at(c.pg_ranks_id[n]));
+  if (n < static_cast<int32_t>(c.comm_hash.size()) && c.comm_hash[n])
+    w << ",\"comm hash\":" << std::to_string(c.comm_hash[n]);
+  if (n < static_cast<int32_t>(c.peer.size()) && c.peer[n] >= 0)
+    w << ",\"peer\":", w.num(c.peer[n]);
+  // From the NCCL profiler plugin (schema 2); absent for imports.
+  if (n < static_cast<int32_t>(c.comm_rank.size()) && c.comm_rank[n] >= 0)
+    w << ",\"comm rank\":", w.num(c.comm_rank[n]);
+  if (n < static_cast<int32_t>(c.algo_id.size()) && c.algo_id[n])
+    w << ",\"algorithm\":", w.str(s.strings.at(c.algo_id[n]));
+  if (n < static_cast<int32_t>(c.proto_id.size()) && c.proto_id[n])
+    w << ",\"protocol\":", w.str(s.strings.at(c.proto_id[n]));
+  if (n < static_cast<int32_t>(c.n_channels.size()) && c.n_channels[n] >= 0)
+    w << ",\"channels\":", w.num(c.n_channels[n]);
+}
+
+// Rows [lo, hi) of rank r in a table sorted by rank (the store's order); all rows otherwise.
+// The activity columns the exports render in their own way (track, times, name, category and
+// the args above). Every other column of the store's list (store.h) is written as an arg named
+// after it (string ids: the string, under the name without "_id"), when its value is known: a
+// new column reaches the exports without a change here.
+class ExtraActivityArgs {
+ public:
+  explicit ExtraActivityArgs(const Store& s) {
+    static constexpr std::string_view kRendered[] = {"rank",        "device",   "stream", "kind",
+                                                     "category",    "start_ns", "end_ns", "name_id",
+                                                     "correlation", "step"};
+    for_each_column(s.activities, [&](const auto& def, const auto& col) {
+      const std::string_view name = def.name;
+      if (col.empty() ||
+          std::find(std::begin(kRendered), std::end(kRendered), name) != std::end(kRendered))
+        return;
+      using T = typename std::decay_t<decltype(col)>::value_type;
+      const auto unknown = def.unknown;
+      if constexpr (std::is_same_v<T, uint32_t>) {
+        const std::string key =
+            ",\"" + std::string(name.substr(0, name.size() - (name.ends_with("_id") ? 3 : 0))) +
+            "\":";
+        args_.push_back([&col, &s, key, unknown](Writer& w, size_t i) {
+          if (col[i] != unknown) w << key, w.str(s.strings.at(col[i]));
+        });
+      } else {
+        const std::string key = ",\"" + std::string(name) + "\":";
+        args_.push_back([&col, key, unknown](Writer& w, size_t i) {
+          if (col[i] != unknown) w << key, w.num(static_cast<int64_t>(col[i]));
+        });
+      }
+    });
+  }
+  void write(Writer& w, size_t row) const {
+    for (const auto& f : args_) f(w, row);
+  }
+
+ private:
+  std::vector<std::function<void(Writer&, size_t)>> args_;
+};
+
+std::pair<size_t, size_t> rank_rows(const std::vector<int32_t>& col, int32_t r, bool sorted) {
+  if (!sorted) return {0, col.size()};
+  auto lo = std::lower_bound(col.begin(), col.end(), r);
+  auto hi = std::upper_bound(lo, col.end(), r);
+  return {static_cast<size_t>(lo - col.begin()), static_cast<size_t>(hi - col.begin())};
+}
+
+std::string rank_label(const RankInfo* ri, int32_t rank) {
+  std::string s = "rank " + std::to_string(rank);
+  if (ri && !ri->host.empty()) s += " \xC2\xB7 " + ri->host;
+  if (ri && !ri->devices.empty())
+    s += std::string(" \xC2\xB7 GPU") + (ri->devices.find(',') != std::string::npos ? "s " : " ") +
+         ri->devices;
+  if (ri && ri->emulated) s += " (EMULATED)";
+  return s;
+}
+
+}  // namespace
+
+int64_t export_base_ns(const Store& s) {
+  int64_t m = INT64_MAX;
+  for (int64_t t : s.activities.start_ns) m = std::min(m, t);
+  for (int64_t t : s.launches.start_ns) m = std::min(m, t);
+  for (int64_t t : s.annotations.start_ns) m = std::min(m, t);
+  for (int64_t t : s.counters.ts_ns) m = std::min(m, t);
+  if (m == INT64_MAX) return 0;
+  int64_t f = m / 1000 * 1000;
+  if (f > m) f -= 1000;  // negative times: round down
+  return f;
+}
+
+bool clocks_as_recorded(const Store& s) {
+  if (s.ranks.empty()) return false;
+  for (const auto& r : s.ranks)
+    if (r.clock_method.rfind("none", 0) != 0) return false;
+  return true;
+}
+
+namespace {
+// A rank's clock as exported: the store's map from its recorded clock (docs/store.md), and
+// whether that moved it at all, so that a reader can tell an export of the recorded clocks from
+// an aligned one (docs/exports.md, "Time").
+void clock_record(Writer& w, const RankInfo& ri) {
+  w << "\"clock_method\":";
+  w.str(ri.clock_method);
+  w << ",\"clock_uncertainty_ns\":";
+  w.num(ri.clock_uncertainty_ns);
+  w << ",\"moved\":" << (ri.clock_offset_ns != 0 || ri.clock_drift != 0 ? "true" : "false");
+  w << ",\"clock_offset_ns\":";
+  w.num(ri.clock_offset_ns);
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", ri.clock_drift);
+  w << ",\"clock_drift\":" << std::string_view(b);
+}
+
+// All of a store's activity rows, matched into collective instances: the ledger's ids
+// (--rank/--step/--from cut events only).
+CollectiveMatch match_all(const Store& s) {
+  std::vector<uint32_t> all_rows(s.activities.size());
+  for (uint32_t i = 0; i < all_rows.size(); ++i) all_rows[i] = i;
+  return match_collectives(s, all_rows);
+}
+
+// The Perfetto export: what is planned before the file is opened (ranks, tracks, collective
+// waits), then one step per kind of event, all writing through one event writer.
+struct PerfettoExport {
+  // Tracks (tid) per rank: 1 steps, 2 collective waits, 10+ streams by (device, stream), then
+  // GPU annotation tracks, CPU annotation/NVTX threads and CPU launch threads.
+  using TrackKey = std::tuple<int32_t, int, int64_t, int64_t>;  // rank, group, a, b
+  struct Wait {
+    int32_t rank;
+    int64_t start, end, coll;
+    int32_t last;
+  };
+
+  const Store& s;
+  const ExportOptions& opt;
+  const Activities& a;
+  const LaunchCalls& l;
+  const Annotations& an;
+  int64_t base;
+  Selection sel;
+  std::vector<int32_t> nccl_of;
+  const ExtraActivityArgs extra;
+  // Collective ids over the whole store (the ledger's ids; --rank/--step/--from cut events only).
+  const CollectiveMatch cm;
+  const std::vector<Collective>& matched;
+  const std::vector<int64_t> coll_of;
+  std::map<int32_t, const RankInfo*> rinfo;
+  std::vector<int32_t> ranks;
+  std::map<TrackKey, int64_t> tid_of;
+  std::map<TrackKey, std::string> tname;
+  std::vector<Wait> waits;
+  // While writing: the file, the progress, the counts, whether the next event is the first.
+  Writer* out_ = nullptr;
+  ProgressTicker* ticker_ = nullptr;
+  ExportStats st;
+  bool first = true;
+
+  PerfettoExport(const Store& store, const ExportOptions& o)
+      : s(store),
+        opt(o),
+        a(store.activities),
+        l(store.launches),
+        an(store.annotations),
+        base(export_base_ns(store)),
+        sel{store, o, base},
+        nccl_of(nccl_index(store)),
+        extra(store),
+        cm(match_all(store)),
+        matched(cm.matched),
+        coll_of(collective_of_row(store, cm)) {
+    plan_ranks();
+    plan_tracks();
+    plan_waits();
+    number_tracks();
+  }
+
+  void plan_ranks() {
+    for (const auto& r : s.ranks) rinfo[r.rank] = &r;
+    for (const auto& r : s.ranks)
+      if (sel.rank_ok(r.rank)) ranks.push_back(r.rank);
+    for (int32_t r : a.rank)
+      if (sel.rank_ok(r) && !rinfo.count(r)) rinfo[r] = nullptr, ranks.push_back(r);
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  }
+
+  template <class F>
+  int64_t track(int32_t r, int g, int64_t x, int64_t y, F&& name) {
+    TrackKey k{r, g, x, y};
+    auto it = tid_of.find(k);
+    if (it != tid_of.end()) return it->second;
+    tname[k] = name();
+    return tid_of[k] = 0;  // numbered below
+  }
+
+  void plan_tracks() {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (sel.activity(i))
+        track(a.rank[i], 10, a.device[i], a.stream[i], [&] {
+          return "GPU " + std::to_string(a.device[i]) + " stream " + std::to_string(a.stream[i]);
+        });
+    for (size_t i = 0; i < an.size(); ++i) {
+      if (!sel.annotation(i)) continue;
+      auto k = static_cast<AnnotationKind>(an.kind[i]);
+      if (k == AnnotationKind::Step)
+        track(an.rank[i], 1, 0, 0, [] { return std::string("steps"); });
+      else if (k == AnnotationKind::GpuUser)
+        track(an.rank[i], 20, an.pid[i], an.tid[i], [&] {
+          return "GPU " + std::to_string(an.pid[i]) + " stream " + std::to_string(an.tid[i]) +
+                 " annotations";
+        });
+      else
+        track(an.rank[i], 30, an.pid[i], an.tid[i] * 2 + (k == AnnotationKind::Nvtx), [&] {
+          return std::string(k == AnnotationKind::Nvtx ? "NVTX" : "annotations") + " thread " +
+                 std::to_string(an.tid[i]);
+        });
+    }
+    for (size_t i = 0; i < l.size(); ++i)
+      if (sel.launch(i))
+        track(l.rank[i], 40, l.pid[i], l.tid[i],
+              [&] { return "CPU thread " + std::to_string(l.tid[i]) + " (CUDA API)"; });
+  }
+
+  // Waits at matched collectives: each rank waits from its own arrival until the last arrival
+  // (clamped to its kernel), on the rank's "collective wait" track.
+  void plan_waits() {
+    for (const auto& m : matched) {
+      int64_t smax = INT64_MIN;
+      int32_t last = -1;
+      for (auto& [r, i, nccl_row] : m.arrivals)
+        if (a.start_ns[i] > smax) smax = a.start_ns[i], last = r;
+      for (auto& [r, i, nccl_row] : m.arrivals) {
+        int64_t w = std::clamp(smax - a.start_ns[i], int64_t{0}, a.end_ns[i] - a.start_ns[i]);
+        if (w > 0 && sel.activity(i)) {
+          waits.push_back({r, a.start_ns[i], a.start_ns[i] + w, m.id, last});
+          track(r, 2, 0, 0, [] { return std::string("collective wait"); });
+        }
+      }
+    }
+    std::stable_sort(waits.begin(), waits.end(), [](const Wait& x, const Wait& y) {
+      return std::tie(x.rank, x.start) < std::tie(y.rank, y.start);
+    });
+  }
+
+  // Track ids per rank from 1, in key order.
+  void number_tracks() {
+    int32_t cur = INT32_MIN;
+    int64_t next = 0;
+    for (auto& [k, tid] : tid_of) {
+      if (std::get<0>(k) != cur) cur = std::get<0>(k), next = 1;
+      tid = next++;
+    }
+  }
+
+  void begin(std::string_view ph, int32_t pid, int64_t tid) {
+    Writer& w = *out_;
+    w << (first ? "" : ",\n") << "{\"ph\":\"" << ph << "\",\"pid\":";
+    first = false;
+    w.num(pid);
+    w << ",\"tid\":";
+    w.num(tid);
+    ++st.events;
+  }
+
+  void xev(int32_t pid, int64_t tid, int64_t start, int64_t end, std::string_view name,
+           std::string_view cat) {
+    Writer& w = *out_;
+    begin("X", pid, tid);
+    w << ",\"ts\":";
+    w.us(start - base);
+    w << ",\"dur\":";
+    w.us(end - start);
+    w << ",\"name\":";
+    w.str(name);
+    w << ",\"cat\":\"" << cat << "\",\"args\":{";
+  }
+
+  void metadata() {
+    Writer& w = *out_;
+    // Metadata: one process per rank, one thread per track, sorted by rank and track.
+    for (int32_t r : ranks) {
+      begin("M", r, 0);
+      w << ",\"name\":\"process_name\",\"args\":{\"name\":";
+      w.str(rank_label(rinfo[r], r));
+      w << "}}";
+      begin("M", r, 0);
+      w << ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":";
+      w.num(r);
+      w << "}}";
+    }
+    for (auto& [k, tid] : tid_of) {
+      begin("M", std::get<0>(k), tid);
+      w << ",\"name\":\"thread_name\",\"args\":{\"name\":";
+      w.str(tname[k]);
+      w << "}}";
+      begin("M", std::get<0>(k), tid);
+      w << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":";
+      w.num(tid);
+      w << "}}";
+    }
+  }
+
+  void activities() {
+    Writer& w = *out_;
+    ProgressTicker& ticker = *ticker_;
+    // GPU activities, per (rank, device, stream) in time order (the store's sort order).
+    for (size_t i = 0; i < a.size(); ++i) {
+      ticker.tick();
+      if (!sel.activity(i)) continue;
+      int64_t tid = tid_of[{a.rank[i], 10, a.device[i], a.stream[i]}];
+      auto kind = static_cast<Kind>(a.kind[i]);
+      xev(a.rank[i], tid, a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]), kineto_cat(kind));
+      w << "\"device\":";
+      w.num(a.device[i]);
+      w << ",\"stream\":";
+      w.num(a.stream[i]);
+      if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
+      w << ",\"category\":\"" << to_string(static_cast<Category>(a.category[i])) << "\"";
+      if (a.step[i] != kNoStep) w << ",\"step\":", w.num(a.step[i]);
+      extra.write(w, i);
+      if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
+      if (coll_of[i] >= 0) w << ",\"collective id\":", w.num(coll_of[i]);
+      w << "}}";
+    }
+  }
+
+  void annotations() {
+    Writer& w = *out_;
+    ProgressTicker& ticker = *ticker_;
+    // Annotations (steps, user ranges, GPU annotations, NVTX), per rank in start order.
+    for (size_t i = 0; i < an.size(); ++i) {
+      ticker.tick();
+      if (!sel.annotation(i)) continue;
+      auto k = static_cast<AnnotationKind>(an.kind[i]);
+      int64_t tid =
+          k == AnnotationKind::Step ? tid_of[{an.rank[i], 1, 0, 0}]
+          : k == AnnotationKind::GpuUser
+              ? tid_of[{an.rank[i], 20, an.pid[i], an.tid[i]}]
+              : tid_of[{an.rank[i], 30, an.pid[i], an.tid[i] * 2 + (k == AnnotationKind::Nvtx)}];
+      const char* cat = k == AnnotationKind::GpuUser ? "gpu_user_annotation"
+                        : k == AnnotationKind::Nvtx  ? "nvtx"
+                                                     : "user_annotation";
+      xev(an.rank[i], tid, an.start_ns[i], an.end_ns[i], s.strings.at(an.name_id[i]), cat);
+      // GPU annotations carry no device/stream args: with a stream arg the importer (like HTA)
+      // would take them for GPU work; the track name says where they ran.
+      if (k != AnnotationKind::GpuUser) {
+        w << "\"os pid\":";
+        w.num(an.pid[i]);
+        w << ",\"os tid\":";
+        w.num(an.tid[i]);
+      }
+      w << "}}";
+    }
+  }
+
+  void launches() {
+    Writer& w = *out_;
+    ProgressTicker& ticker = *ticker_;
+    // CUDA API calls (launches), per CPU thread in start order.
+    for (size_t i = 0; i < l.size(); ++i) {
+      ticker.tick();
+      if (!sel.launch(i)) continue;
+      xev(l.rank[i], tid_of[{l.rank[i], 40, l.pid[i], l.tid[i]}], l.start_ns[i], l.end_ns[i],
+          s.strings.at(l.name_id[i]), "cuda_runtime");
+      w << "\"os pid\":";
+      w.num(l.pid[i]);
+      w << ",\"os tid\":";
+      w.num(l.tid[i]);
+      if (l.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(l.correlation[i]);
+      w << "}}";
+    }
+  }
+
+  void collective_waits() {
+    Writer& w = *out_;
+    ProgressTicker& ticker = *ticker_;
+    // Collective waits.
+    for (const auto& x : waits) {
+      ticker.tick();
+      const Collective& m = matched[static_cast<size_t>(x.coll)];
+      xev(x.rank, tid_of[{x.rank, 2, 0, 0}], x.start, x.end,
+          "wait for rank " + std::to_string(x.last) + " (" + m.op + ")", "wait");
+      w << "\"collective id\":";
+      w.num(x.coll);
+      w << ",\"last rank\":";
+      w.num(x.last);
+      w << ",\"wait_ns\":";
+      w.num(x.end - x.start);
+      w << "}}";
+    }
+  }
+
+  void counters() {
+    Writer& w = *out_;
+    // Counters (GPU memory in use, power) on the rank's process: one counter track per device
+    // and name. With --step only samples inside the rank's selected GPU work count.
+    const Counters& c = s.counters;
+    std::map<int32_t, std::pair<int64_t, int64_t>> step_span;
+    if (opt.step)
+      for (size_t i = 0; i < a.size(); ++i)
+        if (sel.activity(i)) {
+          auto [it, fresh] = step_span.try_emplace(a.rank[i], a.start_ns[i], a.end_ns[i]);
+          if (!fresh)
+            it->second = {std::min(it->second.first, a.start_ns[i]),
+                          std::max(it->second.second, a.end_ns[i])};
+        }
+    std::set<int32_t> rank_set(ranks.begin(), ranks.end());
+    bool complete = c.rank.size() == c.size() && c.device.size() == c.size() &&
+                    c.name_id.size() == c.size() && c.value.size() == c.size();
+    // A counter is a step function: with --from, the value in effect when the window opens is
+    // written at its start (the last sample before it), so every track starts with its level.
+    std::map<std::tuple<int32_t, int32_t, uint32_t>, size_t> entry;  // track → last row before
+    if (opt.from_ns && !opt.step)
+      for (size_t i = 0; complete && i < c.size(); ++i)
+        if (rank_set.count(c.rank[i]) && c.ts_ns[i] - base < *opt.from_ns) {
+          auto [it, fresh] = entry.try_emplace({c.rank[i], c.device[i], c.name_id[i]}, i);
+          if (!fresh && c.ts_ns[i] >= c.ts_ns[it->second]) it->second = i;
+        }
+    struct Row {
+      size_t i;
+      int64_t ts;  // when to write it: its own time, or the window's start for an entry value
+      bool entry;
+    };
+    std::vector<Row> rows;
+    for (const auto& [track, i] : entry) rows.push_back({i, base + *opt.from_ns, true});
+    for (size_t i = 0; complete && i < c.size(); ++i) rows.push_back({i, c.ts_ns[i], false});
+    for (const auto& [i, ts, is_entry] : rows) {
+      int32_t r = c.rank[i];
+      if (!rank_set.count(r) || (!is_entry && !sel.time_ok(ts, ts))) continue;
+      if (opt.step) {
+        auto it = step_span.find(r);
+        if (it == step_span.end() || c.ts_ns[i] < it->second.first ||
+            c.ts_ns[i] > it->second.second)
+          continue;
+      }
+      const std::string& name = s.strings.at(c.name_id[i]);
+      std::string dev = "GPU " + std::to_string(c.device[i]);
+      const char* unit = "value";
+      std::string track = dev + " " + name;
+      if (name == kCounterGpuMemory)
+        track = dev + " memory allocated", unit = "bytes";
+      else if (name == kCounterPower)
+        track = dev + " power", unit = "mW";
+      begin("C", r, 0);
+      w << ",\"ts\":";
+      w.us(ts - base);
+      w << ",\"name\":";
+      w.str(track);
+      w << ",\"cat\":\"counter\",\"args\":{\"" << unit << "\":";
+      w.num(c.value[i]);
+      w << "}}";
+      ++st.counters;
+    }
+  }
+
+  void flows() {
+    Writer& w = *out_;
+    // Flows: from the last arriver's kernel to each other rank's kernel of the same instance.
+    int64_t flow_id = 0;
+    for (const auto& m : matched) {
+      uint32_t li = m.arrivals[0].row;
+      int32_t lr = m.arrivals[0].rank;
+      for (auto& [r, i, nccl_row] : m.arrivals)
+        if (a.start_ns[i] > a.start_ns[li]) li = i, lr = r;
+      if (!sel.activity(li)) continue;
+      const std::string& name = m.op;
+      for (auto& [r, i, nccl_row] : m.arrivals) {
+        if (i == li || !sel.activity(i)) continue;
+        ++flow_id;
+        begin("s", lr, tid_of[{lr, 10, a.device[li], a.stream[li]}]);
+        w << ",\"ts\":";
+        w.us(a.start_ns[li] - base);
+        w << ",\"id\":";
+        w.num(flow_id);
+        w << ",\"name\":";
+        w.str(name);
+        w << ",\"cat\":\"collective\",\"args\":{\"collective id\":";
+        w.num(m.id);
+        w << "}}";
+        begin("f", r, tid_of[{r, 10, a.device[i], a.stream[i]}]);
+        w << ",\"ts\":";
+        w.us(a.start_ns[i] - base);
+        w << ",\"id\":";
+        w.num(flow_id);
+        w << ",\"bp\":\"e\",\"name\":";
+        w.str(name);
+        w << ",\"cat\":\"collective\",\"args\":{\"collective id\":";
+        w.num(m.id);
+        w << "}}";
+        ++st.flows;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------------------- Perfetto
+ExportStats export_perfetto(const Store& s, const std::string& path, const ExportOptions& opt) {
+  PerfettoExport x(s, opt);
+  Writer w(path, opt.force);
+  // Rows visited (kept or filtered out), known up front; flows are few and not counted.
+  Progress progress("writing " + path,
+                    static_cast<int64_t>(x.a.size() + x.an.size() + x.l.size() + x.waits.size()),
+                    "events", opt.progress);
+  ProgressTicker ticker(progress);
+  x.out_ = &w, x.ticker_ = &ticker;
+  ExportStats& st = x.st;
+  st.files = 1;
+  const int64_t base = x.base;
+  const std::vector<int32_t>& ranks = x.ranks;
+  std::map<int32_t, const RankInfo*>& rinfo = x.rinfo;
+  w << "{\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":";
+  w.num(base);
+  if (ranks.size() == 1) {
+    const RankInfo* ri = rinfo[ranks[0]];
+    w << ",\"distributedInfo\":{\"rank\": ";  // the space: HTA's rank regex, see export_kineto
+    w.num(ranks[0]);
+    w << ",\"world_size\":";
+    w.num(ri ? ri->world_size : -1);
+    w << "}";
+  }
+  if (s.attrs.emulated) w << ",\"kernalyseSynthetic\":true";
+  w << ",\"otherData\":{\"producer\":\"kernalyse export\",\"clock_domain\":";
+  w.str(s.attrs.clock_domain);
+  w << ",\"ts_origin_epoch_ns\":";
+  w.num(base);
+  w << ",\"clocks\":[";
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    w << (k ? ",{\"rank\":" : "{\"rank\":");
+    w.num(ranks[k]);
+    if (const RankInfo* ri = rinfo[ranks[k]]) {
+      w << ',';
+      clock_record(w, *ri);
+    }
+    w << '}';
+  }
+  w << "]},\n\"traceEvents\":[\n";
+  x.metadata();
+  x.activities();
+  x.annotations();
+  x.launches();
+  x.collective_waits();
+  x.counters();
+  x.flows();
+  w << "\n]}\n";
+  w.commit();
+  ticker.flush();
+  progress.finish();
+  return st;
+}
+
+namespace {
+
+// One rank's Kineto file: its header, then its GPU work, launches, annotations and GPU memory
+// counter, written through one event writer.
+struct KinetoRankFile {
+  const Store& s;
+  const Selection& sel;
+  const ExtraActivityArgs& extra;
+  const std::vector<int32_t>& nccl_of;
+  const RankInfo* ri;
+  int32_t r;
+  int64_t base;
+  Writer& w;
+  ProgressTicker& ticker;
+  ExportStats& st;
+  bool first = true;                  // the next event is the list's first
+  std::unordered_set<int64_t> ran{};  // correlations of the exported launch → GPU work pairs
+
+  void header(int32_t world) {
+    w << "{\"schemaVersion\":1,\"deviceProperties\":[";
+    {
+      std::string d = ri->devices;
+      bool firstd = true;
+      size_t pos = 0;
+      while (!d.empty() && pos <= d.size()) {
+        size_t c = d.find(',', pos);
+        std::string id = d.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+        if (!id.empty()) {
+          w << (firstd ? "" : ",") << "{\"id\":" << id << ",\"name\":";
+          w.str(ri->device_name);
+          w << "}";
+          firstd = false;
+        }
+        if (c == std::string::npos) break;
+        pos = c + 1;
+      }
+    }
+    // "rank": N with a space: HTA v0.6.1 finds a file's rank with the regex "rank":\s+(\d+) on
+    // the raw text (hta/common/trace_file.py, create_rank_to_trace_dict); "rank":N gives none.
+    w << "],\"distributedInfo\":{\"backend\":\"nccl\",\"rank\": ";
+    w.num(r);
+    w << ",\"world_size\":";
+    w.num(ri->world_size >= 0 ? ri->world_size : world);
+    w << "},\"baseTimeNanoseconds\":";
+    w.num(base);
+    if (ri->emulated) w << ",\"kernalyseSynthetic\":true";
+    w << ",\"displayTimeUnit\":\"ms\",\"traceName\":";
+    w.str(ri->source);
+    w << ",\"kernalyseClock\":{";
+    clock_record(w, *ri);
+    w << ",\"host\":";
+    w.str(ri->host);
+    w << "},\n\"traceEvents\":[\n";
+  }
+
+  void xev(int64_t pid, int64_t tid, int64_t start, int64_t end, std::string_view name,
+           std::string_view cat) {
+    w << (first ? "" : ",\n") << "{\"ph\":\"X\",\"cat\":\"" << cat << "\",\"name\":";
+    first = false;
+    w.str(name);
+    w << ",\"pid\":";
+    w.num(pid);
+    w << ",\"tid\":";
+    w.num(tid);
+    w << ",\"ts\":";
+    w.us(start - base);
+    w << ",\"dur\":";
+    w.us(end - start);
+    w << ",\"args\":{";
+    ++st.events;
+  }
+
+  void link_launches(size_t a_lo, size_t a_hi, size_t l_lo, size_t l_hi) {
+    const auto& a = s.activities;
+    const auto& l = s.launches;
+    // The launch → GPU work arrows ("ac2g" flows, id = correlation) as Kineto writes them: HTA
+    // and TraceLens read them; only pairs whose both ends are exported.
+    std::unordered_set<int64_t> launched;
+    for (size_t i = l_lo; i < l_hi; ++i)
+      if (l.rank[i] == r && sel.launch(i) && l.correlation[i] != kNoCorrelation)
+        launched.insert(l.correlation[i]);
+    for (size_t i = a_lo; i < a_hi; ++i)
+      if (a.rank[i] == r && sel.activity(i) && a.correlation[i] != kNoCorrelation &&
+          is_gpu_work(static_cast<Kind>(a.kind[i])) && launched.count(a.correlation[i]))
+        ran.insert(a.correlation[i]);
+  }
+
+  void flow(char ph, int64_t id, int64_t pid, int64_t tid, int64_t ts) {
+    w << ",\n{\"ph\":\"" << std::string_view(&ph, 1) << "\",\"id\":";
+    w.num(id);
+    w << ",\"pid\":";
+    w.num(pid);
+    w << ",\"tid\":";
+    w.num(tid);
+    w << ",\"ts\":";
+    w.us(ts - base);
+    w << ",\"cat\":\"ac2g\",\"name\":\"ac2g\"" << (ph == 'f' ? ",\"bp\":\"e\"}" : "}");
+  }
+
+  void activities(size_t a_lo, size_t a_hi) {
+    const auto& a = s.activities;
+    for (size_t i = a_lo; i < a_hi; ++i) {
+      ticker.tick();
+      if (a.rank[i] != r || !sel.activity(i)) continue;
+      auto kind = static_cast<Kind>(a.kind[i]);
+      xev(a.device[i], a.stream[i], a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
+          kineto_cat(kind));
+      w << "\"device\":";
+      w.num(a.device[i]);
+      w << ",\"stream\":";
+      // A context-wide sync (stream -1) as CUPTI and Kineto write it: stream 4294967295, tid -1.
+      w.num(kind == Kind::Sync && a.stream[i] == -1 ? int64_t{4294967295} : int64_t{a.stream[i]});
+      if (a.correlation[i] != kNoCorrelation) w << ",\"correlation\":", w.num(a.correlation[i]);
+      extra.write(w, i);
+      if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
+      w << "}}";
+      if (is_gpu_work(kind) && a.correlation[i] != kNoCorrelation && ran.count(a.correlation[i]))
+        flow('f', a.correlation[i], a.device[i], a.stream[i], a.start_ns[i]);
+    }
+  }
+
+  void launches(size_t l_lo, size_t l_hi) {
+    const auto& l = s.launches;
+    for (size_t i = l_lo; i < l_hi; ++i) {
+      ticker.tick();
+      if (l.rank[i] != r || !sel.launch(i)) continue;
+      xev(l.pid[i], l.tid[i], l.start_ns[i], l.end_ns[i], s.strings.at(l.name_id[i]),
+          "cuda_runtime");
+      if (l.correlation[i] != kNoCorrelation) w << "\"correlation\":", w.num(l.correlation[i]);
+      w << "}}";
+      if (l.correlation[i] != kNoCorrelation && ran.count(l.correlation[i]))
+        flow('s', l.correlation[i], l.pid[i], l.tid[i], l.start_ns[i]);
+    }
+  }
+
+  void annotations(size_t n_lo, size_t n_hi) {
+    const auto& an = s.annotations;
+    for (size_t i = n_lo; i < n_hi; ++i) {
+      ticker.tick();
+      if (an.rank[i] != r || !sel.annotation(i)) continue;
+      auto k = static_cast<AnnotationKind>(an.kind[i]);
+      // Kineto has no NVTX category: NVTX ranges become user annotations. GPU annotations: pid
+      // device, tid stream, no stream arg (with one, importers take them for GPU work).
+      bool gpu = k == AnnotationKind::GpuUser;
+      xev(an.pid[i], an.tid[i], an.start_ns[i], an.end_ns[i], s.strings.at(an.name_id[i]),
+          gpu ? "gpu_user_annotation" : "user_annotation");
+      w << "}}";
+    }
+  }
+
+  void memory(bool c_sorted) {
+    // GPU memory in use as the PyTorch profiler writes it (profile_memory=True): a "[memory]"
+    // instant per change, which our importer (and HTA's memory views) read back.
+    const Counters& c = s.counters;
+    int64_t mem_id = -1;
+    for (size_t i = 0; i < s.strings.size() && mem_id < 0; ++i)
+      if (s.strings.at(static_cast<uint32_t>(i)) == kCounterGpuMemory)
+        mem_id = static_cast<int64_t>(i);
+    std::map<int32_t, int64_t> prev;  // device → last value, for "Bytes" (the change)
+    auto [k_lo, k_hi] = rank_rows(c.rank, r, c_sorted);
+    for (size_t i = k_lo; mem_id >= 0 && i < k_hi; ++i) {
+      if (c.rank[i] != r || c.name_id[i] != static_cast<uint32_t>(mem_id)) continue;
+      const int64_t delta = c.value[i] - prev[c.device[i]];
+      prev[c.device[i]] = c.value[i];
+      if (!sel.time_ok(c.ts_ns[i], c.ts_ns[i])) continue;
+      w << (first ? "" : ",\n") << "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",";
+      first = false;
+      w << "\"name\":\"[memory]\",\"pid\":0,\"tid\":0,\"ts\":";
+      w.us(c.ts_ns[i] - base);
+      w << ",\"args\":{\"Device Type\":1,\"Device Id\":";
+      w.num(c.device[i]);
+      w << ",\"Bytes\":";
+      w.num(delta);
+      w << ",\"Total Allocated\":";
+      w.num(c.value[i]);
+      w << "}}";
+      ++st.events;
+    }
+  }
+};
+
+}  // namespace
+
+// --------------------------------------------------------------------------------- Kineto
+ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOptions& opt) {
+  const auto& a = s.activities;
+  const auto& l = s.launches;
+  const auto& an = s.annotations;
+  int64_t base = export_base_ns(s);
+  Selection sel{s, opt, base};
+  std::vector<int32_t> nccl_of = nccl_index(s);
+  const ExtraActivityArgs extra(s);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw Error(dir + ": cannot create directory: " + ec.message());
+
+  std::vector<const RankInfo*> ranks;
+  for (const auto& r : s.ranks)
+    if (sel.rank_ok(r.rank)) ranks.push_back(&r);
+  int32_t world = 0;
+  for (const auto& r : s.ranks) world = std::max(world, std::max(r.world_size, r.rank + 1));
+  // Refuse before writing anything if any output exists.
+  if (!opt.force)
+    for (const RankInfo* ri : ranks) {
+      std::string p = (fs::path(dir) / ("rank-" + std::to_string(ri->rank) + ".json")).string();
+      if (fs::exists(p, ec)) throw Error(p + ": exists (use --force to replace it)");
+    }
+  bool a_sorted = std::is_sorted(a.rank.begin(), a.rank.end());
+  bool l_sorted = std::is_sorted(l.rank.begin(), l.rank.end());
+  bool n_sorted = std::is_sorted(an.rank.begin(), an.rank.end());
+  bool c_sorted = std::is_sorted(s.counters.rank.begin(), s.counters.rank.end());
+  int64_t rows = 0;  // progress total: the selected ranks' rows, visited once each
+  for (const RankInfo* ri : ranks) {
+    auto [a0, a1] = rank_rows(a.rank, ri->rank, a_sorted);
+    auto [l0, l1] = rank_rows(l.rank, ri->rank, l_sorted);
+    auto [n0, n1] = rank_rows(an.rank, ri->rank, n_sorted);
+    rows += static_cast<int64_t>((a1 - a0) + (l1 - l0) + (n1 - n0));
+  }
+  Progress progress("writing " + dir + " (" + std::to_string(ranks.size()) + " rank files)", rows,
+                    "events", opt.progress);
+  ProgressTicker ticker(progress);
+  ExportStats st;
+  const bool recorded = clocks_as_recorded(s);
+  for (const RankInfo* ri : ranks) {
+    int32_t r = ri->rank;
+    std::string p = (fs::path(dir) / ("rank-" + std::to_string(r) + ".json")).string();
+    Writer w(p, opt.force);
+    ++st.files;
+    // Clocks as recorded (an import not aligned): each file keeps its source's own base time, so
+    // that its ts are the source's, digit for digit (HTA reads ts and ignores the base).
+    // Otherwise one origin for all: the alignment is baked into ts.
+    const int64_t rbase = recorded ? ri->base_time_ns : base;
+    KinetoRankFile f{s, sel, extra, nccl_of, ri, r, rbase, w, ticker, st};
+    f.header(world);
+    auto [a_lo, a_hi] = rank_rows(a.rank, r, a_sorted);
+    auto [l_lo, l_hi] = rank_rows(l.rank, r, l_sorted);
+    f.link_launches(a_lo, a_hi, l_lo, l_hi);
+    f.activities(a_lo, a_hi);
+    f.launches(l_lo, l_hi);
+    auto [n_lo, n_hi] = rank_rows(an.rank, r, n_sorted);
+    f.annotations(n_lo, n_hi);
+    f.memory(c_sorted);
+    w << "\n]}\n";
+    w.commit();
+  }
+  ticker.flush();
+  progress.finish();
+  return st;
+}
+
+}  // namespace kernalyse
