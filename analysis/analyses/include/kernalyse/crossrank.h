@@ -161,6 +161,8 @@ void breakdown_report(const RankUnionTables& u, Report* out);
 struct StreamIdle {
   int32_t rank = 0, device = 0, stream = 0;
   int64_t host_ns = 0, kernel_ns = 0, other_ns = 0, gaps = 0, max_gap_ns = 0, overlaps = 0;
+  // Gaps per category (HTA lists a category of a stream when it has one: kernalyse.hta).
+  int64_t host_gaps = 0, kernel_gaps = 0, other_gaps = 0;
 };
 std::vector<StreamIdle> stream_idle(const Store& s, const CrossRankOptions& opt);
 // The --idle table from it.
