@@ -1,5 +1,7 @@
 // kernalyse-merge: import per-rank traces into one store and/or analyse a store. Flags map onto
 // the library's options; the analyses and their flags come from the registry (pipeline.h).
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -16,6 +18,7 @@
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/power_log.h"
+#include "kernalyse/sliced.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/utc.h"
 #include "merge_flags.h"
@@ -166,6 +169,19 @@ void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
   }
 }
 
+// The report of analyse_by_rank's results: as run() makes it from the whole store.
+int print_sliced(SlicedAnalysis& r, const Options& o) {
+  Report report;
+  store_overview(r.header, &report);
+  if (r.inference) {
+    report.json["clock_inference"] = clock_inference_json(*r.inference);
+    report.headline.push_back(describe(*r.inference));
+  }
+  append_results(std::move(r.results), *r.ctx, &report);
+  print(report, o);
+  return 0;
+}
+
 int run(Options& o) {
   for (const auto& w : o.what_if) o.ao.what_if.push_back(parse_what_if(w));  // before any input
   if (!o.diff.empty()) return run_diff(o);
@@ -212,10 +228,14 @@ int run(Options& o) {
         if (a->in_page) reads.push_back(a);
     ColumnSelection sel = columns_for(reads, o.ao.compat, may_align, [&] {
       ColumnSelection probe;  // a small read of the annotations tells
-      probe.activities = probe.launches = probe.nccl = probe.counters = false;
+      probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
       return store_has_ranges(read_store(files[0], probe));
     });
     if (exports) sel = ColumnSelection::all();  // exports write every column
+    // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output.
+    if (!exporting && o.power_logs.empty())
+      if (auto sliced = analyse_by_rank(files[0], which, o.ao, sel, may_align, lo))
+        return print_sliced(*sliced, o);
     run = read_run(files[0], sel, may_align, lo);
   } else {
     run = import_run(files, lo);
@@ -242,6 +262,11 @@ int run(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One malloc arena: with glibc's default (8 per core) each thread of the pool and each
+  // slice-reading thread keeps the largest temporaries it freed in an arena of its own: ~100 MB
+  // more peak RSS on the benchmark store's --all (docs/benchmarks.md). The threads allocate
+  // rarely (columns, result rows), so they do not queue on the one arena's lock.
+  mallopt(M_ARENA_MAX, 1);
   CLI::App app{
       "kernalyse-merge: merge per-rank GPU traces (Kineto/PyTorch-profiler JSON, or Nsight "
       "Systems SQLite exports) into one HDF5 store, and analyse a store or traces.\n"

@@ -12,6 +12,22 @@ const RankUnionTables& unions(const AnalysisContext& ctx) {
 }
 // The result is the shared union pass, held by pointer (the context outlives the results).
 const RankUnionTables& of(const std::any& r) { return *std::any_cast<const RankUnionTables*>(r); }
+
+// A rank at a time: each slice's union pass (shared by overlap and breakdown on that slice),
+// its rows appended (the slices come in rank order, as the whole store's ranks).
+std::unique_ptr<SlicedRun> sliced_unions(const AnalysisContext&) {
+  auto acc = std::make_shared<RankUnionTables>();
+  return std::make_unique<FoldRun>(
+      [acc](const AnalysisContext& slice) {
+        const RankUnionTables& u = unions(slice);
+        acc->whole.insert(acc->whole.end(), u.whole.begin(), u.whole.end());
+        acc->per_step.insert(acc->per_step.end(), u.per_step.begin(), u.per_step.end());
+        acc->steps = acc->steps || u.steps;
+      },
+      [acc](const AnalysisContext& whole) -> std::any {
+        return &whole.shared<RankUnionTables>("rank unions", [&] { return *acc; });
+      });
+}
 }  // namespace
 
 const Analysis& overlap() {
@@ -23,7 +39,8 @@ const Analysis& overlap() {
       View::Hta,
       Reads{},
       [](const AnalysisContext& ctx) -> std::any { return &unions(ctx); },
-      [](const std::any& r, const AnalysisContext&, Report* out) { overlap_report(of(r), out); }};
+      [](const std::any& r, const AnalysisContext&, Report* out) { overlap_report(of(r), out); },
+      sliced_unions};
   return a;
 }
 
@@ -36,7 +53,8 @@ const Analysis& breakdown() {
       View::Hta,
       Reads{},
       [](const AnalysisContext& ctx) -> std::any { return &unions(ctx); },
-      [](const std::any& r, const AnalysisContext&, Report* out) { breakdown_report(of(r), out); }};
+      [](const std::any& r, const AnalysisContext&, Report* out) { breakdown_report(of(r), out); },
+      sliced_unions};
   return a;
 }
 

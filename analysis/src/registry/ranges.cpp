@@ -1,7 +1,52 @@
 // --ranges: GPU time by NVTX / user-annotation range.
+#include <map>
+
+#include "kernalyse/checked.h"
 #include "registry.h"
 
 namespace kernalyse::registry {
+
+namespace {
+// A rank at a time: each slice's rows uncut, merged by range name (a slice is one rank: its
+// names count one rank each), sorted and cut as range_analysis does.
+std::unique_ptr<SlicedRun> sliced_ranges(const AnalysisContext& ctx) {
+  struct Acc {
+    RangeResult sum;
+    std::map<std::string, RangeRow> rows;
+  };
+  auto acc = std::make_shared<Acc>();
+  RangeOptions ro;
+  ro.filter = ctx.options().filter;
+  ro.top = 0;
+  const int top = top_or(ctx, 20);
+  return std::make_unique<FoldRun>(
+      [acc, ro](const AnalysisContext& slice) {
+        const RangeResult r = range_analysis(slice.store(), ro);
+        acc->sum.instances += r.instances;
+        acc->sum.gpu_ns = sat_add(acc->sum.gpu_ns, r.gpu_ns);
+        acc->sum.covered_ns = sat_add(acc->sum.covered_ns, r.covered_ns);
+        for (const RangeRow& x : r.rows) {
+          RangeRow& into = acc->rows[x.name];
+          into.name = x.name;
+          into.calls += x.calls;
+          into.ranks += x.ranks;
+          into.gpu_items += x.gpu_items;
+          into.gpu_ns = sat_add(into.gpu_ns, x.gpu_ns);
+          into.cpu_ns = sat_add(into.cpu_ns, x.cpu_ns);
+        }
+      },
+      [acc, ro, top](const AnalysisContext& whole) -> std::any {
+        RangeResult out = acc->sum;
+        out.scope = describe_filter(whole.store(), ro.filter);
+        out.distinct = acc->rows.size();
+        for (const auto& [name, row] : acc->rows) out.rows.push_back(row);
+        std::stable_sort(out.rows.begin(), out.rows.end(),
+                         [](const RangeRow& x, const RangeRow& y) { return x.gpu_ns > y.gpu_ns; });
+        if (top > 0 && out.rows.size() > static_cast<size_t>(top)) out.rows.resize(top);
+        return out;
+      });
+}
+}  // namespace
 
 const Analysis& ranges() {
   static const Analysis a{
@@ -19,7 +64,8 @@ const Analysis& ranges() {
       },
       [](const std::any& r, const AnalysisContext&, Report* out) {
         range_report(std::any_cast<const RangeResult&>(r), out);
-      }};
+      },
+      sliced_ranges};
   return a;
 }
 

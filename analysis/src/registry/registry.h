@@ -18,6 +18,26 @@ const Analysis& roofline();
 const Analysis& hints();
 const Analysis& critical_path();
 
+// A SlicedRun from its two steps (and whether its slices need the collective match first).
+class FoldRun : public SlicedRun {
+ public:
+  using Step = std::function<void(const AnalysisContext&)>;
+  // begin: null, or the step before the slices (then they come after the match).
+  FoldRun(Step add, std::function<std::any(const AnalysisContext&)> finish, Step begin = nullptr)
+      : add_(std::move(add)), finish_(std::move(finish)), begin_(std::move(begin)) {}
+  void add(const AnalysisContext& slice) override { add_(slice); }
+  std::any finish(const AnalysisContext& whole) override { return finish_(whole); }
+  bool after_match() const override { return static_cast<bool>(begin_); }
+  void begin(const AnalysisContext& whole) override {
+    if (begin_) begin_(whole);
+  }
+
+ private:
+  Step add_;
+  std::function<std::any(const AnalysisContext&)> finish_;
+  Step begin_;
+};
+
 // The top-N cut an analysis uses when --top is not given.
 inline int top_or(const AnalysisContext& ctx, int fallback) {
   return ctx.options().top > 0 ? ctx.options().top : fallback;

@@ -1,0 +1,45 @@
+// The analyses run a rank at a time (issue 28): a store read through RankSlices, each analysis's
+// SlicedRun (pipeline.h) fed one rank's rows after another, so that peak memory is a couple of
+// slices plus the cross-rank rows, not the store. The cross-rank rows (the communication kernels
+// and their /nccl rows, the NCCL message marks, the GPU memory and power peaks' counters) are
+// gathered from every slice into one small store; the clock inference and the collective match
+// run on it; the ledger's root-cause windows are filled from the slices after the match.
+// The output is byte for byte the whole-store pipeline's (tests/cli/test_sliced.sh).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernalyse/clock_infer.h"
+#include "kernalyse/load.h"
+#include "kernalyse/pipeline.h"
+
+namespace kernalyse {
+
+struct SlicedAnalysis {
+  // Attributes, strings and /ranks of the store (clocks as aligned) and the cross-rank rows.
+  Store header;
+  std::optional<ClockInference> inference;       // when the clocks were inferred
+  std::shared_ptr<const CollectiveMatch> match;  // the cross-rank rows' match, when made
+  std::unique_ptr<AnalysisContext> ctx;          // over `header`: what the results render with
+  std::unique_ptr<Store> whole;                  // read whole for an analysis that declined
+  std::unique_ptr<AnalysisContext> whole_ctx;
+  AnalysisResults results;  // rendered, in registry order
+};
+
+// Whether these analyses can run a rank at a time with these options: each has a sliced form,
+// no --rank / --step filter, the store's own view (not --compat hta).
+bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions& opt);
+
+// The analyses on `file` a rank at a time, the columns `sel` read, the clocks aligned per
+// lo.align when may_align (as read_run). Empty when they cannot (sliceable() false, or a store
+// whose rows are not grouped by rank): the caller reads the store whole.
+std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
+                                              std::vector<const Analysis*> which,
+                                              const AnalysisOptions& opt,
+                                              const ColumnSelection& sel, bool may_align,
+                                              const LoadOptions& lo);
+
+}  // namespace kernalyse
