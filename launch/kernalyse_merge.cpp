@@ -22,6 +22,7 @@
 #include "kernalyse/spool_store.h"
 #include "kernalyse/utc.h"
 #include "merge_flags.h"
+#include "merge_mpi.h"
 
 namespace fs = std::filesystem;
 using namespace kernalyse;
@@ -232,10 +233,16 @@ int run(Options& o) {
       return store_has_ranges(read_store(files[0], probe));
     });
     if (exports) sel = ColumnSelection::all();  // exports write every column
-    // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output.
-    if (!exporting && o.power_logs.empty())
-      if (auto sliced = analyse_by_rank(files[0], which, o.ao, sel, may_align, lo))
-        return print_sliced(*sliced, o);
+    // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
+    // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h).
+    if (!exporting && o.power_logs.empty()) {
+      const std::unique_ptr<Spread> spread = mpi_spread();
+      LoadOptions quiet = lo;
+      if (spread && spread->process != 0) quiet.info = quiet.warn = nullptr;
+      if (auto sliced = analyse_by_rank(files[0], which, o.ao, sel, may_align, quiet, spread.get()))
+        return sliced->writer ? print_sliced(*sliced, o) : 0;
+      if (spread && spread->process != 0) return 0;  // the first process runs it whole
+    }
     run = read_run(files[0], sel, may_align, lo);
   } else {
     run = import_run(files, lo);

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "archive.h"
 #include "kernalyse/analysis.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/error.h"
@@ -634,9 +635,9 @@ struct GapFold::Impl {
 
 GapFold::GapFold(const GapOptions& opt) : impl_(std::make_shared<Impl>()) { impl_->opt = opt; }
 
-void GapFold::add(const Store& slice) {
-  GapResult& o = impl_->out;
-  GapResult r = gap_run(slice, impl_->opt, &impl_->transitions);
+namespace {
+// One slice's (or a process's) scopes and totals appended to `o`.
+void absorb(GapResult& o, GapResult&& r) {
   o.activities += r.activities;
   for (std::vector<GapScope> GapResult::*v :
        {&GapResult::streams, &GapResult::devices, &GapResult::ranks})
@@ -652,6 +653,40 @@ void GapFold::add(const Store& slice) {
   if (o.counts.empty()) o.counts.assign(r.counts.size(), 0);
   for (size_t b = 0; b < r.counts.size(); ++b) o.counts[b] += r.counts[b];
   o.edges_us = std::move(r.edges_us);
+}
+}  // namespace
+
+void GapFold::add(const Store& slice) {
+  absorb(impl_->out, gap_run(slice, impl_->opt, &impl_->transitions));
+}
+
+std::string GapFold::save() const {
+  const GapResult& o = impl_->out;
+  Archive ar;
+  ar.put(o.activities);
+  ar.put(o.streams), ar.put(o.devices), ar.put(o.ranks);
+  for (int64_t x :
+       {o.stream_idle_ns, o.device_idle_ns, o.device_span_ns, o.rank_idle_ns, o.rank_span_ns,
+        o.stream_gaps, o.stream_overlaps, o.stream_touching, o.underflow, o.overflow})
+    ar.put(x);
+  ar.put(o.counts), ar.put(o.edges_us);
+  ar.put(impl_->transitions);
+  return ar.bytes();
+}
+
+void GapFold::merge(const std::string& bytes) {
+  Archive ar(bytes);
+  GapResult r;
+  ar.get(r.activities);
+  ar.get(r.streams), ar.get(r.devices), ar.get(r.ranks);
+  for (int64_t* x :
+       {&r.stream_idle_ns, &r.device_idle_ns, &r.device_span_ns, &r.rank_idle_ns, &r.rank_span_ns,
+        &r.stream_gaps, &r.stream_overlaps, &r.stream_touching, &r.underflow, &r.overflow})
+    ar.get(*x);
+  ar.get(r.counts), ar.get(r.edges_us);
+  if (!r.counts.empty()) absorb(impl_->out, std::move(r));
+  const auto t = ar.get<TransitionsByName>();
+  for (const auto& [pair, acc] : t) merge_tacc(impl_->transitions[pair], acc);
 }
 
 GapResult GapFold::finish(const Store& header) const {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <future>
 
+#include "archive.h"
 #include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
 #include "kernalyse/store_io.h"
@@ -110,26 +111,26 @@ class CrossRows {
   std::vector<uint32_t> counter_ids;
 };
 
-// Every slice in rank order, the next one read on another thread while f runs on this one
+// Slices [first, last) in rank order, the next one read on another thread while f runs on this one
 // (RankSlices::for_each), with the clocks moved by `inf` when given. `buf`: the two slices'
 // stores, whose columns' memory the next pass reuses (fresh memory is the expensive part).
 // prefetch false: one store, each slice read before f runs (a slice's memory less, slower).
-void for_each_slice(RankSlices& slices, const ClockInference* inf, Store (&buf)[2], bool prefetch,
-                    const std::function<void(const Store&)>& f) {
+void for_each_slice(RankSlices& slices, size_t first, size_t last, const ClockInference* inf,
+                    Store (&buf)[2], bool prefetch, const std::function<void(const Store&)>& f) {
   auto load = [&](size_t k) {
     Store& s = buf[prefetch ? k % 2 : 0];
     slices.read(k, s);
     if (inf) apply_clock_inference(s, *inf);
   };
   if (!prefetch) {
-    for (size_t k = 0; k < slices.size(); ++k) load(k), f(buf[0]);
+    for (size_t k = first; k < last; ++k) load(k), f(buf[0]);
     return;
   }
   std::future<void> next;
-  if (slices.size()) next = std::async(std::launch::async, load, 0);
-  for (size_t k = 0; k < slices.size(); ++k) {
+  if (first < last) next = std::async(std::launch::async, load, first);
+  for (size_t k = first; k < last; ++k) {
     next.get();
-    if (k + 1 < slices.size()) next = std::async(std::launch::async, load, k + 1);
+    if (k + 1 < last) next = std::async(std::launch::async, load, k + 1);
     f(buf[k % 2]);
   }
 }
@@ -154,11 +155,152 @@ bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions&
          std::all_of(which.begin(), which.end(), [](const Analysis* a) { return a->sliced; });
 }
 
+namespace {
+
+// The cross-rank rows as bytes (every table's columns, the kernels' name ids), and the parts of
+// every process (in rank order) concatenated back into one store after the header.
+std::string save_cross(const CrossRows& c) {
+  Archive ar;
+  for_each_table(c.store, [&](const char*, const auto& t) {
+    for_each_column(t, [&](const auto&, const auto& col) { ar.put(col); });
+  });
+  ar.put(c.kernel_names);
+  return ar.bytes();
+}
+
+void load_cross(CrossRows& c, const std::vector<std::string>& parts) {
+  Store all;
+  all.attrs = c.store.attrs, all.strings = c.store.strings, all.ranks = c.store.ranks;
+  for (const std::string& bytes : parts) {
+    Archive ar(bytes);
+    Store part;
+    for_each_table(part, [&](const char*, auto& t) {
+      for_each_column(t, [&](const auto&, auto& col) { ar.get(col); });
+    });
+    const auto names = ar.get<std::vector<uint8_t>>();
+    for (size_t i = 0; i < names.size() && i < c.kernel_names.size(); ++i)
+      c.kernel_names[i] |= names[i];
+    for (uint64_t& x : part.nccl.activity)
+      if (x != UINT64_MAX) x += all.activities.size();
+    for_each_table_pair(all, part, [&](const char*, auto& dst, const auto& src) {
+      for_each_column_pair(dst, src, [&](const auto&, auto& d, const auto& from) {
+        d.insert(d.end(), from.begin(), from.end());
+      });
+    });
+  }
+  c.store = std::move(all);
+}
+
+// One run of analyse_by_rank: the passes over this process's slices.
+struct SlicedPipeline {
+  const std::string& file;
+  const std::vector<const Analysis*>& which;
+  const AnalysisOptions& opt;
+  const ColumnSelection& sel;
+  const Spread* spread;
+  std::unique_ptr<RankSlices> slices;
+  std::vector<std::unique_ptr<SlicedRun>> runs;
+  Store buf[2];
+  size_t first = 0, last = 0;  // this process's slices
+
+  std::vector<std::unique_ptr<SlicedRun>> make_runs(const AnalysisContext& ctx) const {
+    std::vector<std::unique_ptr<SlicedRun>> out;
+    for (const Analysis* a : which) out.push_back(a->sliced(ctx));
+    return out;
+  }
+  void own_slices() {
+    const size_t n = slices->size();
+    const size_t p = spread ? static_cast<size_t>(spread->process) : 0;
+    const size_t procs = spread ? static_cast<size_t>(std::max(spread->processes, 1)) : 1;
+    first = n * p / procs, last = n * (p + 1) / procs;
+  }
+  // Pass 1: the cross-rank rows, and the analyses that need no match (on the recorded clocks:
+  // redone in pass 2 if the inference moves them).
+  void pass1(CrossRows& cross) {
+    for_each_slice(*slices, first, last, nullptr, buf, true, [&](const Store& s) {
+      const AnalysisContext sc(s, opt);
+      parallel_for(runs.size() + 1, [&](size_t i) {
+        if (i == runs.size())
+          cross.add(s);
+        else if (!runs[i]->after_match())
+          runs[i]->add(sc);
+      });
+    });
+    if (spread && spread->processes > 1) load_cross(cross, spread->all_gather(save_cross(cross)));
+  }
+  // Pass 2: the analyses that need the match, and all of them when the clocks moved. Without
+  // the latter, the ledger's windows need only the activities and the launches' starts: a
+  // second reader with those columns (the first one's whole /nccl goes with it), one slice at a
+  // time (the second store's memory goes to the ledger's windows).
+  void pass2(const ClockInference* moved) {
+    if (!moved) {
+      ColumnSelection less = sel;
+      less.annotations = less.counters = less.ops = less.nccl = false;
+      less.activity_step = less.launch_detail = false;
+      slices.reset();
+      slices = std::make_unique<RankSlices>(file, less);
+      buf[1] = Store();
+    }
+    for_each_slice(*slices, first, last, moved, buf, moved, [&](const Store& s) {
+      const AnalysisContext sc(s, opt);
+      parallel_for(runs.size(), [&](size_t i) {
+        if (moved || runs[i]->after_match()) runs[i]->add(sc);
+      });
+    });
+  }
+  // Under MPI: every process's states to process 0, merged there in rank order. False on the
+  // other processes (they write nothing).
+  bool gather() {
+    if (!spread || spread->processes < 2) return true;
+    std::vector<std::string> mine;
+    for (const auto& r : runs) mine.push_back(r->save());
+    Archive ar;
+    ar.put(mine);
+    const std::vector<std::string> parts = spread->gather(ar.bytes());
+    if (spread->process != 0) return false;
+    for (size_t p = 1; p < parts.size(); ++p) {
+      Archive in(parts[p]);
+      const auto states = in.get<std::vector<std::string>>();
+      if (states.size() != runs.size()) throw Error("MPI analysis: states of other analyses");
+      for (size_t i = 0; i < runs.size(); ++i) runs[i]->merge(states[i]);
+    }
+    return true;
+  }
+  // The typed results and their parts, in registry order; an analysis that declined (energy
+  // with power samples) runs on the store read whole.
+  void finish(SlicedAnalysis& out) {
+    out.results.items.resize(which.size());
+    parallel_for(
+        which.size(),
+        [&](size_t i) {
+          AnalysisResult& r = out.results.items[i];
+          r.analysis = which[i];
+          r.value = runs[i]->finish(*out.ctx);
+          if (r.value.has_value()) which[i]->render(r.value, *out.ctx, &r.part);
+        },
+        0, /*reverse=*/true);
+    std::vector<const Analysis*> declined;
+    for (const auto& r : out.results.items)
+      if (!r.value.has_value()) declined.push_back(r.analysis);
+    if (declined.empty()) return;
+    slices.reset();
+    out.whole = std::make_unique<Store>(read_store(file, sel));
+    if (out.inference) apply_clock_inference(*out.whole, *out.inference);
+    out.whole_ctx = std::make_unique<AnalysisContext>(*out.whole, opt);
+    AnalysisResults more = run_analyses(*out.whole_ctx, declined, /*render=*/true);
+    for (auto& m : more.items)
+      for (auto& r : out.results.items)
+        if (r.analysis == m.analysis) r = std::move(m);
+  }
+};
+
+}  // namespace
+
 std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               std::vector<const Analysis*> which,
                                               const AnalysisOptions& opt,
                                               const ColumnSelection& sel, bool may_align,
-                                              const LoadOptions& lo) {
+                                              const LoadOptions& lo, const Spread* spread) {
   if (!sliceable(which, opt)) return std::nullopt;
   // KERNALYSE_WHOLE_STORE=1: the store read whole, as before (the comparisons of tests and bench).
   if (const char* e = std::getenv("KERNALYSE_WHOLE_STORE"); e && *e && std::string(e) != "0")
@@ -167,37 +309,22 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
     return registry_position(x) < registry_position(y);
   });
   which.erase(std::unique(which.begin(), which.end()), which.end());
-  std::unique_ptr<RankSlices> slices;
+  SlicedPipeline run{file, which, opt, sel, spread, nullptr, {}, {}, 0, 0};
   try {
-    slices = std::make_unique<RankSlices>(file, sel);
+    run.slices = std::make_unique<RankSlices>(file, sel);
   } catch (const Error&) {
     return std::nullopt;  // the whole-store read says what is wrong, or reads it unsorted
   }
-  const Store header = slices->header();  // a copy: the reader is replaced for pass 2
+  run.own_slices();
+  const Store header = run.slices->header();  // a copy: the reader is replaced for pass 2
   const bool infer = may_align && infers_clocks(header, lo);
   CrossRows cross(header);
   const AnalysisContext first_ctx(header, opt);
-  auto make_runs = [&] {
-    std::vector<std::unique_ptr<SlicedRun>> runs;
-    for (const Analysis* a : which) runs.push_back(a->sliced(first_ctx));
-    return runs;
-  };
-  std::vector<std::unique_ptr<SlicedRun>> runs = make_runs();
-  // Pass 1: the cross-rank rows, and the analyses that need no match (on the recorded clocks:
-  // redone below if the inference moves them).
-  Store buf[2];
-  for_each_slice(*slices, nullptr, buf, true, [&](const Store& s) {
-    const AnalysisContext sc(s, opt);
-    parallel_for(runs.size() + 1, [&](size_t i) {
-      if (i == runs.size())
-        cross.add(s);
-      else if (!runs[i]->after_match())
-        runs[i]->add(sc);
-    });
-  });
+  run.runs = run.make_runs(first_ctx);
+  run.pass1(cross);
   SlicedAnalysis out;
   bool moved = false;
-  if (infer) {
+  if (infer) {  // on every process: the same rows, the same inference
     const ClockEvidence ev = clock_evidence(cross.store, &out.match);
     ClockInference inf = infer_clocks(ev);
     if (lo.align == "auto") keep_recorded_clocks_unless_evidence(&inf, ev);
@@ -210,54 +337,16 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
   out.ctx = std::make_unique<AnalysisContext>(out.header, opt, out.match);
   out.ctx->shared<std::vector<uint8_t>>("kernel names", [&] { return cross.kernel_names; });
   if (moved) {  // pass 1's per-rank results were on the recorded clocks
-    std::vector<std::unique_ptr<SlicedRun>> fresh = make_runs();
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (!runs[i]->after_match()) runs[i] = std::move(fresh[i]);
+    std::vector<std::unique_ptr<SlicedRun>> fresh = run.make_runs(first_ctx);
+    for (size_t i = 0; i < run.runs.size(); ++i)
+      if (!run.runs[i]->after_match()) run.runs[i] = std::move(fresh[i]);
   }
   bool again = moved;
-  for (auto& r : runs)
+  for (auto& r : run.runs)
     if (r->after_match()) r->begin(*out.ctx), again = true;
-  // Pass 2: the analyses that need the match, and all of them when the clocks moved. Without
-  // the latter, the ledger's windows need only the activities and the launches' starts: a second
-  // reader with those columns (the first one's whole /nccl goes with it).
-  if (again && !moved) {
-    ColumnSelection less = sel;
-    less.annotations = less.counters = less.ops = less.nccl = false;
-    less.activity_step = less.launch_detail = false;
-    slices.reset();
-    slices = std::make_unique<RankSlices>(file, less);
-    buf[1] = Store();  // one slice at a time: its memory goes to the ledger's windows
-  }
-  if (again)
-    for_each_slice(*slices, moved ? &*out.inference : nullptr, buf, moved, [&](const Store& s) {
-      const AnalysisContext sc(s, opt);
-      parallel_for(runs.size(), [&](size_t i) {
-        if (moved || runs[i]->after_match()) runs[i]->add(sc);
-      });
-    });
-  out.results.items.resize(which.size());
-  std::vector<const Analysis*> declined;
-  parallel_for(
-      which.size(),
-      [&](size_t i) {
-        AnalysisResult& r = out.results.items[i];
-        r.analysis = which[i];
-        r.value = runs[i]->finish(*out.ctx);
-        if (r.value.has_value()) which[i]->render(r.value, *out.ctx, &r.part);
-      },
-      0, /*reverse=*/true);
-  for (const auto& r : out.results.items)
-    if (!r.value.has_value()) declined.push_back(r.analysis);
-  if (declined.empty()) return out;
-  // An analysis that cannot fold these slices (energy with power samples): the store whole.
-  slices.reset();
-  out.whole = std::make_unique<Store>(read_store(file, sel));
-  if (out.inference) apply_clock_inference(*out.whole, *out.inference);
-  out.whole_ctx = std::make_unique<AnalysisContext>(*out.whole, opt);
-  AnalysisResults more = run_analyses(*out.whole_ctx, declined, /*render=*/true);
-  for (auto& m : more.items)
-    for (auto& r : out.results.items)
-      if (r.analysis == m.analysis) r = std::move(m);
+  if (again) run.pass2(moved ? &*out.inference : nullptr);
+  out.writer = run.gather();
+  if (out.writer) run.finish(out);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/crossrank.h"
@@ -18,6 +19,8 @@ class SummaryFold {
   void add(const Store& slice);
   // header: attributes, strings and /ranks of the whole store (the scopes name its ranks).
   SummaryResult finish(const Store& header) const;
+  std::string save() const;              // under MPI: the state as bytes
+  void merge(const std::string& bytes);  // a later process's state
 
  private:
   struct Impl;
@@ -30,6 +33,8 @@ class GapFold {
   explicit GapFold(const GapOptions& opt);
   void add(const Store& slice);
   GapResult finish(const Store& header) const;
+  std::string save() const;
+  void merge(const std::string& bytes);
 
  private:
   struct Impl;
@@ -46,6 +51,8 @@ class StragglerFold {
   void begin(const Store& cross, const std::vector<uint8_t>& kernel_names);
   void add(const Store& slice);
   StragglerResult finish(const Store& cross) const;
+  std::string save() const;  // the windows of this process's ranks
+  void merge(const std::string& bytes);
 
  private:
   struct Impl;

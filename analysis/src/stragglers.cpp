@@ -9,8 +9,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "archive.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/crossrank.h"
+#include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
 #include "sliced_folds.h"
 #include "timeline.h"
@@ -746,6 +748,7 @@ struct StragglerFold::Impl {
   NameGroups groups;
   Windows win;
   Queries queries;
+  std::vector<int32_t> ranks;  // whose windows add() filled
 };
 
 StragglerFold::StragglerFold(const CrossRankOptions& opt) : impl_(std::make_shared<Impl>()) {
@@ -771,6 +774,35 @@ void StragglerFold::add(const Store& slice) {
     auto qit = m.queries.find(ranks.rank(w));
     if (qit != m.queries.end())
       rank_windows(slice, ranks.rows(w), ranks.rank(w), launch_of, m.groups, qit->second, m.win);
+    m.ranks.push_back(ranks.rank(w));
+  }
+}
+
+std::string StragglerFold::save() const {
+  const Impl& m = *impl_;
+  Archive ar;
+  for (int32_t r : m.ranks) {
+    auto qit = m.queries.find(r);
+    if (qit == m.queries.end()) continue;
+    for (auto [k, q] : qit->second) {
+      const Window& w = m.win[k][q];
+      ar.put(static_cast<uint64_t>(k)), ar.put(static_cast<uint64_t>(q));
+      ar.put(w.lo), ar.put(w.hi), ar.put(w.has_prev), ar.put(w.kernels), ar.put(w.host);
+      ar.put(w.other);
+    }
+  }
+  return ar.bytes();
+}
+
+void StragglerFold::merge(const std::string& bytes) {
+  Impl& m = *impl_;
+  Archive ar(bytes);
+  while (!ar.done()) {
+    const auto k = ar.get<uint64_t>(), q = ar.get<uint64_t>();
+    if (k >= m.win.size() || q >= m.win[k].size()) throw Error("MPI analysis: bad window");
+    Window& w = m.win[k][q];
+    ar.get(w.lo), ar.get(w.hi), ar.get(w.has_prev), ar.get(w.kernels), ar.get(w.host);
+    ar.get(w.other);
   }
 }
 

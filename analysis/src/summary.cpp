@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "archive.h"
 #include "kernalyse/analysis.h"
 #include "kernalyse/checked.h"
 #include "sliced_folds.h"
@@ -305,6 +306,40 @@ SummaryResult SummaryFold::finish(const Store& header) const {
   out.verbose = m.opt.verbose;
   out.ranks = m.ranks;
   return summary_of(header, m.opt, m.names, per_rank, std::move(out));
+}
+
+std::string SummaryFold::save() const {
+  Archive ar;
+  ar.put(impl_->names.names);
+  ar.put(impl_->ranks);
+  ar.put(impl_->per_rank);
+  return ar.bytes();
+}
+
+void SummaryFold::merge(const std::string& bytes) {
+  Impl& m = *impl_;
+  Archive ar(bytes);
+  const auto names = ar.get<std::vector<std::string>>();
+  const auto ranks = ar.get<std::vector<int32_t>>();
+  const auto per_rank = ar.get<std::vector<std::vector<Acc>>>();
+  std::vector<size_t> global(names.size());
+  for (size_t g = 0; g < names.size(); ++g) {
+    auto [it, fresh] = m.index.emplace(names[g], static_cast<int32_t>(m.names.names.size()));
+    if (fresh) m.names.names.push_back(names[g]);
+    global[g] = static_cast<size_t>(it->second);
+  }
+  for (size_t k = 0; k < ranks.size() && k < per_rank.size(); ++k) {
+    auto old = std::find(m.ranks.begin(), m.ranks.end(), ranks[k]);
+    if (old == m.ranks.end()) {
+      m.ranks.push_back(ranks[k]);
+      m.per_rank.emplace_back();
+      old = m.ranks.end() - 1;
+    }
+    std::vector<Acc>& accs = m.per_rank[static_cast<size_t>(old - m.ranks.begin())];
+    accs.resize(m.names.names.size());
+    for (size_t g = 0; g < per_rank[k].size() && g < global.size(); ++g)
+      kernalyse::merge(accs[global[g]], per_rank[k][g]);
+  }
 }
 
 }  // namespace kernalyse

@@ -116,6 +116,11 @@ class SlicedRun {
   // the launches' rank, start and correlation only, unless the inferred clocks moved the times).
   virtual bool after_match() const { return false; }
   virtual void begin(const AnalysisContext& /*whole*/) {}
+  // Under MPI (kernalyse/sliced.h, Spread): the state after this process's slices as bytes, and
+  // the state of a process whose slices come after this one's merged into this one (then
+  // finish() gives what one process that had added every slice would give).
+  virtual std::string save() const = 0;
+  virtual void merge(const std::string& bytes) = 0;
 };
 
 struct Analysis {

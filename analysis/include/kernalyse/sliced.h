@@ -7,6 +7,7 @@
 // The output is byte for byte the whole-store pipeline's (tests/cli/test_sliced.sh).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,20 @@ struct SlicedAnalysis {
   std::unique_ptr<Store> whole;                  // read whole for an analysis that declined
   std::unique_ptr<AnalysisContext> whole_ctx;
   AnalysisResults results;  // rendered, in registry order
+  bool writer = true;       // false on the MPI processes but the first: they write nothing
+};
+
+// How an MPI run spreads the slices (launch/merge_mpi.cpp makes it from MPI_COMM_WORLD): process
+// p of P takes slices [n p / P, n (p + 1) / P) of the n ranks, reading them from the store
+// itself (each process opens it read-only); the processes exchange the cross-rank rows (every
+// process gets them all: each then infers the same clocks and makes the same match) and send
+// their analyses' states to process 0, which merges them in rank order and writes the output.
+struct Spread {
+  int process = 0, processes = 1;
+  // Every process's bytes, in process order, on every process.
+  std::function<std::vector<std::string>(const std::string&)> all_gather;
+  // Every process's bytes, in process order, on process 0 (anything on the others).
+  std::function<std::vector<std::string>(const std::string&)> gather;
 };
 
 // Whether these analyses can run a rank at a time with these options: each has a sliced form,
@@ -40,6 +55,7 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               std::vector<const Analysis*> which,
                                               const AnalysisOptions& opt,
                                               const ColumnSelection& sel, bool may_align,
-                                              const LoadOptions& lo);
+                                              const LoadOptions& lo,
+                                              const Spread* spread = nullptr);
 
 }  // namespace kernalyse

@@ -31,24 +31,26 @@ std::unique_ptr<SlicedRun> sliced_energy(const AnalysisContext& ctx) {
   };
   auto acc = std::make_shared<Acc>();
   const EnergyOptions eo = energy_options(ctx);
-  return std::make_unique<FoldRun>(
-      [acc, eo](const AnalysisContext& slice) {
-        if (acc->sampled) return;
-        const EnergyResult r = energy_analysis(slice.store(), eo);
-        acc->sampled = !r.devices.empty() || !r.kernels.empty() || !r.ranks.empty() ||
-                       !r.steps.empty() || r.total_j != 0 || r.period_ns != 0 ||
-                       r.median_kernel_ns != 0;
-        acc->sum.uncovered += r.uncovered;
-        acc->sum.unsampled_devices += r.unsampled_devices;
-        for (const EnergyRow& x : r.ranges) {
-          EnergyRow& into = acc->ranges[x.name];
-          into.name = x.name;
-          into.calls += x.calls;
-          into.count += x.count;
-          into.busy_ns += x.busy_ns;
-          into.joules += x.joules;
-          acc->sampled = acc->sampled || x.joules != 0;
-        }
+  // One slice's (or, under MPI, a process's) counts and range rows added.
+  auto absorb = [acc](const EnergyResult& r) {
+    acc->sampled = acc->sampled || !r.devices.empty() || !r.kernels.empty() || !r.ranks.empty() ||
+                   !r.steps.empty() || r.total_j != 0 || r.period_ns != 0 ||
+                   r.median_kernel_ns != 0;
+    acc->sum.uncovered += r.uncovered;
+    acc->sum.unsampled_devices += r.unsampled_devices;
+    for (const EnergyRow& x : r.ranges) {
+      EnergyRow& into = acc->ranges[x.name];
+      into.name = x.name;
+      into.calls += x.calls;
+      into.count += x.count;
+      into.busy_ns += x.busy_ns;
+      into.joules += x.joules;
+      acc->sampled = acc->sampled || x.joules != 0;
+    }
+  };
+  auto run = std::make_unique<FoldRun>(
+      [acc, absorb, eo](const AnalysisContext& slice) {
+        if (!acc->sampled) absorb(energy_analysis(slice.store(), eo));
       },
       [acc, eo](const AnalysisContext&) -> std::any {
         if (acc->sampled) return {};
@@ -58,6 +60,28 @@ std::unique_ptr<SlicedRun> sliced_energy(const AnalysisContext& ctx) {
         for (const auto& [name, row] : acc->ranges) out.ranges.push_back(row);
         return out;  // by name: all joules are 0, so energy_analysis's order too
       });
+  run->spread(
+      [acc] {
+        Archive ar;
+        ar.put(acc->sampled), ar.put(acc->sum.uncovered), ar.put(acc->sum.unsampled_devices);
+        ar.put<uint64_t>(acc->ranges.size());
+        for (const auto& [name, x] : acc->ranges)
+          ar.put(name), ar.put(x.calls), ar.put(x.count), ar.put(x.busy_ns), ar.put(x.joules);
+        return ar.bytes();
+      },
+      [absorb](const std::string& bytes) {
+        Archive ar(bytes);
+        EnergyResult r;
+        const bool sampled = ar.get<bool>();
+        ar.get(r.uncovered), ar.get(r.unsampled_devices);
+        for (uint64_t n = ar.get<uint64_t>(); n > 0; --n) {
+          EnergyRow& x = r.ranges.emplace_back();
+          ar.get(x.name), ar.get(x.calls), ar.get(x.count), ar.get(x.busy_ns), ar.get(x.joules);
+        }
+        if (sampled) r.period_ns = 1;  // makes the merged state "sampled" too
+        absorb(r);
+      });
+  return run;
 }
 }  // namespace
 

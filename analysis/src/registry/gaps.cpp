@@ -37,9 +37,11 @@ const Analysis& gaps() {
       },
       [](const AnalysisContext& ctx) -> std::unique_ptr<SlicedRun> {
         auto f = std::make_shared<GapFold>(gap_options(ctx));
-        return std::make_unique<FoldRun>(
+        auto run = std::make_unique<FoldRun>(
             [f](const AnalysisContext& s) { f->add(s.store()); },
             [f](const AnalysisContext& w) -> std::any { return f->finish(w.store()); });
+        run->spread([f] { return f->save(); }, [f](const std::string& b) { f->merge(b); });
+        return run;
       }};
   return a;
 }

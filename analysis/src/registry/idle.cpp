@@ -18,13 +18,25 @@ const Analysis& idle() {
                           // A rank at a time: the streams of each slice, appended.
                           [](const AnalysisContext&) -> std::unique_ptr<SlicedRun> {
                             auto acc = std::make_shared<std::vector<StreamIdle>>();
-                            return std::make_unique<FoldRun>(
+                            auto run = std::make_unique<FoldRun>(
                                 [acc](const AnalysisContext& s) {
                                   const auto v =
                                       stream_idle(s.store(View::Hta), s.cross_rank(View::Hta));
                                   acc->insert(acc->end(), v.begin(), v.end());
                                 },
                                 [acc](const AnalysisContext&) -> std::any { return *acc; });
+                            run->spread(
+                                [acc] {
+                                  Archive ar;
+                                  ar.put(*acc);
+                                  return ar.bytes();
+                                },
+                                [acc](const std::string& bytes) {
+                                  Archive ar(bytes);
+                                  const auto v = ar.get<std::vector<StreamIdle>>();
+                                  acc->insert(acc->end(), v.begin(), v.end());
+                                });
+                            return run;
                           }};
   return a;
 }

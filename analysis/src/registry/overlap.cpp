@@ -17,16 +17,29 @@ const RankUnionTables& of(const std::any& r) { return *std::any_cast<const RankU
 // its rows appended (the slices come in rank order, as the whole store's ranks).
 std::unique_ptr<SlicedRun> sliced_unions(const AnalysisContext&) {
   auto acc = std::make_shared<RankUnionTables>();
-  return std::make_unique<FoldRun>(
-      [acc](const AnalysisContext& slice) {
-        const RankUnionTables& u = unions(slice);
-        acc->whole.insert(acc->whole.end(), u.whole.begin(), u.whole.end());
-        acc->per_step.insert(acc->per_step.end(), u.per_step.begin(), u.per_step.end());
-        acc->steps = acc->steps || u.steps;
-      },
+  auto append = [acc](const RankUnionTables& u) {
+    acc->whole.insert(acc->whole.end(), u.whole.begin(), u.whole.end());
+    acc->per_step.insert(acc->per_step.end(), u.per_step.begin(), u.per_step.end());
+    acc->steps = acc->steps || u.steps;
+  };
+  auto run = std::make_unique<FoldRun>(
+      [append](const AnalysisContext& slice) { append(unions(slice)); },
       [acc](const AnalysisContext& whole) -> std::any {
         return &whole.shared<RankUnionTables>("rank unions", [&] { return *acc; });
       });
+  run->spread(
+      [acc] {
+        Archive ar;
+        ar.put(acc->whole), ar.put(acc->per_step), ar.put(acc->steps);
+        return ar.bytes();
+      },
+      [append](const std::string& bytes) {
+        Archive ar(bytes);
+        RankUnionTables u;
+        ar.get(u.whole), ar.get(u.per_step), ar.get(u.steps);
+        append(u);
+      });
+  return run;
 }
 }  // namespace
 

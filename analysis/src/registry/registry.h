@@ -2,6 +2,7 @@
 // registry list. Each descriptor is built once, on first use.
 #pragma once
 
+#include "../archive.h"
 #include "kernalyse/pipeline.h"
 
 namespace kernalyse::registry {
@@ -31,11 +32,21 @@ class FoldRun : public SlicedRun {
   void begin(const AnalysisContext& whole) override {
     if (begin_) begin_(whole);
   }
+  // Under MPI: the state as bytes, and a later process's state merged in.
+  FoldRun& spread(std::function<std::string()> save,
+                  std::function<void(const std::string&)> merge) {
+    save_ = std::move(save), merge_ = std::move(merge);
+    return *this;
+  }
+  std::string save() const override { return save_(); }
+  void merge(const std::string& bytes) override { merge_(bytes); }
 
  private:
   Step add_;
   std::function<std::any(const AnalysisContext&)> finish_;
   Step begin_;
+  std::function<std::string()> save_;
+  std::function<void(const std::string&)> merge_;
 };
 
 // The top-N cut an analysis uses when --top is not given.

@@ -9,7 +9,7 @@ namespace {
 // slice (after the match), the ledger from both. The kernels' name ids come from the pipeline.
 std::unique_ptr<SlicedRun> sliced_ledger(const AnalysisContext&) {
   auto fold = std::make_shared<std::unique_ptr<StragglerFold>>();
-  return std::make_unique<FoldRun>(
+  auto run = std::make_unique<FoldRun>(
       [fold](const AnalysisContext& slice) { (*fold)->add(slice.store()); },
       [fold](const AnalysisContext& whole) -> std::any {
         return std::make_shared<const StragglerResult>((*fold)->finish(whole.store()));
@@ -19,6 +19,9 @@ std::unique_ptr<SlicedRun> sliced_ledger(const AnalysisContext&) {
         (*fold)->begin(whole.store(), whole.shared<std::vector<uint8_t>>(
                                           "kernel names", [] { return std::vector<uint8_t>(); }));
       });
+  run->spread([fold] { return (*fold)->save(); },
+              [fold](const std::string& b) { (*fold)->merge(b); });
+  return run;
 }
 }  // namespace
 
