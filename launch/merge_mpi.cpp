@@ -29,17 +29,6 @@ int byte_count(size_t n) {
   return static_cast<int>(n);
 }
 
-// The parts of every process, each `counts[p]` bytes of `all` in process order.
-std::vector<std::string> split(const std::string& all, const std::vector<int>& counts) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (int c : counts) {
-    out.push_back(all.substr(at, static_cast<size_t>(c)));
-    at += static_cast<size_t>(c);
-  }
-  return out;
-}
-
 std::vector<int> displacements(const std::vector<int>& counts, size_t* total) {
   std::vector<int> d(counts.size());
   size_t at = 0;
@@ -52,7 +41,7 @@ std::vector<int> displacements(const std::vector<int>& counts, size_t* total) {
   return d;
 }
 
-std::vector<std::string> all_gather(const std::string& mine) {
+std::string all_gather(const std::string& mine) {
   int procs = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &procs);
   const int n = byte_count(mine.size());
@@ -63,10 +52,10 @@ std::vector<std::string> all_gather(const std::string& mine) {
   std::string all(total, '\0');
   MPI_Allgatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE,
                  MPI_COMM_WORLD);
-  return split(all, counts);
+  return all;
 }
 
-std::vector<std::string> gather(const std::string& mine) {
+std::string gather(const std::string& mine) {
   int procs = 1, me = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &procs);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -78,7 +67,7 @@ std::vector<std::string> gather(const std::string& mine) {
   std::string all(total, '\0');
   MPI_Gatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE, 0,
               MPI_COMM_WORLD);
-  return me == 0 ? split(all, counts) : std::vector<std::string>();
+  return all;
 }
 
 }  // namespace

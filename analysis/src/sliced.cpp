@@ -168,11 +168,12 @@ std::string save_cross(const CrossRows& c) {
   return ar.bytes();
 }
 
-void load_cross(CrossRows& c, const std::vector<std::string>& parts) {
+void load_cross(CrossRows& c, std::string bytes, int parts) {
   Store all;
   all.attrs = c.store.attrs, all.strings = c.store.strings, all.ranks = c.store.ranks;
-  for (const std::string& bytes : parts) {
-    Archive ar(bytes);
+  c.store = Store();  // this process's part is in `bytes` too
+  Archive ar(std::move(bytes));
+  for (int p = 0; p < parts; ++p) {
     Store part;
     for_each_table(part, [&](const char*, auto& t) {
       for_each_column(t, [&](const auto&, auto& col) { ar.get(col); });
@@ -226,7 +227,8 @@ struct SlicedPipeline {
           runs[i]->add(sc);
       });
     });
-    if (spread && spread->processes > 1) load_cross(cross, spread->all_gather(save_cross(cross)));
+    if (spread && spread->processes > 1)
+      load_cross(cross, spread->all_gather(save_cross(cross)), spread->processes);
   }
   // Pass 2: the analyses that need the match, and all of them when the clocks moved. Without
   // the latter, the ledger's windows need only the activities and the launches' starts: a
@@ -252,17 +254,19 @@ struct SlicedPipeline {
   // other processes (they write nothing).
   bool gather() {
     if (!spread || spread->processes < 2) return true;
-    std::vector<std::string> mine;
-    for (const auto& r : runs) mine.push_back(r->save());
-    Archive ar;
-    ar.put(mine);
-    const std::vector<std::string> parts = spread->gather(ar.bytes());
+    Archive ar;  // each state in turn, so that one at a time is held twice
+    ar.put(static_cast<uint64_t>(runs.size()));
+    for (const auto& r : runs) ar.put(r->save());
+    std::string all = spread->gather(ar.bytes());
+    ar = Archive();
     if (spread->process != 0) return false;
-    for (size_t p = 1; p < parts.size(); ++p) {
-      Archive in(parts[p]);
-      const auto states = in.get<std::vector<std::string>>();
-      if (states.size() != runs.size()) throw Error("MPI analysis: states of other analyses");
-      for (size_t i = 0; i < runs.size(); ++i) runs[i]->merge(states[i]);
+    Archive in(std::move(all));
+    for (int p = 0; p < spread->processes; ++p) {
+      if (in.get<uint64_t>() != runs.size()) throw Error("MPI analysis: states of other analyses");
+      for (const auto& r : runs) {
+        const std::string state = in.get<std::string>();
+        if (p > 0) r->merge(state);  // process 0's own states are in the runs already
+      }
     }
     return true;
   }

@@ -38,10 +38,11 @@ struct SlicedAnalysis {
 // their analyses' states to process 0, which merges them in rank order and writes the output.
 struct Spread {
   int process = 0, processes = 1;
-  // Every process's bytes, in process order, on every process.
-  std::function<std::vector<std::string>(const std::string&)> all_gather;
-  // Every process's bytes, in process order, on process 0 (anything on the others).
-  std::function<std::vector<std::string>(const std::string&)> gather;
+  // Every process's bytes concatenated in process order, on every process (each process's
+  // bytes are self-delimiting archives: the reader walks them without the lengths).
+  std::function<std::string(const std::string&)> all_gather;
+  // The same on process 0 (anything on the others).
+  std::function<std::string(const std::string&)> gather;
 };
 
 // Whether these analyses can run a rank at a time with these options: each has a sliced form,
