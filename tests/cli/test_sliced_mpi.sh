@@ -38,6 +38,25 @@ same 3 "$TMP/aligned.h5" --stragglers --verbose -q
 same 6 "$TMP/aligned.h5" --summary --gaps --json -q
 same 2 "$TMP/aligned.h5" --critical-path -q # no sliced form: the first process, whole
 
+# A recorded run with power samples and GPU memory counters (the emulated device under
+# kernalyse-run): --energy then declines the rank-at-a-time form and runs on the store read whole
+# (its energy split sums doubles in row order), the overview's peaks come from the cross-rank rows.
+"${MPIRUN[@]}" -n 2 "$BIN/kernalyse-run" -q -o "$TMP/power.h5" "$BIN/vicuna_tp" --layers 2 \
+  --steps 3 --power-ms 10 --power-watts idle=80,gemm=700,attention=600,memory=320,comm=210 \
+  2>"$TMP/run.err"
+expect_eq "emulated run with power samples: exit code" "$?" "0"
+for args in "--energy --json" "--all --json" "--all"; do
+  # shellcheck disable=SC2086  # word lists on purpose
+  KERNALYSE_WHOLE_STORE=1 kernalyse-merge "$TMP/power.h5" $args -q >"$TMP/whole.out"
+  # shellcheck disable=SC2086
+  kernalyse-merge "$TMP/power.h5" $args -q >"$TMP/sliced.out"
+  expect_eq "power store $args: a rank at a time as whole" \
+    "$(cmp -s "$TMP/whole.out" "$TMP/sliced.out" && echo identical)" "identical"
+  # shellcheck disable=SC2086
+  same 2 "$TMP/power.h5" $args -q
+done
+expect_contains "power store: energy measured" "$(cat "$TMP/sliced.out")" "energy: "
+
 # The clock inference's line is said once (by the first process).
 "${MPIRUN[@]}" -n 2 "$BIN/kernalyse-merge" "$TMP/skew.h5" --all >/dev/null 2>"$TMP/mpi.err"
 expect_eq "one inference line" "$(grep -c 'inferred' "$TMP/mpi.err")" "1"
