@@ -234,15 +234,16 @@ int run(Options& o) {
     });
     if (exports) sel = ColumnSelection::all();  // exports write every column
     // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
-    // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h).
+    // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h); what
+    // cannot be spread (exports, --html, --power-log, --critical-path, ...) runs whole on it.
+    const std::unique_ptr<Spread> spread = mpi_spread();
     if (!exporting && o.power_logs.empty()) {
-      const std::unique_ptr<Spread> spread = mpi_spread();
       LoadOptions quiet = lo;
       if (spread && spread->process != 0) quiet.info = quiet.warn = nullptr;
       if (auto sliced = analyse_by_rank(files[0], which, o.ao, sel, may_align, quiet, spread.get()))
         return sliced->writer ? print_sliced(*sliced, o) : 0;
-      if (spread && spread->process != 0) return 0;  // the first process runs it whole
     }
+    if (spread && spread->process != 0) return 0;
     run = read_run(files[0], sel, may_align, lo);
   } else {
     run = import_run(files, lo);

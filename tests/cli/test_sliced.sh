@@ -3,8 +3,9 @@
 # is byte for byte that of the store read whole (KERNALYSE_WHOLE_STORE=1, the pipeline before), on
 # a 4-rank set whose clocks the inference moves (two hosts, skew and drift), with a slow rank, a
 # late launcher, collectives and user ranges; on a set whose clocks stay as recorded; and the peak
-# memory of --all is bounded by a few ranks' rows: on an 8-rank store it stays under 0.6 x the
-# whole read's.
+# memory of --all is bounded by a few ranks' rows: on an 8-rank store it stays under 0.65 x the
+# whole read's (0.52 measured: the binary, libraries and cross-rank rows weigh more on a small
+# store; 0.28 on the 8 x 1 M-kernel benchmark store, docs/benchmarks.md).
 source "$(dirname "$0")/lib.sh"
 
 kernalyse-tracegen --ranks 4 --kernels 6000 --steps 4 --seed 11 --ranks-per-host 2 \
@@ -57,8 +58,8 @@ rss() { /usr/bin/time -f %M "$@" --all --json -q 2>&1 >/dev/null | tail -1; }
 whole=$(KERNALYSE_WHOLE_STORE=1 rss kernalyse-merge "$TMP/big.h5")
 sliced=$(rss kernalyse-merge "$TMP/big.h5")
 echo "peak RSS of --all --json: whole read $whole kB, a rank at a time $sliced kB"
-if [ "$sliced" -gt 0 ] && [ "$((sliced * 10))" -lt "$((whole * 6))" ]; then
-  pass "peak RSS a rank at a time ($sliced kB) < 0.6 x the whole read's ($whole kB)"
+if [ "$sliced" -gt 0 ] && [ "$((sliced * 100))" -lt "$((whole * 65))" ]; then
+  pass "peak RSS a rank at a time ($sliced kB) < 0.65 x the whole read's ($whole kB)"
 else
   fail "peak RSS a rank at a time $sliced kB, whole read $whole kB"
 fi
