@@ -218,6 +218,12 @@ int run(Options& o) {
   LoadedRun run;
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
+    // One malloc arena for a store's analyses (before the first read starts threads): with
+    // glibc's default (8 per core) each pool and slice-reading thread keeps the largest
+    // temporaries it freed in an arena of its own, ~100 MB more peak RSS on the benchmark store's
+    // --all (docs/benchmarks.md); these threads allocate rarely (columns, result rows). Imports,
+    // whose parser threads allocate all the time, keep the default.
+    mallopt(M_ARENA_MAX, 1);
     // The inference matches collectives like the ledger: it runs on a store for the cross-rank
     // views (ledger, critical path, exports) or when asked.
     const bool may_align = o.align == "inferred" ||
@@ -270,11 +276,6 @@ int run(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // One malloc arena: with glibc's default (8 per core) each thread of the pool and each
-  // slice-reading thread keeps the largest temporaries it freed in an arena of its own: ~100 MB
-  // more peak RSS on the benchmark store's --all (docs/benchmarks.md). The threads allocate
-  // rarely (columns, result rows), so they do not queue on the one arena's lock.
-  mallopt(M_ARENA_MAX, 1);
   CLI::App app{
       "kernalyse-merge: merge per-rank GPU traces (Kineto/PyTorch-profiler JSON, or Nsight "
       "Systems SQLite exports) into one HDF5 store, and analyse a store or traces.\n"
