@@ -1,5 +1,7 @@
 // kernalyse-merge: import per-rank traces into one store and/or analyse a store. Flags map onto
 // the library's options; the analyses and their flags come from the registry (pipeline.h).
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -16,9 +18,11 @@
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/power_log.h"
+#include "kernalyse/sliced.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/utc.h"
 #include "merge_flags.h"
+#include "merge_mpi.h"
 
 namespace fs = std::filesystem;
 using namespace kernalyse;
@@ -166,6 +170,19 @@ void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
   }
 }
 
+// The report of analyse_by_rank's results: as run() makes it from the whole store.
+int print_sliced(SlicedAnalysis& r, const Options& o) {
+  Report report;
+  store_overview(r.header, &report);
+  if (r.inference) {
+    report.json["clock_inference"] = clock_inference_json(*r.inference);
+    report.headline.push_back(describe(*r.inference));
+  }
+  append_results(std::move(r.results), *r.ctx, &report);
+  print(report, o);
+  return 0;
+}
+
 int run(Options& o) {
   for (const auto& w : o.what_if) o.ao.what_if.push_back(parse_what_if(w));  // before any input
   if (!o.diff.empty()) return run_diff(o);
@@ -201,6 +218,12 @@ int run(Options& o) {
   LoadedRun run;
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
+    // One malloc arena for a store's analyses (before the first read starts threads): with
+    // glibc's default (8 per core) each pool and slice-reading thread keeps the largest
+    // temporaries it freed in an arena of its own, ~100 MB more peak RSS on the benchmark store's
+    // --all (docs/benchmarks.md); these threads allocate rarely (columns, result rows). Imports,
+    // whose parser threads allocate all the time, keep the default.
+    mallopt(M_ARENA_MAX, 1);
     // The inference matches collectives like the ledger: it runs on a store for the cross-rank
     // views (ledger, critical path, exports) or when asked.
     const bool may_align = o.align == "inferred" ||
@@ -212,10 +235,21 @@ int run(Options& o) {
         if (a->in_page) reads.push_back(a);
     ColumnSelection sel = columns_for(reads, o.ao.compat, may_align, [&] {
       ColumnSelection probe;  // a small read of the annotations tells
-      probe.activities = probe.launches = probe.nccl = probe.counters = false;
+      probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
       return store_has_ranges(read_store(files[0], probe));
     });
     if (exports) sel = ColumnSelection::all();  // exports write every column
+    // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
+    // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h); what
+    // cannot be spread (exports, --html, --power-log, --critical-path, ...) runs whole on it.
+    const std::unique_ptr<Spread> spread = mpi_spread();
+    if (!exporting && o.power_logs.empty()) {
+      LoadOptions quiet = lo;
+      if (spread && spread->process != 0) quiet.info = quiet.warn = nullptr;
+      if (auto sliced = analyse_by_rank(files[0], which, o.ao, sel, may_align, quiet, spread.get()))
+        return sliced->writer ? print_sliced(*sliced, o) : 0;
+    }
+    if (spread && spread->process != 0) return 0;
     run = read_run(files[0], sel, may_align, lo);
   } else {
     run = import_run(files, lo);

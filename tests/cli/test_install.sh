@@ -10,7 +10,8 @@ P="$TMP/prefix"
 expect_eq "cmake --install exits 0 ($(tail -c 300 "$TMP/install.log"))" "$?" "0"
 for f in bin/kernalyse-run bin/kernalyse-merge bin/kernalyse-tracegen lib/libkernalyse_collector.so \
          libexec/kernalyse/vicuna_tp share/kernalyse/slurm/kernalyse.sbatch \
-         share/kernalyse/slurm/kernalyse-mpirun.sbatch lib/libkernalyse_h5.so; do
+         share/kernalyse/slurm/kernalyse-mpirun.sbatch share/kernalyse/slurm/kernalyse-analyse.sbatch \
+         lib/libkernalyse_h5.so lib/libkernalyse_mpi.so; do
   expect_eq "installed: $f" "$([ -f "$P/$f" ] && echo yes)" "yes"
 done
 # Every tool the README or the docs name that this build built is installed (kernalyse-scan

@@ -75,6 +75,16 @@ expect_contains "srun, 4 tasks: gap summary in the job log" "$log" "Gap analysis
 expect_contains "srun, 4 tasks: straggler ledger in the job log" "$log" "Straggler ledger per rank"
 show_on_fail "$f0" "$TMP/job4.log"
 
+# 2b. An analysis job (kernalyse-analyse.sbatch) on that store, 2 tasks: its ranks spread over
+#     the two processes; the report is the one-process run's, byte for byte.
+f0=$FAILS
+"$BIN/kernalyse-merge" "$store" --all --json -q > all1.json
+KERNALYSE_REPORT=$TMP/all2.json slurm_run_job "$TMP/analyse.log" --chdir="$TMP"   --ntasks-per-node=2 "$SRC/launch/slurm/kernalyse-analyse.sbatch" "$store" --all --json -q
+expect_eq "analysis job, 2 tasks: job exit code" "$SLURM_JOB_RC" "0"
+expect_eq "analysis job, 2 tasks: report identical to one process's" \
+  "$(cmp -s all1.json "$TMP/all2.json" && echo identical)" "identical"
+show_on_fail "$f0" "$TMP/analyse.log"
+
 # 3. mpirun inside sbatch, 2 tasks.
 f0=$FAILS
 t=$SECONDS

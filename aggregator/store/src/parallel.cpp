@@ -1,6 +1,8 @@
 // parallel_run / parallel_for (kernalyse/parallel.h): threads from one process-wide budget.
 #include "kernalyse/parallel.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -27,7 +29,15 @@ size_t reserve(size_t want) {
 
 }  // namespace
 
-size_t core_count() { return std::max(1u, std::thread::hardware_concurrency()); }
+size_t core_count() {
+  // The cores this process may run on: its affinity mask (mpirun --bind-to core: one per
+  // process), else the machine's (hardware_concurrency ignores the mask).
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<size_t>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 void parallel_run(size_t threads, const std::function<void()>& worker) {
   if (threads == 0) threads = core_count();

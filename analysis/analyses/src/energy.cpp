@@ -66,11 +66,11 @@ DeviceInputs device_inputs(const Store& s, const std::vector<uint32_t>& rows,
 struct EnergySweep {
   const Activities& a;
   EnergyResult& r;
-  std::vector<Share> share;  // per activity row
+  std::vector<Share> share;  // per activity row; empty (none attributed) without power samples
   std::vector<int64_t> intervals, durations;
   std::map<int32_t, double> rank_idle;
 
-  EnergySweep(const Activities& acts, EnergyResult& res) : a(acts), r(res), share(acts.size()) {}
+  EnergySweep(const Activities& acts, EnergyResult& res) : a(acts), r(res) {}
 
   // The start and end events of the device's work clipped to [w0, w1]; marks it attributed.
   std::vector<Event> work_events(const std::vector<uint32_t>& mine, int64_t w0, int64_t w1) {
@@ -143,6 +143,7 @@ struct EnergySweep {
   // its EnergyDevice row.
   void device(const RankDevice& rd, Samples& samples, const std::vector<uint32_t>& mine,
               const EnergyOptions& opt) {
+    if (share.empty()) share.resize(a.size());
     std::stable_sort(samples.begin(), samples.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
     if (samples.size() < 2) return;
@@ -190,7 +191,7 @@ void energy_rollups(const Store& s, const std::vector<uint32_t>& rows, const Ene
   std::map<int32_t, EnergyRow> by_step;
   for (const auto& [rank, idle] : sw.rank_idle) by_rank[rank].idle_j = idle;
   for (uint32_t i : rows) {
-    if (!share[i].attributed) continue;
+    if (share.empty() || !share[i].attributed) continue;
     for (EnergyRow* row :
          {&by_name[static_cast<size_t>(g.group_of[a.name_id[i]])], &by_rank[a.rank[i]],
           a.step[i] != kNoStep ? &by_step[a.step[i]] : nullptr}) {
@@ -225,7 +226,7 @@ void energy_by_range(const Store& s, const std::vector<uint32_t>& rows, const En
       by_launch.try_emplace({s.launches.rank[*x], s.launches.correlation[*x]});
   }
   for (uint32_t i : rows) {
-    if (!share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
+    if (share.empty() || !share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
     auto it = by_launch.find({a.rank[i], a.correlation[i]});
     if (it == by_launch.end()) continue;
     ++it->second.count;

@@ -4,13 +4,16 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "kernalyse/archive.h"
 #include "kernalyse/analysis.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/error.h"
+#include "kernalyse/sliced_folds.h"
 
 namespace kernalyse {
 namespace {
@@ -165,6 +168,13 @@ struct TAcc {
   int64_t count = 0, total = 0, max = 0, overlaps = 0;
   u128 sumsq = 0;
 };
+void merge_tacc(TAcc& t, const TAcc& x) {
+  t.count += x.count;
+  t.total = sat_add(t.total, x.total);
+  t.max = std::max(t.max, x.max);
+  t.overlaps += x.overlaps;
+  t.sumsq += x.sumsq;
+}
 class Transitions {
  public:
   explicit Transitions(size_t groups) : g_(groups) {
@@ -181,6 +191,10 @@ class Transitions {
     t.total = sat_add(t.total, gap);
     if (gap > t.max) t.max = gap;
     t.sumsq += static_cast<u128>(gap) * static_cast<u128>(gap);
+  }
+  void merge(int32_t from, int32_t to, const TAcc& x) {  // GapFold: another slice's pair
+    const uint64_t key = static_cast<uint64_t>(from) * g_ + static_cast<uint64_t>(to);
+    merge_tacc(dense_.empty() ? sparse_[key] : dense_[key], x);
   }
   template <class F>
   void for_each(F f) const {
@@ -412,9 +426,11 @@ void sorted_transitions(const Transitions& trans, const NameGroups& names, const
                                r.t.total, r.t.max, r.mean, r.std});
 }
 
-}  // namespace
+// Transition totals by display names (GapFold: merged across slices).
+using TransitionsByName = std::map<std::pair<std::string, std::string>, TAcc>;
 
-GapResult gap_analysis(const Store& s, const GapOptions& opt) {
+// gap_analysis; with by_name, the transitions go there instead of into the result.
+GapResult gap_run(const Store& s, const GapOptions& opt, TransitionsByName* by_name) {
   if (!(opt.bins >= 1 && opt.bins <= 100000))
     throw Error("--bins must be between 1 and 100000, got " + std::to_string(opt.bins));
   if (!std::isfinite(opt.hist_min_us) || !std::isfinite(opt.hist_max_us) ||
@@ -471,12 +487,21 @@ GapResult gap_analysis(const Store& s, const GapOptions& opt) {
   }
 
   union_scopes(runs, sel, a, &out);
-  sorted_transitions(trans, names, opt, &out);
+  if (by_name)
+    trans.for_each([&](uint64_t f, uint64_t t, const TAcc& acc) {
+      merge_tacc((*by_name)[{names.names[f], names.names[t]}], acc);
+    });
+  else
+    sorted_transitions(trans, names, opt, &out);
   out.edges_us.resize(static_cast<size_t>(bins) + 1);
   for (int b = 0; b <= bins; ++b) out.edges_us[b] = opt.hist_min_us + width * b;
   out.edges_us.back() = opt.hist_max_us;
   return out;
 }
+
+}  // namespace
+
+GapResult gap_analysis(const Store& s, const GapOptions& opt) { return gap_run(s, opt, nullptr); }
 
 void gap_report(const GapResult& g, Report* out) {
   Table streams = scope_table("gaps_per_stream", "Idle gaps per stream",
@@ -598,6 +623,94 @@ void gap_report(const GapResult& g, Report* out) {
 
 void gap_analysis(const Store& s, const GapOptions& opt, Report* out) {
   gap_report(gap_analysis(s, opt), out);
+}
+
+// GapFold (sliced_folds.h): gap_run per slice; the scopes (rank, device, stream order: slices
+// come by rank) and totals appended, the transitions merged by name and sorted at the end.
+struct GapFold::Impl {
+  GapOptions opt;
+  GapResult out;
+  TransitionsByName transitions;
+};
+
+GapFold::GapFold(const GapOptions& opt) : impl_(std::make_shared<Impl>()) { impl_->opt = opt; }
+
+namespace {
+// One slice's (or a process's) scopes and totals appended to `o`.
+void absorb(GapResult& o, GapResult&& r) {
+  o.activities += r.activities;
+  for (std::vector<GapScope> GapResult::*v :
+       {&GapResult::streams, &GapResult::devices, &GapResult::ranks})
+    (o.*v).insert((o.*v).end(), (r.*v).begin(), (r.*v).end());
+  for (int64_t GapResult::*x :
+       {&GapResult::stream_idle_ns, &GapResult::device_idle_ns, &GapResult::device_span_ns,
+        &GapResult::rank_idle_ns, &GapResult::rank_span_ns})
+    o.*x = sat_add(o.*x, r.*x);
+  for (int64_t GapResult::*x :
+       {&GapResult::stream_gaps, &GapResult::stream_overlaps, &GapResult::stream_touching,
+        &GapResult::underflow, &GapResult::overflow})
+    o.*x += r.*x;
+  if (o.counts.empty()) o.counts.assign(r.counts.size(), 0);
+  for (size_t b = 0; b < r.counts.size(); ++b) o.counts[b] += r.counts[b];
+  o.edges_us = std::move(r.edges_us);
+}
+}  // namespace
+
+void GapFold::add(const Store& slice) {
+  absorb(impl_->out, gap_run(slice, impl_->opt, &impl_->transitions));
+}
+
+std::string GapFold::save() const {
+  const GapResult& o = impl_->out;
+  Archive ar;
+  ar.put(o.activities);
+  ar.put(o.streams), ar.put(o.devices), ar.put(o.ranks);
+  for (int64_t x :
+       {o.stream_idle_ns, o.device_idle_ns, o.device_span_ns, o.rank_idle_ns, o.rank_span_ns,
+        o.stream_gaps, o.stream_overlaps, o.stream_touching, o.underflow, o.overflow})
+    ar.put(x);
+  ar.put(o.counts), ar.put(o.edges_us);
+  ar.put(impl_->transitions);
+  return ar.bytes();
+}
+
+void GapFold::merge(const std::string& bytes) {
+  Archive ar(bytes);
+  GapResult r;
+  ar.get(r.activities);
+  ar.get(r.streams), ar.get(r.devices), ar.get(r.ranks);
+  for (int64_t* x :
+       {&r.stream_idle_ns, &r.device_idle_ns, &r.device_span_ns, &r.rank_idle_ns, &r.rank_span_ns,
+        &r.stream_gaps, &r.stream_overlaps, &r.stream_touching, &r.underflow, &r.overflow})
+    ar.get(*x);
+  ar.get(r.counts), ar.get(r.edges_us);
+  if (!r.counts.empty()) absorb(impl_->out, std::move(r));
+  const auto t = ar.get<TransitionsByName>();
+  for (const auto& [pair, acc] : t) merge_tacc(impl_->transitions[pair], acc);
+}
+
+GapResult GapFold::finish(const Store& header) const {
+  const GapOptions& opt = impl_->opt;
+  GapResult out = impl_->out;
+  out.sort = opt.sort;
+  out.verbose = opt.verbose;
+  out.scope = describe_filter(header, opt.filter);
+  if (out.counts.empty()) {  // no slice: what gap_run makes of an empty store
+    const Store none = header;
+    GapResult e = gap_run(none, opt, nullptr);
+    out.counts = e.counts, out.edges_us = e.edges_us;
+  }
+  NameGroups names;
+  std::map<std::string, int32_t> id;
+  for (const auto& [pair, t] : impl_->transitions)
+    for (const std::string* n : {&pair.first, &pair.second})
+      if (id.emplace(*n, static_cast<int32_t>(names.names.size())).second)
+        names.names.push_back(*n);
+  Transitions trans(names.names.size());
+  for (const auto& [pair, t] : impl_->transitions)
+    trans.merge(id.at(pair.first), id.at(pair.second), t);
+  sorted_transitions(trans, names, opt, &out);
+  return out;
 }
 
 }  // namespace kernalyse

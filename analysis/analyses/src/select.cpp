@@ -131,8 +131,15 @@ NameGroups group_names(const Store& s, const std::vector<uint32_t>& rows, bool v
     if (id >= nstr) throw Error("activity name id " + std::to_string(id) + " out of range");
     used[id] = 1;
   }
+  return group_used_names(s, used, verbose);
+}
+
+NameGroups group_used_names(const Store& s, const std::vector<uint8_t>& used, bool verbose) {
+  const size_t nstr = s.strings.size();
+  NameGroups g;
+  g.group_of.assign(nstr, -1);
   std::unordered_map<std::string, int32_t> by_name;
-  for (size_t id = 0; id < nstr; ++id) {
+  for (size_t id = 0; id < nstr && id < used.size(); ++id) {
     if (!used[id]) continue;
     std::string name = verbose ? s.strings.at(static_cast<uint32_t>(id))
                                : simplify_kernel_name(s.strings.at(static_cast<uint32_t>(id)));

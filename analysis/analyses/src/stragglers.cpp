@@ -9,9 +9,12 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "kernalyse/archive.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/crossrank.h"
+#include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
+#include "kernalyse/sliced_folds.h"
 #include "kernalyse/timeline.h"
 
 namespace kernalyse {
@@ -103,13 +106,14 @@ struct Window {
   std::vector<std::pair<int32_t, int64_t>> kernels;  // (name group, ns), sorted by group
   int64_t host = 0, other = 0;
 };
-std::vector<std::vector<Window>> arrival_windows(const Store& s, const std::vector<uint32_t>& rows,
-                                                 const std::vector<Collective>& matched,
-                                                 const NameGroups& groups) {
-  const auto& a = s.activities;
-  std::vector<std::vector<Window>> win(matched.size());  // aligned with arrivals
-  if (matched.empty()) return win;
-  std::map<int32_t, std::vector<std::pair<size_t, size_t>>> queries;  // rank → (instance, arrival)
+using Windows = std::vector<std::vector<Window>>;  // aligned with the arrivals
+using Queries = std::map<int32_t, std::vector<std::pair<size_t, size_t>>>;  // rank → (k, arrival)
+
+// Each (instance, arrival)'s window bounds from the matched kernels' times (their own rows); the
+// window contents come from the ranks' timelines (rank_windows).
+Windows window_bounds(const Activities& a, const std::vector<Collective>& matched,
+                      Queries* queries) {
+  Windows win(matched.size());
   std::map<int32_t, int64_t> last_end;
   for (size_t k = 0; k < matched.size(); ++k) {
     const auto& av = matched[k].arrivals;
@@ -121,51 +125,69 @@ std::vector<std::vector<Window>> arrival_windows(const Store& s, const std::vect
       w.has_prev = it != last_end.end();
       w.lo = w.has_prev ? std::min(it->second, w.hi) : INT64_MIN;  // first: from the rank's start
       last_end[av[q].rank] = a.end_ns[av[q].row];
-      queries[av[q].rank].emplace_back(k, q);
+      (*queries)[av[q].rank].emplace_back(k, q);
     }
   }
+  return win;
+}
+
+// One rank's timeline from its rows (`rows`, store order), then its own windows (each
+// (instance, arrival) belongs to one rank: ranks on parallel threads write disjoint windows).
+void rank_windows(const Store& s, std::span<const uint32_t> rows, int32_t r,
+                  const detail::LaunchIndex& launch_of, const NameGroups& groups,
+                  const std::vector<std::pair<size_t, size_t>>& queries, Windows& win) {
+  const auto& a = s.activities;
+  std::vector<uint32_t> order = detail::merge_streams_by_start(s, rows);
+  RankTimeline t;
+  t.a = &a;
+  t.groups = &groups;
+  int64_t busy_end = INT64_MIN, first = INT64_MIN;
+  size_t kept = 0;  // the computation kernels, compacted into `order` as it is walked
+  for (uint32_t i : order) {
+    if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+    if (first == INT64_MIN) first = a.start_ns[i];
+    if (busy_end != INT64_MIN && a.start_ns[i] > busy_end) {
+      int64_t launch = launch_of.find(r, a.correlation[i]);
+      bool host = launch != detail::LaunchIndex::kNone && launch > busy_end;
+      t.gaps.push_back({busy_end, a.start_ns[i], host});
+    }
+    busy_end = std::max(busy_end, a.end_ns[i]);
+    if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
+        a.category[i] == static_cast<uint8_t>(Category::Computation)) {
+      order[kept++] = i;
+      t.max_kernel = std::max(t.max_kernel, a.end_ns[i] - a.start_ns[i]);
+    }
+  }
+  order.resize(kept);
+  t.kernels = std::move(order);
+  if (first == INT64_MIN) first = 0;
+  std::unordered_map<int32_t, int64_t> kt;
+  for (auto [k, q] : queries) {
+    Window& wd = win[k][q];
+    if (wd.lo == INT64_MIN) wd.lo = std::min(first, wd.hi);
+    kt.clear();
+    t.kernel_time(wd.lo, wd.hi, &kt);
+    wd.kernels.assign(kt.begin(), kt.end());
+    std::sort(wd.kernels.begin(), wd.kernels.end());
+    t.idle_time(wd.lo, wd.hi, &wd.host, &wd.other);
+  }
+}
+
+// Root-cause inputs: for every (instance, rank) the window from the end of the rank's previous
+// matched collective to its arrival, with compute time per kernel name and device idle split
+// into host delay / other. One rank's timeline is built at a time (bounded memory).
+Windows arrival_windows(const Store& s, const std::vector<uint32_t>& rows,
+                        const std::vector<Collective>& matched, const NameGroups& groups) {
+  if (matched.empty()) return {};
+  Queries queries;
+  Windows win = window_bounds(s.activities, matched, &queries);
   const detail::RowsByRank ranks(s, rows);
   const detail::LaunchIndex launch_of(s);
-  // Per rank (parallel threads): its timeline, then its own windows (each (instance, arrival)
-  // belongs to one rank, so the threads write disjoint windows).
   parallel_for(ranks.size(), [&](size_t w) {
     const int32_t r = ranks.rank(w);
     auto qit = queries.find(r);
-    if (qit == queries.end()) return;
-    std::vector<uint32_t> order = detail::merge_streams_by_start(s, ranks.rows(w));
-    RankTimeline t;
-    t.a = &a;
-    t.groups = &groups;
-    int64_t busy_end = INT64_MIN, first = INT64_MIN;
-    size_t kept = 0;  // the computation kernels, compacted into `order` as it is walked
-    for (uint32_t i : order) {
-      if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
-      if (first == INT64_MIN) first = a.start_ns[i];
-      if (busy_end != INT64_MIN && a.start_ns[i] > busy_end) {
-        int64_t launch = launch_of.find(r, a.correlation[i]);
-        bool host = launch != detail::LaunchIndex::kNone && launch > busy_end;
-        t.gaps.push_back({busy_end, a.start_ns[i], host});
-      }
-      busy_end = std::max(busy_end, a.end_ns[i]);
-      if (a.kind[i] == static_cast<uint8_t>(Kind::Kernel) &&
-          a.category[i] == static_cast<uint8_t>(Category::Computation)) {
-        order[kept++] = i;
-        t.max_kernel = std::max(t.max_kernel, a.end_ns[i] - a.start_ns[i]);
-      }
-    }
-    order.resize(kept);
-    t.kernels = std::move(order);
-    if (first == INT64_MIN) first = 0;
-    std::unordered_map<int32_t, int64_t> kt;
-    for (auto [k, q] : qit->second) {
-      Window& wd = win[k][q];
-      if (wd.lo == INT64_MIN) wd.lo = std::min(first, wd.hi);
-      kt.clear();
-      t.kernel_time(wd.lo, wd.hi, &kt);
-      wd.kernels.assign(kt.begin(), kt.end());
-      std::sort(wd.kernels.begin(), wd.kernels.end());
-      t.idle_time(wd.lo, wd.hi, &wd.host, &wd.other);
-    }
+    if (qit != queries.end())
+      rank_windows(s, ranks.rows(w), r, launch_of, groups, qit->second, win);
   });
   return win;
 }
@@ -398,10 +420,11 @@ void ledger_clocks(const Store& s, StragglerResult& res) {
 
 }  // namespace
 
-StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
+namespace {
+// The ledger from the match and the windows (empty windows: no root causes charged).
+StragglerResult ledger_of(const Store& s, CollectiveMatch cm, const NameGroups& groups,
+                          Windows win) {
   const auto& a = s.activities;
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  CollectiveMatch cm = ledger_match(s, rows, opt);
   StragglerResult res;
   res.method = cm.method;
   res.ranks_analysed = cm.ranks.size();
@@ -410,20 +433,10 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
   res.p2p_pairs = cm.p2p.size();
   res.unmatched = std::move(cm.unmatched);
   const std::vector<Collective>& matched = cm.matched;
-  NameGroups groups;  // display names of the delaying kernels (full names with --verbose)
-  if (!matched.empty()) groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
-
-  // Root-cause inputs per (instance, arrival).
-  // Without causes (the diff needs only who was last and the waits) every window stays empty:
-  // no previous collective, so no root cause is charged and the costly timelines are skipped.
-  std::vector<std::vector<Window>> win;
-  if (opt.causes) {
-    win = arrival_windows(s, rows, matched, groups);
-  } else {
-    win.resize(matched.size());
+  if (win.size() != matched.size()) {
+    win.assign(matched.size(), {});
     for (size_t k = 0; k < matched.size(); ++k) win[k].resize(matched[k].arrivals.size());
   }
-
   LedgerTotals tot;
   for (int32_t r : cm.ranks) tot.agg[r].rank = r;
   for (const auto& r : s.ranks) tot.uncertainty[r.rank] = r.clock_uncertainty_ns;
@@ -444,6 +457,20 @@ StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
   ledger_ranks(tot, groups, res);
   ledger_clocks(s, res);
   return res;
+}
+}  // namespace
+
+StragglerResult straggler_ledger(const Store& s, const CrossRankOptions& opt) {
+  std::vector<uint32_t> rows = select_activities(s, opt.filter);
+  CollectiveMatch cm = ledger_match(s, rows, opt);
+  NameGroups groups;  // display names of the delaying kernels (full names with --verbose)
+  if (!cm.matched.empty()) groups = group_names(s, rows, opt.verbose, /*kernels_only=*/true);
+  // Root-cause inputs per (instance, arrival). Without causes (the diff needs only who was last
+  // and the waits) every window stays empty: no previous collective, so no root cause is
+  // charged and the costly timelines are skipped.
+  Windows win;
+  if (opt.causes) win = arrival_windows(s, rows, cm.matched, groups);
+  return ledger_of(s, std::move(cm), groups, std::move(win));
 }
 
 int32_t worst_straggler(const StragglerResult& r) {
@@ -717,6 +744,76 @@ void straggler_report(std::shared_ptr<const StragglerResult> r, const CrossRankO
   // The per-collective list is most of the JSON's cost: built only when JSON is rendered.
   out->json_later.push_back(
       [r = std::move(r), headline](nlohmann::json& json) { straggler_json(*r, headline, json); });
+}
+
+// StragglerFold (sliced_folds.h): the match and the window bounds from the cross-rank rows, each
+// rank's windows from its slice, the ledger from the cross-rank rows and the windows.
+struct StragglerFold::Impl {
+  CrossRankOptions opt;
+  CollectiveMatch cm;
+  NameGroups groups;
+  Windows win;
+  Queries queries;
+  std::vector<int32_t> ranks;  // whose windows add() filled
+};
+
+StragglerFold::StragglerFold(const CrossRankOptions& opt) : impl_(std::make_shared<Impl>()) {
+  impl_->opt = opt;
+}
+
+void StragglerFold::begin(const Store& cross, const std::vector<uint8_t>& kernel_names) {
+  Impl& m = *impl_;
+  const std::vector<uint32_t> rows = select_activities(cross, m.opt.filter);
+  m.cm = ledger_match(cross, rows, m.opt);
+  if (m.cm.matched.empty()) return;
+  m.groups = group_used_names(cross, kernel_names, m.opt.verbose);
+  if (m.opt.causes) m.win = window_bounds(cross.activities, m.cm.matched, &m.queries);
+}
+
+void StragglerFold::add(const Store& slice) {
+  Impl& m = *impl_;
+  if (m.win.empty()) return;
+  const std::vector<uint32_t> rows = select_activities(slice, m.opt.filter);
+  const detail::RowsByRank ranks(slice, rows);
+  const detail::LaunchIndex launch_of(slice);
+  for (size_t w = 0; w < ranks.size(); ++w) {
+    auto qit = m.queries.find(ranks.rank(w));
+    if (qit != m.queries.end())
+      rank_windows(slice, ranks.rows(w), ranks.rank(w), launch_of, m.groups, qit->second, m.win);
+    m.ranks.push_back(ranks.rank(w));
+  }
+}
+
+std::string StragglerFold::save() const {
+  const Impl& m = *impl_;
+  Archive ar;
+  for (int32_t r : m.ranks) {
+    auto qit = m.queries.find(r);
+    if (qit == m.queries.end()) continue;
+    for (auto [k, q] : qit->second) {
+      const Window& w = m.win[k][q];
+      ar.put(static_cast<uint64_t>(k)), ar.put(static_cast<uint64_t>(q));
+      ar.put(w.lo), ar.put(w.hi), ar.put(w.has_prev), ar.put(w.kernels), ar.put(w.host);
+      ar.put(w.other);
+    }
+  }
+  return ar.bytes();
+}
+
+void StragglerFold::merge(const std::string& bytes) {
+  Impl& m = *impl_;
+  Archive ar(bytes);
+  while (!ar.done()) {
+    const auto k = ar.get<uint64_t>(), q = ar.get<uint64_t>();
+    if (k >= m.win.size() || q >= m.win[k].size()) throw Error("MPI analysis: bad window");
+    Window& w = m.win[k][q];
+    ar.get(w.lo), ar.get(w.hi), ar.get(w.has_prev), ar.get(w.kernels), ar.get(w.host);
+    ar.get(w.other);
+  }
+}
+
+StragglerResult StragglerFold::finish(const Store& cross) const {
+  return ledger_of(cross, impl_->cm, impl_->groups, impl_->win);
 }
 
 }  // namespace kernalyse

@@ -6,8 +6,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernalyse/archive.h"
 #include "kernalyse/analysis.h"
 #include "kernalyse/checked.h"
+#include "kernalyse/sliced_folds.h"
 
 namespace kernalyse {
 namespace {
@@ -131,6 +133,11 @@ std::string category_label(uint8_t mask) {
   return out.empty() ? "other" : out;
 }
 
+namespace {
+SummaryResult summary_of(const Store& s, const SummaryOptions& opt, const NameGroups& names,
+                         const std::vector<std::vector<Acc>>& per_rank, SummaryResult out);
+}  // namespace
+
 SummaryResult kernel_summary(const Store& s, const SummaryOptions& opt) {
   const Activities& a = s.activities;
   const std::vector<uint32_t> rows = select_activities(s, opt.filter);
@@ -163,7 +170,15 @@ SummaryResult kernel_summary(const Store& s, const SummaryOptions& opt) {
     }
     add_row(a, i, (*cur)[names.group_of[a.name_id[i]]]);
   }
+  return summary_of(s, opt, names, per_rank, std::move(out));
+}
 
+namespace {
+// The result from the per-rank accumulators (out.ranks: their ranks; names: their groups).
+SummaryResult summary_of(const Store& s, const SummaryOptions& opt, const NameGroups& names,
+                         const std::vector<std::vector<Acc>>& per_rank, SummaryResult out) {
+  const size_t ngroups = names.names.size();
+  const std::vector<int32_t>& rank_values = out.ranks;
   std::vector<Acc> all(ngroups);
   for (const auto& pr : per_rank)
     for (size_t g = 0; g < ngroups; ++g) merge(all[g], pr[g]);
@@ -187,6 +202,7 @@ SummaryResult kernel_summary(const Store& s, const SummaryOptions& opt) {
   }
   return out;
 }
+}  // namespace
 
 void summary_report(const SummaryResult& r, Report* out) {
   const SummaryTable& all = r.all;
@@ -232,6 +248,98 @@ std::vector<KernelStat> kernel_stats(const Store& s, const Filter& f, bool verbo
     if (accs[g].count > 0)
       out.push_back({names.names[g], accs[g].count, accs[g].total, accs[g].min, accs[g].max});
   return out;
+}
+
+// SummaryFold (sliced_folds.h): the per-rank accumulators of kernel_summary, a rank at a time;
+// names grouped across the slices by their display name (the tables sort by name, not by id).
+struct SummaryFold::Impl {
+  SummaryOptions opt;
+  NameGroups names;  // group_of unused: the slices' ids map through `index`
+  std::unordered_map<std::string, int32_t> index;
+  std::vector<int32_t> ranks;
+  std::vector<std::vector<Acc>> per_rank;
+};
+
+SummaryFold::SummaryFold(const SummaryOptions& opt) : impl_(std::make_shared<Impl>()) {
+  impl_->opt = opt;
+}
+
+void SummaryFold::add(const Store& s) {
+  Impl& m = *impl_;
+  const Activities& a = s.activities;
+  const std::vector<uint32_t> rows = select_activities(s, m.opt.filter);
+  const NameGroups local = group_names(s, rows, m.opt.verbose, /*kernels_only=*/true);
+  std::vector<int32_t> global(local.names.size());
+  for (size_t g = 0; g < local.names.size(); ++g) {
+    auto [it, fresh] = m.index.emplace(local.names[g], static_cast<int32_t>(m.names.names.size()));
+    if (fresh) m.names.names.push_back(local.names[g]);
+    global[g] = it->second;
+  }
+  const auto kernel = static_cast<uint8_t>(Kind::Kernel);
+  std::unordered_map<int32_t, size_t> at;  // the slice's ranks (one, unless hand-built)
+  for (uint32_t i : rows) {
+    if (a.kind[i] != kernel) continue;
+    auto [it, fresh] = at.emplace(a.rank[i], m.per_rank.size());
+    if (fresh) {
+      auto old = std::find(m.ranks.begin(), m.ranks.end(), a.rank[i]);
+      if (old != m.ranks.end()) {
+        it->second = static_cast<size_t>(old - m.ranks.begin());
+      } else {
+        m.ranks.push_back(a.rank[i]);
+        m.per_rank.emplace_back();
+      }
+    }
+    std::vector<Acc>& accs = m.per_rank[it->second];
+    const auto g = static_cast<size_t>(global[static_cast<size_t>(local.group_of[a.name_id[i]])]);
+    if (accs.size() <= g) accs.resize(m.names.names.size());
+    add_row(a, i, accs[g]);
+  }
+}
+
+SummaryResult SummaryFold::finish(const Store& header) const {
+  const Impl& m = *impl_;
+  std::vector<std::vector<Acc>> per_rank = m.per_rank;
+  for (auto& accs : per_rank) accs.resize(m.names.names.size());
+  SummaryResult out;
+  out.sort = m.opt.sort;
+  out.top = m.opt.top;
+  out.verbose = m.opt.verbose;
+  out.ranks = m.ranks;
+  return summary_of(header, m.opt, m.names, per_rank, std::move(out));
+}
+
+std::string SummaryFold::save() const {
+  Archive ar;
+  ar.put(impl_->names.names);
+  ar.put(impl_->ranks);
+  ar.put(impl_->per_rank);
+  return ar.bytes();
+}
+
+void SummaryFold::merge(const std::string& bytes) {
+  Impl& m = *impl_;
+  Archive ar(bytes);
+  const auto names = ar.get<std::vector<std::string>>();
+  const auto ranks = ar.get<std::vector<int32_t>>();
+  const auto per_rank = ar.get<std::vector<std::vector<Acc>>>();
+  std::vector<size_t> global(names.size());
+  for (size_t g = 0; g < names.size(); ++g) {
+    auto [it, fresh] = m.index.emplace(names[g], static_cast<int32_t>(m.names.names.size()));
+    if (fresh) m.names.names.push_back(names[g]);
+    global[g] = static_cast<size_t>(it->second);
+  }
+  for (size_t k = 0; k < ranks.size() && k < per_rank.size(); ++k) {
+    auto old = std::find(m.ranks.begin(), m.ranks.end(), ranks[k]);
+    if (old == m.ranks.end()) {
+      m.ranks.push_back(ranks[k]);
+      m.per_rank.emplace_back();
+      old = m.ranks.end() - 1;
+    }
+    std::vector<Acc>& accs = m.per_rank[static_cast<size_t>(old - m.ranks.begin())];
+    accs.resize(m.names.names.size());
+    for (size_t g = 0; g < per_rank[k].size() && g < global.size(); ++g)
+      kernalyse::merge(accs[global[g]], per_rank[k][g]);
+  }
 }
 
 }  // namespace kernalyse

@@ -172,7 +172,7 @@ DiffSource load_diff_source(const std::string& input, const LoadOptions& opt) {
     sel.counters = false;
     sel.ops_detail = sel.ops_shapes = false;  // the ATen-op groups need only each launch's op
     ColumnSelection probe;  // launch threads only when there are ranges to join them to
-    probe.activities = probe.launches = probe.nccl = probe.counters = false;
+    probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
     const Store a = read_store(files[0], probe);
     sel.launch_detail = store_has_ranges(a);
     // Inferring clocks needs every rank's collectives at once: then the store is read whole (a

@@ -9,7 +9,8 @@
 
 namespace kernalyse {
 
-// The core count (std::thread::hardware_concurrency, at least 1).
+// The core count: the cores of this process's affinity mask (taskset, mpirun --bind-to core),
+// else std::thread::hardware_concurrency; at least 1.
 size_t core_count();
 
 // Runs worker() on up to `threads` threads (0: the core count), the calling thread included, as

@@ -46,6 +46,9 @@ struct NameGroups {
 // kernels_only: look only at rows with kind == Kernel.
 NameGroups group_names(const Store& s, const std::vector<uint32_t>& rows, bool verbose,
                        bool kernels_only);
+// The same for the name ids marked in `used` (indexed by name id): a run read a rank at a time
+// marks the ids of every slice, then groups them as group_names would the whole store's rows.
+NameGroups group_used_names(const Store& s, const std::vector<uint8_t>& used, bool verbose);
 
 // An enum's words (flags' choices, reports' labels): one table per vocabulary, every value once.
 template <class E, size_t N>

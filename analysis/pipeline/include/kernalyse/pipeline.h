@@ -97,6 +97,32 @@ class AnalysisContext {
   mutable std::map<std::string, std::unique_ptr<Slot>> slots_;
 };
 
+// An analysis run a rank at a time (analyse_by_rank, kernalyse/sliced.h): made per pipeline run
+// from the whole run's context, fed each rank's slice in rank order, then asked for the typed
+// result that `run` would have made on the whole store. Memory is a slice's rows plus what the
+// state keeps across ranks (per-name totals, per-rank rows, the cross-rank rows).
+class SlicedRun {
+ public:
+  virtual ~SlicedRun() = default;
+  // One rank's slice: the context's store holds that rank's rows (header attributes and strings
+  // as in the whole store). The slices come in ascending rank order.
+  virtual void add(const AnalysisContext& slice) = 0;
+  // The typed result; `whole`'s store holds the header (attributes, strings, /ranks) and the
+  // cross-rank rows (kernalyse/sliced.h), not the per-rank rows.
+  virtual std::any finish(const AnalysisContext& whole) = 0;
+  // True when add() needs the whole run's cross-rank rows and their collective match: begin()
+  // gets the whole run's context (its store: the cross-rank rows, matched) before the slices,
+  // which then come in a pass after the cross-rank rows are gathered (with the activities and
+  // the launches' rank, start and correlation only, unless the inferred clocks moved the times).
+  virtual bool after_match() const { return false; }
+  virtual void begin(const AnalysisContext& /*whole*/) {}
+  // Under MPI (kernalyse/sliced.h, Spread): the state after this process's slices as bytes, and
+  // the state of a process whose slices come after this one's merged into this one (then
+  // finish() gives what one process that had added every slice would give).
+  virtual std::string save() const = 0;
+  virtual void merge(const std::string& bytes) = 0;
+};
+
 struct Analysis {
   std::string name;  // the flag (--NAME) and the result's key: "gaps", "critical-path"
   std::string help;
@@ -108,6 +134,8 @@ struct Analysis {
   std::function<std::any(const AnalysisContext&)> run;
   // Its Report part: headline lines, tables and JSON keys.
   std::function<void(const std::any&, const AnalysisContext&, Report*)> render;
+  // Its rank-at-a-time form (SlicedRun), or null: then a run with it reads the store whole.
+  std::function<std::unique_ptr<SlicedRun>(const AnalysisContext&)> sliced;
 };
 
 // The registry, in output order.

@@ -23,7 +23,8 @@ const Analysis& critical_path() {
                           },
                           [](const std::any& r, const AnalysisContext&, Report* out) {
                             critical_path_report(std::any_cast<const CriticalPathResult&>(r), out);
-                          }};
+                          },
+                          nullptr};  // the whole store: its graph spans the ranks' threads
   return a;
 }
 

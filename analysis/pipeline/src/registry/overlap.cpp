@@ -12,6 +12,35 @@ const RankUnionTables& unions(const AnalysisContext& ctx) {
 }
 // The result is the shared union pass, held by pointer (the context outlives the results).
 const RankUnionTables& of(const std::any& r) { return *std::any_cast<const RankUnionTables*>(r); }
+
+// A rank at a time: each slice's union pass (shared by overlap and breakdown on that slice),
+// its rows appended (the slices come in rank order, as the whole store's ranks).
+std::unique_ptr<SlicedRun> sliced_unions(const AnalysisContext&) {
+  auto acc = std::make_shared<RankUnionTables>();
+  auto append = [acc](const RankUnionTables& u) {
+    acc->whole.insert(acc->whole.end(), u.whole.begin(), u.whole.end());
+    acc->per_step.insert(acc->per_step.end(), u.per_step.begin(), u.per_step.end());
+    acc->steps = acc->steps || u.steps;
+  };
+  auto run = std::make_unique<FoldRun>(
+      [append](const AnalysisContext& slice) { append(unions(slice)); },
+      [acc](const AnalysisContext& whole) -> std::any {
+        return &whole.shared<RankUnionTables>("rank unions", [&] { return *acc; });
+      });
+  run->spread(
+      [acc] {
+        Archive ar;
+        ar.put(acc->whole), ar.put(acc->per_step), ar.put(acc->steps);
+        return ar.bytes();
+      },
+      [append](const std::string& bytes) {
+        Archive ar(bytes);
+        RankUnionTables u;
+        ar.get(u.whole), ar.get(u.per_step), ar.get(u.steps);
+        append(u);
+      });
+  return run;
+}
 }  // namespace
 
 const Analysis& overlap() {
@@ -23,7 +52,8 @@ const Analysis& overlap() {
       View::Hta,
       Reads{},
       [](const AnalysisContext& ctx) -> std::any { return &unions(ctx); },
-      [](const std::any& r, const AnalysisContext&, Report* out) { overlap_report(of(r), out); }};
+      [](const std::any& r, const AnalysisContext&, Report* out) { overlap_report(of(r), out); },
+      sliced_unions};
   return a;
 }
 
@@ -36,7 +66,8 @@ const Analysis& breakdown() {
       View::Hta,
       Reads{},
       [](const AnalysisContext& ctx) -> std::any { return &unions(ctx); },
-      [](const std::any& r, const AnalysisContext&, Report* out) { breakdown_report(of(r), out); }};
+      [](const std::any& r, const AnalysisContext&, Report* out) { breakdown_report(of(r), out); },
+      sliced_unions};
   return a;
 }
 

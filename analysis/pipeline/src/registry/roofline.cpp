@@ -28,7 +28,8 @@ const Analysis& roofline() {
       View::Store,
       Reads{.launches = true, .ops = true},
       [](const AnalysisContext& ctx) -> std::any { return &model(ctx); },
-      [](const std::any& r, const AnalysisContext&, Report* out) { roofline_report(of(r), out); }};
+      [](const std::any& r, const AnalysisContext&, Report* out) { roofline_report(of(r), out); },
+      nullptr};  // the whole store (not in --all)
   return a;
 }
 
@@ -41,7 +42,8 @@ const Analysis& hints() {
       View::Store,
       Reads{.launches = true, .ops = true},
       [](const AnalysisContext& ctx) -> std::any { return &model(ctx); },
-      [](const std::any& r, const AnalysisContext&, Report* out) { hints_report(of(r), out); }};
+      [](const std::any& r, const AnalysisContext&, Report* out) { hints_report(of(r), out); },
+      nullptr};  // the whole store (not in --all)
   return a;
 }
 

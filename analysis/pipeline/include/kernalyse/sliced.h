@@ -1,0 +1,62 @@
+// The analyses run a rank at a time (issue 28): a store read through RankSlices, each analysis's
+// SlicedRun (pipeline.h) fed one rank's rows after another, so that peak memory is a couple of
+// slices plus the cross-rank rows, not the store. The cross-rank rows (the communication kernels
+// and their /nccl rows, the NCCL message marks, the GPU memory and power peaks' counters) are
+// gathered from every slice into one small store; the clock inference and the collective match
+// run on it; the ledger's root-cause windows are filled from the slices after the match.
+// The output is byte for byte the whole-store pipeline's (tests/cli/test_sliced.sh).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernalyse/clock_infer.h"
+#include "kernalyse/load.h"
+#include "kernalyse/pipeline.h"
+
+namespace kernalyse {
+
+struct SlicedAnalysis {
+  // Attributes, strings and /ranks of the store (clocks as aligned) and the cross-rank rows.
+  Store header;
+  std::optional<ClockInference> inference;       // when the clocks were inferred
+  std::shared_ptr<const CollectiveMatch> match;  // the cross-rank rows' match, when made
+  std::unique_ptr<AnalysisContext> ctx;          // over `header`: what the results render with
+  std::unique_ptr<Store> whole;                  // read whole for an analysis that declined
+  std::unique_ptr<AnalysisContext> whole_ctx;
+  AnalysisResults results;  // rendered, in registry order
+  bool writer = true;       // false on the MPI processes but the first: they write nothing
+};
+
+// How an MPI run spreads the slices (launch/merge_mpi.cpp makes it from MPI_COMM_WORLD): process
+// p of P takes slices [n p / P, n (p + 1) / P) of the n ranks, reading them from the store
+// itself (each process opens it read-only); the processes exchange the cross-rank rows (every
+// process gets them all: each then infers the same clocks and makes the same match) and send
+// their analyses' states to process 0, which merges them in rank order and writes the output.
+struct Spread {
+  int process = 0, processes = 1;
+  // Every process's bytes concatenated in process order, on every process (each process's
+  // bytes are self-delimiting archives: the reader walks them without the lengths).
+  std::function<std::string(const std::string&)> all_gather;
+  // The same on process 0 (anything on the others).
+  std::function<std::string(const std::string&)> gather;
+};
+
+// Whether these analyses can run a rank at a time with these options: each has a sliced form,
+// no --rank / --step filter, the store's own view (not --compat hta).
+bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions& opt);
+
+// The analyses on `file` a rank at a time, the columns `sel` read, the clocks aligned per
+// lo.align when may_align (as read_run). Empty when they cannot (sliceable() false, or a store
+// whose rows are not grouped by rank): the caller reads the store whole.
+std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
+                                              std::vector<const Analysis*> which,
+                                              const AnalysisOptions& opt,
+                                              const ColumnSelection& sel, bool may_align,
+                                              const LoadOptions& lo,
+                                              const Spread* spread = nullptr);
+
+}  // namespace kernalyse

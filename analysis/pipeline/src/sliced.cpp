@@ -1,0 +1,357 @@
+// The analyses run a rank at a time (kernalyse/sliced.h).
+#include "kernalyse/sliced.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <future>
+
+#include "kernalyse/archive.h"
+#include "kernalyse/error.h"
+#include "kernalyse/parallel.h"
+#include "kernalyse/store_io.h"
+
+namespace kernalyse {
+
+namespace {
+
+// Rows `rows` of `src` appended to `dst`, column by column (a column the reader skipped, empty
+// in the slice, stays empty).
+template <class Tab>
+void append_rows(Tab& dst, const Tab& src, const std::vector<uint32_t>& rows) {
+  const size_t n = src.size();
+  for_each_column_pair(dst, src, [&](const auto&, auto& d, const auto& c) {
+    if (c.size() != n) return;
+    for (uint32_t i : rows) d.push_back(c[i]);
+  });
+}
+
+// The cross-rank rows of every slice, gathered in rank order into one store with the header:
+// what the collective match, the clock inference, the ledger and the overview read.
+//   activities: communication kernels and the rows /nccl describes (and a rank's first GPU row
+//     when it has none of them: the match counts the ranks with GPU work);
+//   nccl: their rows; annotations: NCCL's network marks (clock evidence, clock_evidence.cpp);
+//   counters: the GPU memory and power samples (the overview's peaks).
+// Also the name ids of every kernel (the ledger groups the delaying kernels' names).
+class CrossRows {
+ public:
+  explicit CrossRows(const Store& header) {
+    store.attrs = header.attrs;
+    store.strings = header.strings;
+    store.ranks = header.ranks;
+    kernel_names.assign(header.strings.size(), 0);
+    mark.assign(header.strings.size(), 0);
+    for (uint32_t id = 0; id < header.strings.size(); ++id) {
+      const std::string& name = header.strings.at(id);
+      mark[id] =
+          name.rfind("ncclNetIsend(): ", 0) == 0 || name.rfind("ncclNetRecvTest(): ", 0) == 0;
+      if (name == kCounterGpuMemory || name == kCounterPower) counter_ids.push_back(id);
+    }
+  }
+
+  void add(const Store& s) {
+    activities(s);
+    std::vector<uint32_t> rows;
+    const Annotations& an = s.annotations;
+    for (uint32_t i = 0; i < an.size(); ++i)
+      if (an.kind[i] == static_cast<uint8_t>(AnnotationKind::Nvtx) && an.name_id[i] < mark.size() &&
+          mark[an.name_id[i]])
+        rows.push_back(i);
+    append_rows(store.annotations, an, rows);
+    rows.clear();
+    const Counters& k = s.counters;
+    for (uint32_t i = 0; i < k.size(); ++i)
+      if (std::find(counter_ids.begin(), counter_ids.end(), k.name_id[i]) != counter_ids.end())
+        rows.push_back(i);
+    append_rows(store.counters, k, rows);
+  }
+
+  Store store;
+  std::vector<uint8_t> kernel_names;
+
+ private:
+  void activities(const Store& s) {
+    const Activities& a = s.activities;
+    std::vector<uint8_t> keep(a.size(), 0);
+    for (size_t j = 0; j < s.nccl.size(); ++j)
+      if (s.nccl.activity[j] < a.size()) keep[s.nccl.activity[j]] = 1;
+    const auto kernel = static_cast<uint8_t>(Kind::Kernel);
+    int32_t rank_with_gpu = INT32_MIN;
+    std::vector<std::pair<int32_t, uint32_t>> first_gpu;  // per rank of the slice
+    for (uint32_t i = 0; i < a.size(); ++i) {
+      if (a.kind[i] == kernel && a.name_id[i] < kernel_names.size()) kernel_names[a.name_id[i]] = 1;
+      if (a.kind[i] == kernel && a.category[i] == static_cast<uint8_t>(Category::Communication))
+        keep[i] = 1;
+      if (is_gpu_work(static_cast<Kind>(a.kind[i])) && a.rank[i] != rank_with_gpu) {
+        rank_with_gpu = a.rank[i];
+        first_gpu.emplace_back(a.rank[i], i);
+      }
+    }
+    for (auto [r, i] : first_gpu) {
+      bool any = false;
+      for (uint32_t j = 0; j < a.size() && !any; ++j) any = keep[j] && a.rank[j] == r;
+      if (!any) keep[i] = 1;
+    }
+    std::vector<uint32_t> rows;
+    std::vector<uint64_t> at(a.size(), UINT64_MAX);  // slice row → cross row
+    const size_t base = store.activities.size();
+    for (uint32_t i = 0; i < a.size(); ++i)
+      if (keep[i]) at[i] = base + rows.size(), rows.push_back(i);
+    append_rows(store.activities, a, rows);
+    std::vector<uint32_t> nrows(s.nccl.size());
+    for (uint32_t j = 0; j < nrows.size(); ++j) nrows[j] = j;
+    const size_t nbase = store.nccl.size();
+    append_rows(store.nccl, s.nccl, nrows);
+    for (size_t j = nbase; j < store.nccl.size(); ++j)
+      store.nccl.activity[j] = s.nccl.activity[j - nbase] < a.size()
+                                   ? at[s.nccl.activity[j - nbase]]
+                                   : UINT64_MAX;  // out of range, as it was
+  }
+
+  std::vector<uint8_t> mark;
+  std::vector<uint32_t> counter_ids;
+};
+
+// Slices [first, last) in rank order, the next one read on another thread while f runs on this one
+// (RankSlices::for_each), with the clocks moved by `inf` when given. `buf`: the two slices'
+// stores, whose columns' memory the next pass reuses (fresh memory is the expensive part).
+// prefetch false: one store, each slice read before f runs (a slice's memory less, slower).
+void for_each_slice(RankSlices& slices, size_t first, size_t last, const ClockInference* inf,
+                    Store (&buf)[2], bool prefetch, const std::function<void(const Store&)>& f) {
+  auto load = [&](size_t k) {
+    Store& s = buf[prefetch ? k % 2 : 0];
+    slices.read(k, s);
+    if (inf) apply_clock_inference(s, *inf);
+  };
+  if (!prefetch) {
+    for (size_t k = first; k < last; ++k) load(k), f(buf[0]);
+    return;
+  }
+  std::future<void> next;
+  if (first < last) next = std::async(std::launch::async, load, first);
+  for (size_t k = first; k < last; ++k) {
+    next.get();
+    if (k + 1 < last) next = std::async(std::launch::async, load, k + 1);
+    f(buf[k % 2]);
+  }
+}
+
+// Whether applying the inference moves any time (not: clocks kept as recorded, or all zero).
+bool moves_times(const ClockInference& inf) {
+  if (!inf.ok || !inf.kept.empty()) return false;
+  return std::any_of(inf.hosts.begin(), inf.hosts.end(),
+                     [](const HostClock& h) { return h.offset_ns != 0 || h.drift != 0; });
+}
+
+size_t registry_position(const Analysis* a) {
+  const auto& all = analyses();
+  return static_cast<size_t>(std::find(all.begin(), all.end(), a) - all.begin());
+}
+
+}  // namespace
+
+bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions& opt) {
+  if (opt.filter.rank || opt.filter.step || opt.compat != Compat::Native) return false;
+  return !which.empty() &&
+         std::all_of(which.begin(), which.end(), [](const Analysis* a) { return a->sliced; });
+}
+
+namespace {
+
+// The cross-rank rows as bytes (every table's columns, the kernels' name ids), and the parts of
+// every process (in rank order) concatenated back into one store after the header.
+std::string save_cross(const CrossRows& c) {
+  Archive ar;
+  for_each_table(c.store, [&](const char*, const auto& t) {
+    for_each_column(t, [&](const auto&, const auto& col) { ar.put(col); });
+  });
+  ar.put(c.kernel_names);
+  return ar.bytes();
+}
+
+void load_cross(CrossRows& c, std::string bytes, int parts) {
+  Store all;
+  all.attrs = c.store.attrs, all.strings = c.store.strings, all.ranks = c.store.ranks;
+  c.store = Store();  // this process's part is in `bytes` too
+  Archive ar(std::move(bytes));
+  for (int p = 0; p < parts; ++p) {
+    Store part;
+    for_each_table(part, [&](const char*, auto& t) {
+      for_each_column(t, [&](const auto&, auto& col) { ar.get(col); });
+    });
+    const auto names = ar.get<std::vector<uint8_t>>();
+    for (size_t i = 0; i < names.size() && i < c.kernel_names.size(); ++i)
+      c.kernel_names[i] |= names[i];
+    for (uint64_t& x : part.nccl.activity)
+      if (x != UINT64_MAX) x += all.activities.size();
+    for_each_table_pair(all, part, [&](const char*, auto& dst, const auto& src) {
+      for_each_column_pair(dst, src, [&](const auto&, auto& d, const auto& from) {
+        d.insert(d.end(), from.begin(), from.end());
+      });
+    });
+  }
+  c.store = std::move(all);
+}
+
+// One run of analyse_by_rank: the passes over this process's slices.
+struct SlicedPipeline {
+  const std::string& file;
+  const std::vector<const Analysis*>& which;
+  const AnalysisOptions& opt;
+  const ColumnSelection& sel;
+  const Spread* spread;
+  std::unique_ptr<RankSlices> slices;
+  std::vector<std::unique_ptr<SlicedRun>> runs;
+  Store buf[2];
+  size_t first = 0, last = 0;  // this process's slices
+
+  std::vector<std::unique_ptr<SlicedRun>> make_runs(const AnalysisContext& ctx) const {
+    std::vector<std::unique_ptr<SlicedRun>> out;
+    for (const Analysis* a : which) out.push_back(a->sliced(ctx));
+    return out;
+  }
+  void own_slices() {
+    const size_t n = slices->size();
+    const size_t p = spread ? static_cast<size_t>(spread->process) : 0;
+    const size_t procs = spread ? static_cast<size_t>(std::max(spread->processes, 1)) : 1;
+    first = n * p / procs, last = n * (p + 1) / procs;
+  }
+  // Pass 1: the cross-rank rows, and the analyses that need no match (on the recorded clocks:
+  // redone in pass 2 if the inference moves them).
+  void pass1(CrossRows& cross) {
+    for_each_slice(*slices, first, last, nullptr, buf, true, [&](const Store& s) {
+      const AnalysisContext sc(s, opt);
+      parallel_for(runs.size() + 1, [&](size_t i) {
+        if (i == runs.size())
+          cross.add(s);
+        else if (!runs[i]->after_match())
+          runs[i]->add(sc);
+      });
+    });
+    if (spread && spread->processes > 1)
+      load_cross(cross, spread->all_gather(save_cross(cross)), spread->processes);
+  }
+  // Pass 2: the analyses that need the match, and all of them when the clocks moved. Without
+  // the latter, the ledger's windows need only the activities and the launches' starts: a
+  // second reader with those columns (the first one's whole /nccl goes with it), one slice at a
+  // time (the second store's memory goes to the ledger's windows).
+  void pass2(const ClockInference* moved) {
+    if (!moved) {
+      ColumnSelection less = sel;
+      less.annotations = less.counters = less.ops = less.nccl = false;
+      less.activity_step = less.launch_detail = false;
+      slices.reset();
+      slices = std::make_unique<RankSlices>(file, less);
+      buf[1] = Store();
+    }
+    for_each_slice(*slices, first, last, moved, buf, moved, [&](const Store& s) {
+      const AnalysisContext sc(s, opt);
+      parallel_for(runs.size(), [&](size_t i) {
+        if (moved || runs[i]->after_match()) runs[i]->add(sc);
+      });
+    });
+  }
+  // Under MPI: every process's states to process 0, merged there in rank order. False on the
+  // other processes (they write nothing).
+  bool gather() {
+    if (!spread || spread->processes < 2) return true;
+    Archive ar;  // each state in turn, so that one at a time is held twice
+    ar.put(static_cast<uint64_t>(runs.size()));
+    for (const auto& r : runs) ar.put(r->save());
+    std::string all = spread->gather(ar.bytes());
+    ar = Archive();
+    if (spread->process != 0) return false;
+    Archive in(std::move(all));
+    for (int p = 0; p < spread->processes; ++p) {
+      if (in.get<uint64_t>() != runs.size()) throw Error("MPI analysis: states of other analyses");
+      for (const auto& r : runs) {
+        const std::string state = in.get<std::string>();
+        if (p > 0) r->merge(state);  // process 0's own states are in the runs already
+      }
+    }
+    return true;
+  }
+  // The typed results and their parts, in registry order; an analysis that declined (energy
+  // with power samples) runs on the store read whole.
+  void finish(SlicedAnalysis& out) {
+    out.results.items.resize(which.size());
+    parallel_for(
+        which.size(),
+        [&](size_t i) {
+          AnalysisResult& r = out.results.items[i];
+          r.analysis = which[i];
+          r.value = runs[i]->finish(*out.ctx);
+          if (r.value.has_value()) which[i]->render(r.value, *out.ctx, &r.part);
+        },
+        0, /*reverse=*/true);
+    std::vector<const Analysis*> declined;
+    for (const auto& r : out.results.items)
+      if (!r.value.has_value()) declined.push_back(r.analysis);
+    if (declined.empty()) return;
+    slices.reset();
+    out.whole = std::make_unique<Store>(read_store(file, sel));
+    if (out.inference) apply_clock_inference(*out.whole, *out.inference);
+    out.whole_ctx = std::make_unique<AnalysisContext>(*out.whole, opt);
+    AnalysisResults more = run_analyses(*out.whole_ctx, declined, /*render=*/true);
+    for (auto& m : more.items)
+      for (auto& r : out.results.items)
+        if (r.analysis == m.analysis) r = std::move(m);
+  }
+};
+
+}  // namespace
+
+std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
+                                              std::vector<const Analysis*> which,
+                                              const AnalysisOptions& opt,
+                                              const ColumnSelection& sel, bool may_align,
+                                              const LoadOptions& lo, const Spread* spread) {
+  if (!sliceable(which, opt)) return std::nullopt;
+  // KERNALYSE_WHOLE_STORE=1: the store read whole, as before (the comparisons of tests and bench).
+  if (const char* e = std::getenv("KERNALYSE_WHOLE_STORE"); e && *e && std::string(e) != "0")
+    return std::nullopt;
+  std::sort(which.begin(), which.end(), [](const Analysis* x, const Analysis* y) {
+    return registry_position(x) < registry_position(y);
+  });
+  which.erase(std::unique(which.begin(), which.end()), which.end());
+  SlicedPipeline run{file, which, opt, sel, spread, nullptr, {}, {}, 0, 0};
+  try {
+    run.slices = std::make_unique<RankSlices>(file, sel);
+  } catch (const Error&) {
+    return std::nullopt;  // the whole-store read says what is wrong, or reads it unsorted
+  }
+  run.own_slices();
+  const Store header = run.slices->header();  // a copy: the reader is replaced for pass 2
+  const bool infer = may_align && infers_clocks(header, lo);
+  CrossRows cross(header);
+  const AnalysisContext first_ctx(header, opt);
+  run.runs = run.make_runs(first_ctx);
+  run.pass1(cross);
+  SlicedAnalysis out;
+  bool moved = false;
+  if (infer) {  // on every process: the same rows, the same inference
+    const ClockEvidence ev = clock_evidence(cross.store, &out.match);
+    ClockInference inf = infer_clocks(ev);
+    if (lo.align == "auto") keep_recorded_clocks_unless_evidence(&inf, ev);
+    apply_clock_inference(cross.store, inf);
+    if (lo.info) lo.info(describe(inf));
+    moved = moves_times(inf);
+    out.inference = std::move(inf);
+  }
+  out.header = std::move(cross.store);
+  out.ctx = std::make_unique<AnalysisContext>(out.header, opt, out.match);
+  out.ctx->shared<std::vector<uint8_t>>("kernel names", [&] { return cross.kernel_names; });
+  if (moved) {  // pass 1's per-rank results were on the recorded clocks
+    std::vector<std::unique_ptr<SlicedRun>> fresh = run.make_runs(first_ctx);
+    for (size_t i = 0; i < run.runs.size(); ++i)
+      if (!run.runs[i]->after_match()) run.runs[i] = std::move(fresh[i]);
+  }
+  bool again = moved;
+  for (auto& r : run.runs)
+    if (r->after_match()) r->begin(*out.ctx), again = true;
+  if (again) run.pass2(moved ? &*out.inference : nullptr);
+  out.writer = run.gather();
+  if (out.writer) run.finish(out);
+  return out;
+}
+
+}  // namespace kernalyse

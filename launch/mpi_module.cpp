@@ -1,0 +1,92 @@
+// libkernalyse_mpi.so: kernalyse-merge's MPI code for `mpirun -n P kernalyse-merge STORE`
+// (merge_mpi.h), built as a module that kernalyse-merge loads only under a launcher of several
+// processes, so that a run of one process maps no libmpi (cli.test_startup; docs/benchmarks.md,
+// "Start-up"). The entry points are mpi_module.h's table.
+#include "mpi_module.h"
+
+// Only the MPI C API (as aggregator/'s store_mpi.cpp): not Open MPI's C++ bindings (libmpi_cxx).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernalyse/error.h"
+
+namespace kernalyse {
+
+namespace {
+
+int byte_count(size_t n) {
+  if (n > static_cast<size_t>(INT_MAX))
+    throw Error("MPI analysis: a process's part is over 2 GB (too few processes for the store)");
+  return static_cast<int>(n);
+}
+
+std::vector<int> displacements(const std::vector<int>& counts, size_t* total) {
+  std::vector<int> d(counts.size());
+  size_t at = 0;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    d[p] = byte_count(at);
+    at += static_cast<size_t>(counts[p]);
+  }
+  byte_count(at);
+  *total = at;
+  return d;
+}
+
+std::string all_gather(const std::string& mine) {
+  int procs = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &procs);
+  const int n = byte_count(mine.size());
+  std::vector<int> counts(static_cast<size_t>(procs));
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  size_t total = 0;
+  const std::vector<int> at = displacements(counts, &total);
+  std::string all(total, '\0');
+  MPI_Allgatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE,
+                 MPI_COMM_WORLD);
+  return all;
+}
+
+std::string gather(const std::string& mine) {
+  int procs = 1, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &procs);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  const int n = byte_count(mine.size());
+  std::vector<int> counts(static_cast<size_t>(procs));
+  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  size_t total = 0;
+  const std::vector<int> at = me == 0 ? displacements(counts, &total) : std::vector<int>();
+  std::string all(total, '\0');
+  MPI_Gatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE, 0,
+              MPI_COMM_WORLD);
+  return all;
+}
+
+void init(int* process, int* processes) {
+  int ready = 0;
+  MPI_Initialized(&ready);
+  if (!ready) {
+    int provided = 0;  // only this thread calls MPI (the pool's threads never do)
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    std::atexit([] {
+      int done = 0;
+      MPI_Finalized(&done);
+      if (!done) MPI_Finalize();
+    });
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, process);
+  MPI_Comm_size(MPI_COMM_WORLD, processes);
+}
+
+const detail::MpiModule kModule = {detail::kMpiModuleVersion, init, all_gather, gather};
+
+}  // namespace
+
+}  // namespace kernalyse
+
+extern "C" const kernalyse::detail::MpiModule* kernalyse_mpi_module() { return &kernalyse::kModule; }

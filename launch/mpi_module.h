@@ -1,0 +1,24 @@
+// The entry points of libkernalyse_mpi.so (mpi_module.cpp): the MPI side of `mpirun -n P
+// kernalyse-merge STORE`, loaded by merge_mpi.cpp only under a launcher of several processes.
+#pragma once
+
+#include <string>
+
+namespace kernalyse::detail {
+
+// The module and kernalyse-merge are built together; the version guards against a module left
+// over from another build.
+inline constexpr int kMpiModuleVersion = 1;
+
+struct MpiModule {
+  int version;
+  // MPI initialised (finalised at exit), this process's number and the number of processes.
+  void (*init)(int* process, int* processes);
+  // Every process's bytes, concatenated in process order: on every process / on process 0.
+  std::string (*all_gather)(const std::string&);
+  std::string (*gather)(const std::string&);
+};
+
+}  // namespace kernalyse::detail
+
+extern "C" const kernalyse::detail::MpiModule* kernalyse_mpi_module();
