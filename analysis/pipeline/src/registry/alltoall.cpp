@@ -22,7 +22,8 @@ const Analysis& alltoall() {
       },
       [](const std::any& r, const AnalysisContext&, Report* out) {
         alltoall_report(std::any_cast<const AllToAllResult&>(r), out);
-      }};
+      },
+      nullptr};  // the whole store: the match spans the ranks (not in --all: no sliced form)
   return a;
 }
 
