@@ -1,6 +1,6 @@
 // Measures Debian's simdjson (libsimdjson-dev 3.0, On-Demand API) on a Kineto trace against the
-// hand-written cursor of aggregator/importers/src/kineto.cpp (issue 28, docs/benchmarks.md "Kineto JSON
-// parser"): reads the whole file into memory (simdjson needs the document whole, at most 4 GB,
+// hand-written cursor of aggregator/importers/src/kineto.cpp (issue 28, docs/benchmarks.md "Kineto
+// JSON parser"): reads the whole file into memory (simdjson needs the document whole, at most 4 GB,
 // padded) and pulls out of every event the fields the importer reads (ph, cat, name, pid, tid,
 // ts and dur as raw number text, args.stream/device/correlation/External id), then prints MB/s
 // of the parse alone, on the thread's CPU time (a loaded machine's wall time says little). The

@@ -36,8 +36,10 @@ def independent(path):
         return n, t or 0
     d = json.load(open_text(path))
     if isinstance(d, dict) and "traceEvents" in d:
-        ev = [e for e in d["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel" and e.get("ph") == "X"]
-        return len(ev), None  # float µs durations: the time is compared as kernalyse rounds it
+        # "kernel", or "Kernel" in the 2021 schema.
+        ev = [e for e in d["traceEvents"]
+              if isinstance(e, dict) and str(e.get("cat", "")).lower() == "kernel" and e.get("ph") == "X"]
+        return len(ev), sum(round(float(e.get("dur", 0)) * 1000) for e in ev)  # float µs -> ns
     # rocprofv3: {"rocprofiler-sdk-tool": [{"buffer_records": {"kernel_dispatch": [...]}}]}
     n = t = 0
     for tool in d.get("rocprofiler-sdk-tool", []):

@@ -40,7 +40,8 @@ const detail::MpiModule& load() {
     if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
     throw Error(path + ": cannot load kernalyse-merge's MPI module: " + why);
   }
-  auto* entry = reinterpret_cast<decltype(&kernalyse_mpi_module)>(::dlsym(h, "kernalyse_mpi_module"));
+  auto* entry =
+      reinterpret_cast<decltype(&kernalyse_mpi_module)>(::dlsym(h, "kernalyse_mpi_module"));
   const detail::MpiModule* m = entry ? entry() : nullptr;
   if (!m || m->version != detail::kMpiModuleVersion)
     throw Error(path + ": not the MPI module of this build of kernalyse-merge");

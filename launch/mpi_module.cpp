@@ -89,4 +89,6 @@ const detail::MpiModule kModule = {detail::kMpiModuleVersion, init, all_gather, 
 
 }  // namespace kernalyse
 
-extern "C" const kernalyse::detail::MpiModule* kernalyse_mpi_module() { return &kernalyse::kModule; }
+extern "C" const kernalyse::detail::MpiModule* kernalyse_mpi_module() {
+  return &kernalyse::kModule;
+}

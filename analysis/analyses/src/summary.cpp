@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernalyse/archive.h"
 #include "kernalyse/analysis.h"
+#include "kernalyse/archive.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/sliced_folds.h"
 
