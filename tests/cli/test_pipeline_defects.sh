@@ -112,8 +112,8 @@ expect_eq "defect 4: the page's roofline uses --peaks" "$(cat "$TMP/page.txt")" 
 # far they agree with the collectives (the clause was appended again at every read of the store).
 kernalyse-tracegen --ranks 4 --kernels 2000 --out "$TMP/agree" >/dev/null
 kernalyse-merge -q "$TMP/agree" -o "$TMP/agree.h5" >/dev/null
-n_trace=$(kernalyse-merge -q "$TMP/agree" --summary | grep -o "agree with the collectives" | wc -l)
-n_store=$(kernalyse-merge -q "$TMP/agree.h5" --summary | grep -o "agree with the collectives" | wc -l)
+n_trace=$(kernalyse-merge -q "$TMP/agree" --all | grep -o "recorded clocks agree with the collectives" | wc -l)
+n_store=$(kernalyse-merge -q "$TMP/agree.h5" --all | grep -o "recorded clocks agree with the collectives" | wc -l)
 expect_eq "the clock clause appears in the trace's report" "$n_trace" 1
 expect_eq "the clock clause appears once in the store's report too" "$n_store" "$n_trace"
 finish
