@@ -58,6 +58,7 @@ def scrub(j):
     for c in j["stragglers"]["collectives"]:
         for k in skip_coll: c.pop(k, None)
     j["stragglers"].pop("match", None)
+    j["stragglers"].pop("matched_by", None)  # (pg, seq) with Kineto's Seq, order in rocprof
     return j
 def summary(j, key):
     return {r["kernel"]: (r["count"], r["total_ns"]) for r in j[key]}
