@@ -15,12 +15,13 @@
 # Writes OUT_DIR/{kineto,spool,store,nsys,power_csv,rocprof}/ and OUT_DIR/stamp; skips the work if the stamp
 # is there with every target's seeds (a stamp from before a target was added would leave it with
 # no seeds: libFuzzer then refuses to start) and names this recipe's version (seeds added since
-# are then made: the nsys schema cases came with version 2).
+# are then made: the nsys schema cases came with version 2, the NCCL operations and rank evidence
+# with 3).
 set -euo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
 targets=(kineto spool store nsys power_csv rocprof)
-version="corpus 2"
+version="corpus 3"
 complete=1
 grep -qx "$version" "$out/stamp" 2>/dev/null || complete=0
 for t in "${targets[@]}"; do [ -n "$(ls -A "$out/$t" 2>/dev/null)" ] || complete=0; done
@@ -61,6 +62,13 @@ cp "$work/tg.h5" "$out/store/tracegen.h5"
 cp "$work/ns/rank-0.sqlite" "$out/nsys/tracegen-rank0.sqlite"
 /usr/bin/python3 "$(dirname "$0")/../tools/nsys_schema_cases.py" "$work/schema" --small
 for f in "$work"/schema/*.sqlite; do cp "$f" "$out/nsys/schema-$(basename "$f" _rank-0.sqlite).sqlite"; done
+# The NCCL operation tables (NCCL_GPU_OPERATIONS*, joined to kernels and copies) and the rank
+# evidence of a multi-process report (launcher variables, ncclCommInitRank payloads, network marks).
+"$bin/kernalyse-tracegen" --nccl-ops --ranks 2 --steps 1 --ce-collectives --format nsys --out "$work/ops" >/dev/null
+cp "$work/ops/rank-0.sqlite" "$out/nsys/nccl-ops-rank0.sqlite"
+"$bin/kernalyse-tracegen" --ranks 4 --kernels 8 --steps 1 --seed 5 --ranks-per-host 2 --format nsys \
+  --nsys-per-host --nsys-env 0,1 --nsys-payload 2 --nsys-marks cross-host --out "$work/ev" >/dev/null
+for f in "$work"/ev/*.sqlite; do cp "$f" "$out/nsys/evidence-$(basename "$f")"; done
 
 # rocprofv3 JSON: the generator's rocprof form (kernels, memsets as dispatches, copies, HIP calls,
 # roctx ranges), plain and gzip.
