@@ -40,8 +40,11 @@ bound() {
   if [ "$check_rss" = 1 ]; then
     expect_eq "$name: RSS growth <= $k * N + $c_mb MB" "$(( grew <= k * n + c_mb * 1048576 ))" "1"
   fi
-  expect_eq "$name: wall <= 2 s + N / 200 kB/s" \
-    "$("$PY" -c "print(int($wall <= 2 + $n / 200e3))")" "1"
+  # The time bound is on the bytes the reader works through: TIME_N where they differ from the
+  # file's (a compressed store inflates its columns).
+  local tn=${TIME_N:-$n}
+  expect_eq "$name: wall <= 2 s + ${TIME_N:+inflated }N / 200 kB/s" \
+    "$("$PY" -c "print(int($wall <= 2 + $tn / 200e3))")" "1"
 }
 size() { stat -c %s "$1"; }
 
@@ -60,5 +63,14 @@ for d in big small; do
   kernalyse-merge "$d/same_rank-0.json.gz" -o "$d/plain.h5" -q 2>/dev/null
   "$PY" "$SRC/tests/tools/worst_inputs.py" --compress-store "$d/plain.h5" "$d/store.h5" || exit 1
 done
-bound "store (HDF5), compressed columns" 1100 16 "$(size big/store.h5)" @store.h5
+# Its time is bounded by the inflated columns' bytes (N inflated, as for gzip above).
+inflated=$("$PY" -c '
+import h5py, sys
+n = 0
+def add(name, obj):
+    global n
+    if isinstance(obj, h5py.Dataset): n += obj.size * obj.dtype.itemsize
+h5py.File(sys.argv[1]).visititems(add)
+print(n)' big/store.h5)
+TIME_N=$inflated bound "store (HDF5), compressed columns" 1100 16 "$(size big/store.h5)" @store.h5
 finish
