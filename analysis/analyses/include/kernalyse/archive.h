@@ -33,7 +33,7 @@ class Archive {
       put(v.second);
     } else if constexpr (is_flat<T>::value) {  // a vector of plain values: one copy
       put<uint64_t>(v.size());
-      buf_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
+      if (!v.empty()) buf_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
     } else {  // a container: std::vector, std::map
       put<uint64_t>(v.size());
       for (const auto& x : v) put(x);
@@ -96,6 +96,7 @@ class Archive {
 
   void take(void* p, size_t n) {
     if (buf_.size() - at_ < n) throw std::runtime_error("MPI analysis: short message");
+    if (n == 0) return;  // an empty vector's data() may be null: memcpy(nullptr, ..., 0) is UB
     std::memcpy(p, buf_.data() + at_, n);
     at_ += n;
   }
