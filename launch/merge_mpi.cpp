@@ -2,13 +2,10 @@
 // libkernalyse_mpi.so (mpi_module.h), loaded only when they say there are several processes.
 #include "merge_mpi.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
-
-#include <climits>
 #include <cstdlib>
 #include <string>
 
+#include "kernalyse/beside_tool.h"
 #include "kernalyse/error.h"
 #include "mpi_module.h"
 
@@ -22,26 +19,10 @@ int launched_processes() {
   return 1;
 }
 
-// ../lib beside the tool's bin/, in the build tree and in an install alike (as the HDF5 module).
-std::string module_path() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string dir = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-  auto slash = dir.rfind('/');
-  dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
-  return dir + "/../lib/" KERNALYSE_MPI_MODULE_FILE;
-}
-
 const detail::MpiModule& load() {
-  const std::string path = module_path();
-  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    std::string why = ::dlerror();
-    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
-    throw Error(path + ": cannot load kernalyse-merge's MPI module: " + why);
-  }
-  auto* entry =
-      reinterpret_cast<decltype(&kernalyse_mpi_module)>(::dlsym(h, "kernalyse_mpi_module"));
+  std::string path;
+  auto* entry = reinterpret_cast<decltype(&kernalyse_mpi_module)>(module_entry_beside_tool(
+      KERNALYSE_MPI_MODULE_FILE, "kernalyse_mpi_module", "kernalyse-merge's MPI module", &path));
   const detail::MpiModule* m = entry ? entry() : nullptr;
   if (!m || m->version != detail::kMpiModuleVersion)
     throw Error(path + ": not the MPI module of this build of kernalyse-merge");

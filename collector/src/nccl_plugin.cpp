@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernalyse/emu.h"
+#include "kernalyse/nccl_dtypes.h"
 #include "nccl_link.h"
 #include "nccl_profiler_v5.h"
 #include "sink.h"
@@ -206,39 +207,13 @@ void sweep_stale_api_events(State& s) {
     }
 }
 
-// NCCL's datatype names (ncclDatatypeToString) → the names PyTorch/Kineto traces use (the store's
-// one vocabulary, see dtype_bytes in aggregator/importers/src/kineto.cpp) and element sizes.
-struct DtypeInfo {
-  const char* nccl;
-  const char* name;
-  int64_t size;
-};
-constexpr DtypeInfo kDtypes[] = {
-    {"ncclInt8", "Char", 1},
-    {"ncclUint8", "Byte", 1},
-    {"ncclInt32", "Int", 4},
-    {"ncclUint32", "UInt32", 4},
-    {"ncclInt64", "Long", 8},
-    {"ncclUint64", "UInt64", 8},
-    {"ncclFloat16", "Half", 2},
-    {"ncclFloat32", "Float", 4},
-    {"ncclFloat64", "Double", 8},
-    {"ncclBfloat16", "BFloat16", 2},
-    {"ncclFloat8e4m3", "Float8_e4m3fn", 1},
-    {"ncclFloat8e5m2", "Float8_e5m2", 1},
-};
-
 void fill_dtype(kernalyse_emu_nccl& r, const char* nccl_name, size_t count) {
   r.count = static_cast<int64_t>(count);
   r.dtype = nccl_name;  // unknown names pass through (NCCL's strings are static)
   r.bytes = -1;
-  if (!nccl_name) return;
-  for (const auto& d : kDtypes) {
-    if (std::strcmp(d.nccl, nccl_name) == 0) {
-      r.dtype = d.name;
-      r.bytes = static_cast<int64_t>(count) * d.size;
-      return;
-    }
+  if (const NcclDtype* d = find_nccl_dtype(nccl_name)) {  // kernalyse/nccl_dtypes.h
+    r.dtype = d->name;
+    r.bytes = static_cast<int64_t>(count) * d->size;
   }
 }
 

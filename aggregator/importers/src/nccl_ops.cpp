@@ -6,33 +6,14 @@
 #include <unordered_map>
 
 #include "kernalyse/checked.h"
+#include "kernalyse/nccl_dtypes.h"
 
 namespace kernalyse {
 
 int64_t nccl_dtype_bytes(const std::string& nccl, std::string* name) {
-  struct D {
-    const char *nccl, *name;
-    int64_t size;
-  };
-  static const D kDtypes[] = {{"ncclInt8", "Char", 1},
-                              {"ncclUint8", "Byte", 1},
-                              {"ncclInt32", "Int", 4},
-                              {"ncclUint32", "UInt32", 4},
-                              {"ncclInt64", "Long", 8},
-                              {"ncclUint64", "UInt64", 8},
-                              {"ncclFloat16", "Half", 2},
-                              {"ncclFloat32", "Float", 4},
-                              {"ncclFloat64", "Double", 8},
-                              {"ncclBfloat16", "BFloat16", 2},
-                              {"ncclFloat8e4m3", "Float8_e4m3fn", 1},
-                              {"ncclFloat8e5m2", "Float8_e5m2", 1}};
-  for (const D& d : kDtypes)
-    if (nccl == d.nccl) {
-      if (name) *name = d.name;
-      return d.size;
-    }
-  if (name) *name = nccl;
-  return -1;
+  const NcclDtype* d = find_nccl_dtype(nccl.c_str());
+  if (name) *name = d ? d->name : nccl;
+  return d ? d->size : -1;
 }
 
 namespace {

@@ -2,40 +2,21 @@
 // (h5_module.h), loaded the first time a store is read or written. Linked instead of store_io.cpp
 // into the targets that set KERNALYSE_H5_ON_DEMAND (aggregator/CMakeLists.txt); a run that only
 // imports traces and analyses them loads neither libhdf5 nor libmpi (docs/benchmarks.md).
-#include <dlfcn.h>
-#include <unistd.h>
 
-#include <climits>
 #include <string>
 
 #include "h5_module.h"
+#include "kernalyse/beside_tool.h"
 #include "kernalyse/error.h"
 
 namespace kernalyse {
 
 namespace {
 
-// The module sits in ../lib beside the tool's bin/, in the build tree and in an install alike
-// (where kernalyse-run finds the collector too).
-std::string module_path() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string dir = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-  auto slash = dir.rfind('/');
-  dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
-  return dir + "/../lib/" KERNALYSE_H5_MODULE_FILE;
-}
-
 const detail::H5Module& load() {
-  const std::string path = module_path();
-  // RTLD_NOW: a missing symbol is this one error, not a crash in the middle of a write.
-  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    std::string why = ::dlerror();  // "PATH: reason" mostly: keep the reason
-    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
-    throw Error(path + ": cannot load the store's HDF5 module: " + why);
-  }
-  auto* entry = reinterpret_cast<decltype(&kernalyse_h5_module)>(::dlsym(h, "kernalyse_h5_module"));
+  std::string path;
+  auto* entry = reinterpret_cast<decltype(&kernalyse_h5_module)>(module_entry_beside_tool(
+      KERNALYSE_H5_MODULE_FILE, "kernalyse_h5_module", "the store's HDF5 module", &path));
   const detail::H5Module* m = entry ? entry() : nullptr;
   if (!m || m->version != detail::kH5ModuleVersion)
     throw Error(path + ": not the HDF5 module of this build of kernalyse-merge");
