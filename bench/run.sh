@@ -151,4 +151,9 @@ log "merge, 4 ranks x 2 M records (7 repetitions, medians): $(grep -i 'median' "
 "$bin/kernalyse-run" -q --force -o "$dir/overhead.h5" "$bin/kernalyse_emu_overhead" 2000000 > "$dir/overhead.txt" 2>&1
 log "$(cat "$dir/overhead.txt")"
 rm -rf "$dir/merge" "$dir/overhead.h5"
+# Many ranks (issue 28): a 256-rank, 51 M-kernel store under mpirun and under a 2 GiB limit
+# (bench/many_ranks.sh; ~9 GB of disk for a while; BENCH_MANY=0 skips it).
+if [ "${BENCH_MANY:-1}" != 0 ]; then
+  "$(dirname "$0")/many_ranks.sh" "$bin" "$dir/many" | tee -a "$out"
+fi
 log "results in $out"

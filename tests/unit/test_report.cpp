@@ -158,6 +158,30 @@ TEST(RenderJson, OneObjectNotesTablesExtrasNoNaN) {
   EXPECT_EQ(s.find("\"notes\""), s.find('"'));
 }
 
+// render_json writes each top-level value from its own type; the bytes must be those of one
+// ordered_json document dumped with indent 2 (what it built before): a table key set again by
+// Report::json keeps its place, deferred keys come last in key order, non-finite numbers are null.
+TEST(RenderJson, BytesEqualOneOrderedDocument) {
+  Report r = sample();
+  r.json["zeta"] = {{"b", 1}, {"a", std::nan("")}};
+  r.json["things"] = {{"replaced", true}};  // a table's key: replaced where the table was
+  r.json["alpha"] = nlohmann::json::array({1, "x\xff", 2.5});
+  r.json_later.push_back([](nlohmann::json& j) { j["later_b"] = {{"y", 2}, {"x", 1}}; });
+  r.json_later.push_back([](nlohmann::json& j) { j["later_a"] = nlohmann::json::array(); });
+  std::ostringstream out;
+  render_json(r, out);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::object();
+  doc["notes"] = std::vector<std::string>{"first note", "second note"};
+  doc["things"] = nullptr;  // its place, as the table set it; then Report::json in key order
+  doc["alpha"] = nlohmann::ordered_json(r.json["alpha"]);
+  doc["things"] = nlohmann::ordered_json(r.json["things"]);
+  doc["zeta"] = nlohmann::ordered_json(r.json["zeta"]);
+  doc["later_a"] = nlohmann::ordered_json::array();
+  doc["later_b"] = nlohmann::ordered_json(nlohmann::json{{"y", 2}, {"x", 1}});
+  doc["zeta"]["a"] = nullptr;
+  EXPECT_EQ(out.str(), doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
 TEST(RenderJson, InvalidUtf8DoesNotThrow) {
   Report r;
   Table t;

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "kernalyse/error.h"
@@ -125,14 +127,6 @@ ojson cell_json(const Cell& c) {
 }
 
 // NaN/inf become null anywhere in the extras, so the output is always valid JSON.
-void scrub(ojson& j) {
-  if (j.is_number_float() && !std::isfinite(j.get<double>())) {
-    j = nullptr;
-  } else if (j.is_structured()) {
-    for (auto& v : j) scrub(v);
-  }
-}
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -178,11 +172,30 @@ void render_text(const Report& r, std::ostream& out) {
   }
 }
 
+// One top-level value of --json: a table's rows (ojson, columns in order) or a key of
+// Report::json (nlohmann::json, keys sorted, as its std::map iterates).
+using JsonValue = std::variant<ojson, const nlohmann::json*>;
+
+// `v` as ojson::dump(2) writes it one level down. Written straight from each value's own type,
+// not converted to one ojson document first: the copy (and a walk for non-finite numbers, which
+// the serializer writes as null anyway) cost a third of --json on large ledgers.
+template <class J>
+void dump_member(const J& v, std::ostream& out) {
+  nlohmann::detail::serializer<J> ser(nlohmann::detail::output_adapter<char>(out), ' ',
+                                      nlohmann::json::error_handler_t::replace);
+  ser.dump(v, /*pretty_print=*/true, /*ensure_ascii=*/false, 2, 2);
+}
+
 void render_json(const Report& r, std::ostream& out) {
-  ojson doc = ojson::object();
+  std::vector<std::pair<std::string, JsonValue>> doc;  // in ojson's order: a key set again stays
+  auto set = [&](const std::string& k, JsonValue v) {  // where it was first set
+    for (auto& [key, val] : doc)
+      if (key == k) return void(val = std::move(v));
+    doc.emplace_back(k, std::move(v));
+  };
   std::vector<std::string> notes = r.lead;
   notes.insert(notes.end(), r.headline.begin(), r.headline.end());
-  doc["notes"] = notes;
+  set("notes", ojson(notes));
   for (const Table& t : r.tables) {
     if (!t.in_json) continue;
     ojson rows = ojson::array();
@@ -192,17 +205,24 @@ void render_json(const Report& r, std::ostream& out) {
         o[t.columns[c]] = c < row.size() ? cell_json(row[c]) : ojson();
       rows.push_back(std::move(o));
     }
-    doc[t.key] = std::move(rows);
+    set(t.key, std::move(rows));
   }
-  for (const auto& [k, v] : r.json.items()) doc[k] = ojson(v);
-  if (!r.json_later.empty()) {
-    nlohmann::json later = nlohmann::json::object();
-    for (const auto& f : r.json_later) f(later);
-    for (auto& [k, v] : later.items()) doc[k] = ojson(std::move(v));
+  for (const auto& [k, v] : r.json.items()) set(k, &v);
+  nlohmann::json later = nlohmann::json::object();
+  for (const auto& f : r.json_later) f(later);
+  for (const auto& [k, v] : later.items()) set(k, &v);
+  out << "{\n";
+  for (size_t i = 0; i < doc.size(); ++i) {
+    out << "  ";
+    dump_member(ojson(doc[i].first), out);  // the key, escaped as the serializer escapes
+    out << ": ";
+    if (const auto* o = std::get_if<ojson>(&doc[i].second))
+      dump_member(*o, out);
+    else
+      dump_member(*std::get<const nlohmann::json*>(doc[i].second), out);
+    out << (i + 1 < doc.size() ? ",\n" : "\n");
   }
-  scrub(doc);
-  // Invalid UTF-8 in a kernel name must not abort the output.
-  out << doc.dump(2, ' ', false, ojson::error_handler_t::replace) << '\n';
+  out << "}\n";
 }
 
 void render_csv(const Report& r, const std::string& dir) {
