@@ -23,6 +23,7 @@
 #include "kernalyse/utc.h"
 #include "merge_flags.h"
 #include "merge_mpi.h"
+#include "merge_spool.h"
 
 namespace fs = std::filesystem;
 using namespace kernalyse;
@@ -48,65 +49,6 @@ void print(const Report& r, const Options& o) {
     render_json(r, std::cout);
   else
     render_text(r, std::cout);
-}
-
-// --spool DIR: a store from whatever the ranks' spool files hold, offline, without MPI
-// (docs/collector.md, "Crash recovery"); --hang: which rank the others wait for, per communicator.
-int run_spool(const Options& o) {
-  if (!o.inputs.empty()) throw Error("--spool takes the spool directory; give no other input");
-  if (o.hang) {
-    const HangReport h = hang_report_dir(o.spool);
-    if (o.json) std::cout << hang_json(h).dump(1) << "\n";
-    if (!o.json)
-      for (const auto& line : h.lines()) std::cout << line << "\n";
-    if (o.output.empty()) return 0;
-  }
-  // kernalyse-run's merge of a process tree: like its MPI merge, never over an existing store.
-  std::string output = o.output;
-  if (o.from_run && !o.force && !output.empty() && fs::exists(output)) {
-    output = free_name(o.output);
-    std::cerr << "kernalyse-run: " << o.output << " exists; writing " << output << " instead\n";
-  }
-  if (!output.empty()) check_output_path(output, o.force);
-  RecoveryReport rep;
-  Store store = recover_spool_dir(o.spool, &rep, o.mode);
-  store.attrs.tool_version = KERNALYSE_VERSION;
-  store.attrs.command_line = o.command_line;
-  store.attrs.created_utc = utc_now();
-  int recovered = 0;
-  int64_t records = 0;
-  bool complete = true;
-  for (const auto& r : rep.ranks) {
-    recovered += r.recovered, records += r.records;
-    complete = complete && r.recovered && !r.truncated && r.has_end_sample;
-  }
-  if (o.from_run) {
-    if (complete) store.attrs.produced_by = "kernalyse-run (process tree, one host)";
-    write_store(store, output, WriteOptions{o.force, o.mode});
-    if (complete && o.quiet) return 0;
-    std::cerr << "kernalyse-run: wrote " << output << ": " << recovered << " ranks, " << records
-              << " records" << (store.attrs.emulated ? " (EMULATED device)" : "")
-              << "; clocks: one host's CLOCK_MONOTONIC_RAW, shared by every rank (exact)\n";
-    const std::vector<std::string> lines = rep.lines();  // one per rank, in rep.ranks' order
-    for (size_t i = 0; i < lines.size() && i < rep.ranks.size(); ++i)
-      std::cerr << "kernalyse-run: " << lines[i]
-                << (rep.ranks[i].rank_origin.empty() ? ""
-                                                     : "; rank from " + rep.ranks[i].rank_origin)
-                << "\n";
-    return 0;
-  }
-  if (o.json) {
-    std::cout << recovery_json(rep).dump(1) << "\n";
-  } else {
-    std::cout << "recovered " << recovered << " of " << rep.world_size << " rank(s) from "
-              << o.spool << "\n";
-    for (const auto& line : rep.lines()) std::cout << line << "\n";
-  }
-  if (!o.output.empty()) {
-    write_store(store, o.output, WriteOptions{o.force, o.mode});
-    if (!o.quiet) std::cerr << "wrote " << o.output << "\n";
-  }
-  return 0;
 }
 
 // --diff BASE TEST: both loaded the same way, compared, rendered like the other analyses.
@@ -200,7 +142,12 @@ int run(Options& o) {
   for (const auto& f : files)
     if (files.size() > 1 && is_hdf5_file(f) && !node_stores)
       throw Error(f + ": is a store; give either stores or trace files, not both");
+  // Under mpirun: the first process writes; the others help with what can be spread (the
+  // analyses of a store, an import), else they are done.
+  const std::unique_ptr<Spread> spread = mpi_spread();
+  const bool first_process = !spread || spread->process == 0;
   if (node_stores) {
+    if (!first_process) return 0;
     const ClockInference inf = merge_node_stores(files, lo);
     if (o.json) std::cout << clock_inference_json(inf).dump(1) << "\n";
     return 0;
@@ -242,17 +189,20 @@ int run(Options& o) {
     // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
     // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h); what
     // cannot be spread (exports, --html, --power-log, --critical-path, ...) runs whole on it.
-    const std::unique_ptr<Spread> spread = mpi_spread();
     if (!exporting && o.power_logs.empty()) {
       LoadOptions quiet = lo;
       if (spread && spread->process != 0) quiet.info = quiet.warn = nullptr;
       if (auto sliced = analyse_by_rank(files[0], which, o.ao, sel, may_align, quiet, spread.get()))
         return sliced->writer ? print_sliced(*sliced, o) : 0;
     }
-    if (spread && spread->process != 0) return 0;
+    if (!first_process) return 0;
     run = read_run(files[0], sel, may_align, lo);
   } else {
-    run = import_run(files, lo);
+    LoadOptions spread_lo = lo;  // each process imports its share of the files (inputs.h)
+    spread_lo.import.spread = spread.get();
+    if (!first_process) spread_lo.info = spread_lo.warn = nullptr;
+    run = import_run(files, spread_lo);
+    if (!first_process) return 0;
   }
   Store& store = run.store;
   for (const auto& spec : o.power_logs) {

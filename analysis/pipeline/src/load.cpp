@@ -79,6 +79,7 @@ LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& o
   LoadedRun out;
   Store& store = out.store;
   store = import_files(files, opt.import, &stats);
+  if (opt.import.spread && opt.import.spread->process != 0) return out;  // process 0 goes on
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& w : stats.warnings) say(opt.warn, "warning: " + w);
   for (const auto& n : stats.notes) say(opt.info, "info: " + n);

@@ -8,6 +8,7 @@
 #include "kernalyse/classify.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/progress.h"
+#include "kernalyse/spread.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -21,6 +22,10 @@ struct ImportFilesOptions {
   std::string step_range;       // --step-range (Nsight Systems reports only)
   const Classifier* classifier = nullptr;
   ProgressMode progress = ProgressMode::Off;
+  // Under mpirun (spread.h): each process imports its share of the files (contiguous, about equal
+  // bytes) and sends them to process 0, which goes on as one process would; the others get an
+  // empty store back.
+  const Spread* spread = nullptr;
 };
 
 // Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,

@@ -16,6 +16,7 @@
 #include "kernalyse/clock_infer.h"
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
+#include "kernalyse/spread.h"
 
 namespace kernalyse {
 
@@ -29,20 +30,6 @@ struct SlicedAnalysis {
   std::unique_ptr<AnalysisContext> whole_ctx;
   AnalysisResults results;  // rendered, in registry order
   bool writer = true;       // false on the MPI processes but the first: they write nothing
-};
-
-// How an MPI run spreads the slices (launch/merge_mpi.cpp makes it from MPI_COMM_WORLD): process
-// p of P takes slices [n p / P, n (p + 1) / P) of the n ranks, reading them from the store
-// itself (each process opens it read-only); the processes exchange the cross-rank rows (every
-// process gets them all: each then infers the same clocks and makes the same match) and send
-// their analyses' states to process 0, which merges them in rank order and writes the output.
-struct Spread {
-  int process = 0, processes = 1;
-  // Every process's bytes concatenated in process order, on every process (each process's
-  // bytes are self-delimiting archives: the reader walks them without the lengths).
-  std::function<std::string(const std::string&)> all_gather;
-  // The same on process 0 (anything on the others).
-  std::function<std::string(const std::string&)> gather;
 };
 
 // Whether these analyses can run a rank at a time with these options: each has a sliced form,

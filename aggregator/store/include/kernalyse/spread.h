@@ -1,0 +1,26 @@
+// How `mpirun -n P kernalyse-merge` spreads its work over the processes (launch/merge_mpi.cpp
+// makes it from MPI_COMM_WORLD; the launcher's variables decide whether there is one).
+//   Analysing a store (kernalyse/sliced.h): process p of P takes slices [n p / P, n (p + 1) / P)
+//   of the n ranks, reading them from the store itself (each process opens it read-only); the
+//   processes exchange the cross-rank rows (every process gets them all: each then infers the
+//   same clocks and makes the same match) and send their analyses' states to process 0, which
+//   merges them in rank order and writes the output.
+//   Importing traces (import_files, kernalyse/inputs.h): each process imports its share of the
+//   files and sends them to process 0, which ranks, merges, aligns and writes as one process does.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace kernalyse {
+
+struct Spread {
+  int process = 0, processes = 1;
+  // Every process's bytes concatenated in process order, on every process (each process's
+  // bytes are self-delimiting archives: the reader walks them without the lengths).
+  std::function<std::string(const std::string&)> all_gather;
+  // The same on process 0 (anything on the others).
+  std::function<std::string(const std::string&)> gather;
+};
+
+}  // namespace kernalyse
