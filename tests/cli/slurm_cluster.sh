@@ -1,12 +1,20 @@
-# A throw-away single-node Slurm cluster for the CLI tests (sourced; bash). Debian's slurm-wlm
-# and munge, no systemd and nothing under /etc: munged, slurmctld and slurmd run with their own
-# key, config, ports, state and logs under one directory and are stopped by pid
-# (docs: ../shared/notes/environment.md §9).
+# A throw-away Slurm cluster on this machine for the CLI tests (sourced; bash), one node or more.
+# Debian's slurm-wlm and munge, no systemd and nothing under /etc: munged, slurmctld and slurmd
+# run with their own key, config, ports, state and logs under one directory and are stopped by
+# pid (docs: ../shared/notes/environment.md §9).
 #
 #   source tests/cli/slurm_cluster.sh
-#   slurm_start DIR [CPUS] || exit 1      # exports SLURM_CONF; on failure prints why + the logs
+#   slurm_start DIR [CPUS] [NODES] || exit 1   # exports SLURM_CONF; on failure prints why + logs
 #   slurm_run_job OUT.log [sbatch options...] SCRIPT [args...]   # sets SLURM_JOB_RC, SLURM_LAST_JOB
 #   slurm_stop                            # idempotent; call it from an EXIT trap
+#
+# One node is "localhost"; NODES > 1 are node1, node2, ... (CPUS each): one slurmd per node, node
+# i at 127.0.0.i on its own port, each in its own UTS namespace named after the node, with spool,
+# log and pid file of its own (DIR/spool/NODE, DIR/log/slurmd-NODE.log, DIR/run/slurmd-NODE.pid).
+# Debian's slurm-wlm 22.05 is built with --enable-multiple-slurmd (auth_munge.so holds its
+# "replayed cred ... expected in multiple slurmd mode", cgroup_v2.so its per-node
+# "%s_%s.scope"): the slurmds share one munged, which sees a credential decoded on each node as a
+# replay; that build accepts it.
 #
 # The daemons run as root (SlurmUser=root); munged runs as the munge user, so DIR and its parents
 # must be traversable by it (mode 0711).
@@ -27,13 +35,14 @@ slurm_dump_logs() {
   done
 }
 
-# A TCP port nobody listens on, away from the well-known Slurm ports 6817/6818.
+# A TCP port nobody listens on, away from the well-known Slurm ports 6817/6818 and from the
+# ports given as arguments.
 slurm_free_port() {
   local used p i
   used=$(ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://')
   for i in $(seq 1 200); do
     p=$((20000 + RANDOM % 40000))
-    if ! grep -qx "$p" <<<"$used" && [ "$p" != "${1:-}" ]; then
+    if ! grep -qx "$p" <<<"$used" && [[ " $* " != *" $p "* ]]; then
       echo "$p"
       return 0
     fi
@@ -67,13 +76,38 @@ slurm_pidfile_alive() {
 slurm_gone() { ! slurm_alive "$1"; }
 slurm_no_jobs() { [ -z "$(squeue -h 2>/dev/null)" ]; }
 
+# All nodes idle (sinfo prints one line per state).
 slurm_node_idle() {
-  [ "$(sinfo -h -n localhost -o %t 2>/dev/null)" = idle ]
+  [ "$(sinfo -h -o %t 2>/dev/null)" = idle ]
+}
+
+# slurm_nodes N: the node lines of slurm.conf and gres.conf for N nodes on this machine
+# (SLURM_NODES: localhost, or node1, node2, ...; node i at 127.0.0.i, its own slurmd port).
+slurm_nodes() {
+  local n=$1 i name port ports=()
+  SLURM_NODES=()
+  SLURM_NODE_LINES=""
+  : >"$SLURM_DIR/gres.conf"
+  for ((i = 1; i <= n; i++)); do
+    # One node is "localhost" (as before); more are node1, node2, ...: with a first node named
+    # localhost, slurmctld's node lookup answers any name with it while it is the only one, and
+    # the second node line fails as "Duplicated NodeHostName" (_find_node_record, node_conf.c).
+    name=node$i
+    [ "$n" -eq 1 ] && name=localhost
+    port=$(slurm_free_port "$cport" "${ports[@]}") || return 1
+    ports+=("$port")
+    SLURM_NODES+=("$name")
+    SLURM_NODE_LINES+="NodeName=$name NodeAddr=127.0.0.$i Port=$port CPUs=$cpus Gres=gpu:$cpus State=UNKNOWN"$'\n'
+    # Pretend GPUs: gres/gpu needs one file per device; plain files do (--gpus-per-task works
+    # and sets CUDA_VISIBLE_DEVICES; nothing is bound with TaskPlugin=task/none).
+    mkdir -p "$SLURM_DIR/spool/$name" "$SLURM_DIR/dev/$name" && touch $(seq -f "$SLURM_DIR/dev/$name/gpu%g" 0 $((cpus - 1)))
+    echo "NodeName=$name Name=gpu File=$SLURM_DIR/dev/$name/gpu[0-$((cpus - 1))]" >>"$SLURM_DIR/gres.conf"
+  done
 }
 
 slurm_start() {
-  local dir=$1 cpus=${2:-8}
-  local d m pid cport dport
+  local dir=$1 cpus=${2:-8} nnodes=${3:-1}
+  local d m pid cport node
   for cmd in munged mungekey slurmctld slurmd sbatch squeue scontrol sinfo runuser ss; do
     if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$cmd" ]; then
       slurm_log "$cmd not found: install slurm-wlm and munge (.ci/install-deps)"
@@ -118,7 +152,7 @@ slurm_start() {
   slurm_watchdog
 
   # --- slurm.conf ----------------------------------------------------------------------------------
-  cport=$(slurm_free_port) && dport=$(slurm_free_port "$cport") || {
+  cport=$(slurm_free_port) && slurm_nodes "$nnodes" || {
     slurm_log "no free TCP port"; return 1; }
   # Two clusters at once (tests of two builds) must not share job ids: Slurm's PMIx plugin and
   # Open MPI name their scratch directories after them. Random first id, own TmpFS.
@@ -127,7 +161,6 @@ slurm_start() {
 ClusterName=kernalyse-test
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$cport
-SlurmdPort=$dport
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -142,11 +175,11 @@ SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 MpiDefault=none
 StateSaveLocation=$d/state
-SlurmdSpoolDir=$d/spool
+SlurmdSpoolDir=$d/spool/%n
 SlurmctldPidFile=$d/run/slurmctld.pid
-SlurmdPidFile=$d/run/slurmd.pid
+SlurmdPidFile=$d/run/slurmd-%n.pid
 SlurmctldLogFile=$d/log/slurmctld.log
-SlurmdLogFile=$d/log/slurmd.log
+SlurmdLogFile=$d/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ReturnToService=2
@@ -156,13 +189,8 @@ TmpFS=$d/tmp
 InactiveLimit=0
 KillWait=5
 GresTypes=gpu
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus Gres=gpu:$cpus State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+${SLURM_NODE_LINES}PartitionName=debug Nodes=$(IFS=,; echo "${SLURM_NODES[*]}") Default=YES MaxTime=INFINITE State=UP
 EOF
-  # Pretend GPUs: gres/gpu needs one file per device; plain files do (--gpus-per-task works and
-  # sets CUDA_VISIBLE_DEVICES; nothing is bound with TaskPlugin=task/none).
-  mkdir -p "$d/dev" && touch $(seq -f "$d/dev/gpu%g" 0 $((cpus - 1)))
-  echo "NodeName=localhost Name=gpu File=$d/dev/gpu[0-$((cpus - 1))]" >"$d/gres.conf"
   export SLURM_CONF=$d/slurm.conf
 
   # --- slurmctld, slurmd ---------------------------------------------------------------------------
@@ -173,19 +201,27 @@ EOF
     slurm_log "slurmctld did not start (port $cport)"; slurm_dump_logs; return 1
   fi
   SLURM_PIDS+=("$pid")
-  if ! slurmd -f "$SLURM_CONF" -N localhost 2>>"$d/log/slurmd.log"; then
-    slurm_log "slurmd failed (port $dport)"; slurm_dump_logs; return 1
-  fi
-  if ! pid=$(slurm_wait_for 10 slurm_pidfile_alive "$d/run/slurmd.pid" && cat "$d/run/slurmd.pid"); then
-    slurm_log "slurmd did not start (port $dport)"; slurm_dump_logs; return 1
-  fi
-  SLURM_PIDS+=("$pid")
+  # More than one node: each slurmd in its own UTS namespace whose host name is the node's, so
+  # that what runs under it (slurmstepd, Open MPI's daemon and processes) sees that name, as on
+  # separate machines; Open MPI names its shared-memory segments (/dev/shm/vader_segment.HOST.*)
+  # and session directories after the host name, and two nodes both called "vm" would share them.
+  local uts=()
+  [ "$nnodes" -gt 1 ] && uts=(unshare --uts sh -c 'hostname "$0" && exec "$@"')
+  for node in "${SLURM_NODES[@]}"; do
+    if ! "${uts[@]}" ${uts:+"$node"} slurmd -f "$SLURM_CONF" -N "$node" 2>>"$d/log/slurmd-$node.log"; then
+      slurm_log "slurmd of $node failed"; slurm_dump_logs; return 1
+    fi
+    if ! pid=$(slurm_wait_for 10 slurm_pidfile_alive "$d/run/slurmd-$node.pid" && cat "$d/run/slurmd-$node.pid"); then
+      slurm_log "slurmd of $node did not start"; slurm_dump_logs; return 1
+    fi
+    SLURM_PIDS+=("$pid")
+  done
   if ! slurm_wait_for 20 slurm_node_idle; then
-    slurm_log "node never became idle: $(sinfo -h -n localhost -o '%t %E' 2>&1)"
+    slurm_log "nodes never became idle: $(sinfo -h -N -o '%N %t %E' 2>&1 | tr '\n' ';')"
     slurm_dump_logs
     return 1
   fi
-  slurm_log "up in $d (ports $cport/$dport, $cpus CPUs, pids ${SLURM_PIDS[*]})"
+  slurm_log "up in $d (${SLURM_NODES[*]}; slurmctld port $cport, $cpus CPUs per node, pids ${SLURM_PIDS[*]})"
 }
 
 # If the test itself is killed (ctest timeout: SIGKILL, no trap runs), a detached watchdog still
@@ -195,7 +231,7 @@ slurm_watchdog() {
   local d=$SLURM_DIR
   setsid bash -c '
     while kill -0 '"$$"' 2>/dev/null; do sleep 1; done
-    for f in "$0"/run/slurmd.pid "$0"/run/slurmctld.pid "$0"/munge/munged.pid; do
+    for f in "$0"/run/slurmd-*.pid "$0"/run/slurmctld.pid "$0"/munge/munged.pid; do
       pid=$(cat "$f" 2>/dev/null) && [ -n "$pid" ] && kill "$pid" 2>/dev/null
     done' "$d" </dev/null >/dev/null 2>&1 &
   SLURM_WATCHDOG=$!
