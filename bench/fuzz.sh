@@ -67,7 +67,9 @@ mkdir -p "$corpus" "$art"
 # ("missing dataset /strings" in kernalyse-merge). Our own allocations stay covered: a throwing
 # operator new that gets NULL is still a fatal ASan report, and any malloc above -rss_limit_mb
 # that succeeds is still libFuzzer's out-of-memory finding (-malloc_limit_mb defaults to it).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:fast_unwind_on_malloc=0:allocator_may_return_null=1}
+# intercept_tls_get_addr=0: as bench/sanitize.sh (clang 14's runtime has the same misread dynamic
+# TLS block that can kill LeakSanitizer's tracer at exit; docs/fuzzing.md).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:fast_unwind_on_malloc=0:allocator_may_return_null=1:intercept_tls_get_addr=0}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$src/tests/fuzz/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 dict=()
