@@ -80,6 +80,7 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   if (files.size() == 1) iopt.rank = opt.rank;  // --rank names a single trace's rank
   iopt.only_input = files.size() == 1;          // one rankless file is rank 0
   iopt.step_range = opt.step_range;
+  iopt.gpu_event = opt.gpu_event;
   parallel_for(files.size(), [&](size_t i) {
     try {
       parts[i] = nsys[i] ? import_nsys_report(files[i], iopt, &st[i], &procs[i])

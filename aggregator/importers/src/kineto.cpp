@@ -1002,6 +1002,7 @@ void Importer::add_event(const RawEvent& ev) {
     a.end_ns.push_back(*end);
     a.name_id.push_back(name);
     a.correlation.push_back(ev.correlation);
+    if (opt_.gpu_event) opt_.gpu_event(name_, static_cast<int32_t>(stream), ev.correlation);
     return;
   }
   if (launch) {

@@ -99,6 +99,7 @@ class TraceAnalysis:
         # Every call's flags are open()'s: the calls share one analysis context (HTA's view made
         # once, the unions the breakdown and overlap share).
         self._flags = kernalyse._flags(self.run._defaults, kernalyse._ANALYSIS_OPTIONS, "hta")
+        self._stream_pos = None  # (rank, stream) -> its first kept GPU event's place in its file
 
     def _table(self, analysis, key, extra=()):
         """One result table of a registry analysis as {column: numpy array or list}, straight
@@ -142,12 +143,10 @@ class TraceAnalysis:
                                 consecutive_kernel_delay=30):
         """Per rank and stream: idle time (µs) by category (host_wait, kernel_wait, other) and
         its share of the stream's idle time; ranks default to [0] as HTA's. Returns
-        (DataFrame, None) like HTA without interval statistics: the registry's idle. Streams
-        come in ascending order (HTA's follow its trace's event order)."""
-        if show_idle_interval_stats:
-            raise NotImplementedError(
-                "show_idle_interval_stats=True: not reproduced by kernalyse; ask the gap "
-                "histograms: kernalyse.open(trace_dir).gaps()")
+        (DataFrame, None) like HTA, or with show_idle_interval_stats=True (DataFrame, the gaps'
+        statistics per row, as HTA's): the registry's idle. A rank's
+        streams come in HTA's order: its trace's event order (the first GPU work of each it
+        kept)."""
         ranks = list(ranks) if ranks else [0]
         # The default (HTA's 30 µs) left to the run: the call then shares its context (HTA's
         # view, made once) with the breakdown and overlap.
@@ -170,7 +169,14 @@ class TraceAnalysis:
             cols["cat"].append(np.full(int(has.sum()), c))
         p, st, c, v, tot = (np.concatenate(cols[k]) for k in ("pos", "stream", "cat", "value",
                                                               "total"))
-        o = np.lexsort((c, st, p))
+        # HTA takes a rank's streams in its trace's event order (the first GPU work of each
+        # it kept); a stream not found there after those, ascending.
+        if self._stream_pos is None:
+            self._stream_pos = {(r, s): i for r, s, i in self.run._native.hta_stream_order()}
+        ranks_arr = np.asarray(ranks, dtype="int64")
+        first = np.array([self._stream_pos.get((int(r), int(s)), np.iinfo("int64").max)
+                          for r, s in zip(ranks_arr[p] if len(p) else [], st)], dtype="int64")
+        o = np.lexsort((c, st, first, p))
         p, st, c, v, tot = p[o], st[o], c[o], v[o], tot[o]
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = np.where(tot != 0, v / np.where(tot != 0, tot, 1), np.nan)
@@ -182,7 +188,56 @@ class TraceAnalysis:
             "idle_time": v.round(2),
             "idle_time_ratio": ratio.round(2),
         }, index=np.arange(len(p)) - starts)
-        return df, None
+        if not show_idle_interval_stats:
+            return df, None
+        return df, self._idle_interval_stats(df, consecutive_kernel_delay)
+
+    def _idle_interval_stats(self, rows, delay_us):
+        """HTA's show_idle_interval_stats: per row of the idle breakdown (rank, stream,
+        category), pandas' describe() of its gaps in µs (count, mean, std, min, 25%, 50%, 75%,
+        max; 2 decimals), indexed by the category. The gaps are the idle analysis' own, made
+        again here from HTA's view: per stream, each GPU kernel, copy or set after the first,
+        its start minus the previous one's end; host_wait when its launch started after that
+        end, else kernel_wait below consecutive_kernel_delay µs, else other."""
+        a = {c: (arr, d) for c, arr, d in self.run._native.table("activities", "hta")}
+        launches = {c: arr for c, arr, _ in self.run._native.table("launches", "hta")}
+        kind, words = a["kind"]
+        gpu = np.isin(kind, [words.index(w) for w in ("kernel", "memcpy", "memset")
+                             if w in words])
+        r, dev, st = a["rank"][0][gpu], a["device"][0][gpu], a["stream"][0][gpu]
+        start, end, corr = a["start_ns"][0][gpu], a["end_ns"][0][gpu], a["correlation"][0][gpu]
+        # The view's rows are in (rank, device, stream, start) order: a gap is a row after
+        # another of its stream.
+        same = (r[1:] == r[:-1]) & (dev[1:] == dev[:-1]) & (st[1:] == st[:-1])
+        prev_end = end[:-1][same]
+        gap = start[1:][same] - prev_end
+        g_rank, g_stream, g_corr = r[1:][same], st[1:][same], corr[1:][same]
+        launch_at = {}
+        for lr, lc, ls in zip(launches["rank"].tolist(), launches["correlation"].tolist(),
+                              launches["start_ns"].tolist()):
+            launch_at.setdefault((lr, lc), ls)
+        none = np.iinfo("int64").min
+        launch = np.array([launch_at.get(k, none) for k in zip(g_rank.tolist(),
+                                                               g_corr.tolist())], dtype="int64")
+        host = (launch != none) & (launch > prev_end)
+        cat = np.where(host, 0, np.where(gap < delay_us * 1000, 1, 2))
+        names = [x[0] for x in _IDLE_CATEGORIES]
+        o = np.lexsort((cat, g_stream, g_rank))
+        values = gap[o] / 1000.0
+        where = {}  # (rank, stream, category) -> its slice of values
+        for i, k in enumerate(zip(g_rank[o].tolist(), g_stream[o].tolist(), cat[o].tolist())):
+            where.setdefault(k, [i, i])[1] = i + 1
+        stats = []
+        for rank, stream, c in zip(rows["rank"].tolist(), rows["stream"].tolist(),
+                                   rows["idle_category"].tolist()):
+            lo, hi = where.get((rank, stream, names.index(c)), (0, 0))
+            stats.append((rank, stream, *_describe(values[lo:hi])))
+        cols = ["rank", "stream", "count", "mean", "std", "min", "25%", "50%", "75%", "max"]
+        out = pd.DataFrame({c: np.array([x[i] for x in stats],
+                                        dtype="int64" if i < 2 else float)
+                            for i, c in enumerate(cols)},
+                           index=pd.Index(rows["idle_category"].to_numpy(), name="idle_category"))
+        return out.round(2)
 
     def get_gpu_kernel_breakdown(self, visualize=True, duration_ratio=0.8, num_kernels=10,
                                  include_memory_kernels=True, image_renderer=""):
@@ -244,6 +299,17 @@ def _float(v):
 
 def _int(v):
     return np.asarray(v[0] if isinstance(v, tuple) else v, dtype="int64")
+
+
+def _describe(v):
+    """pandas' describe() of a numeric Series: count, mean, std (ddof 1), min, quartiles
+    (linear), max; NaN where there are too few values."""
+    n = len(v)
+    if n == 0:
+        return (0.0,) + (np.nan,) * 7
+    std = float(np.std(v, ddof=1)) if n > 1 else np.nan
+    q = np.percentile(v, [25, 50, 75])
+    return (float(n), float(np.mean(v)), std, float(v.min()), *map(float, q), float(v.max()))
 
 
 class _Names:

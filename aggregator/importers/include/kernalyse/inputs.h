@@ -21,6 +21,8 @@ struct ImportFilesOptions {
   std::string step_range;       // --step-range (Nsight Systems reports only)
   const Classifier* classifier = nullptr;
   ProgressMode progress = ProgressMode::Off;
+  // Each Kineto file's GPU activity rows in file order (ImportOptions::gpu_event).
+  std::function<void(const std::string& path, int32_t stream, int64_t correlation)> gpu_event;
 };
 
 // Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,
