@@ -61,7 +61,6 @@ class Input {
     }
     gzip_ = avail_ >= 2 && static_cast<unsigned char>(raw_[0]) == 0x1f &&
             static_cast<unsigned char>(raw_[1]) == 0x8b;
-    if (gzip_ && inflate_whole()) return;
     if (gzip_) {
       zs_.next_in = reinterpret_cast<Bytef*>(raw_.data());
       zs_.avail_in = static_cast<uInt>(avail_);
@@ -78,6 +77,12 @@ class Input {
   // Reads up to n bytes; 0 at end. Throws Error on I/O or gzip errors (corrupt or truncated
   // stream, trailing bytes that are not another gzip member).
   size_t read(char* dst, size_t n) {
+    // The first read decides: a large one (an importer's buffer, not a format sniffer's look at
+    // the first bytes) of a small gzip file inflates it whole.
+    if (gzip_ && !tried_whole_) {
+      tried_whole_ = true;
+      if (n >= kWholeMinRead) inflate_whole();
+    }
     if (whole_) {  // inflated whole by libdeflate
       const size_t k = std::min(n, whole_data_.size() - whole_pos_);
       std::memcpy(dst, whole_data_.data() + whole_pos_, k);
@@ -168,6 +173,7 @@ class Input {
   // not take whole (a damaged member, trailing bytes, a larger output) is read by zlib's stream
   // from the start instead, so the errors are the zlib path's.
   static constexpr size_t kWholeMax = size_t{32} << 20;
+  static constexpr size_t kWholeMinRead = size_t{64} << 10;
   bool inflate_whole() {
 #if defined(KERNALYSE_HAVE_LIBDEFLATE)
     struct stat st {};
@@ -218,7 +224,7 @@ class Input {
     return false;
 #endif
   }
-  bool whole_ = false;
+  bool whole_ = false, tried_whole_ = false;
   std::vector<char, UninitAllocator<char>> whole_data_;
   size_t whole_pos_ = 0;
   std::string path_;
