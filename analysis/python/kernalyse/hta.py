@@ -365,10 +365,16 @@ def _stats(values, groups, n):
     """Per group (0..n-1): sum, max, min, mean and pandas' std (ddof 1; 0 for one value)."""
     count = np.bincount(groups, minlength=n)
     total = np.bincount(groups, weights=values, minlength=n)
-    hi = np.full(n, -np.inf)
-    lo = np.full(n, np.inf)
-    np.maximum.at(hi, groups, values)
-    np.minimum.at(lo, groups, values)
+    if n and count.min() > 0:  # every group has a value (np.unique's): reduceat, not ufunc.at
+        o = np.argsort(groups, kind="stable")
+        starts = np.searchsorted(groups[o], np.arange(n))
+        hi = np.maximum.reduceat(values[o], starts)
+        lo = np.minimum.reduceat(values[o], starts)
+    else:
+        hi = np.full(n, -np.inf)
+        lo = np.full(n, np.inf)
+        np.maximum.at(hi, groups, values)
+        np.minimum.at(lo, groups, values)
     mean = total / count
     dev = np.bincount(groups, weights=(values - mean[groups]) ** 2, minlength=n)
     std = np.where(count > 1, np.sqrt(dev / np.maximum(count - 1, 1)), 0.0)

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -34,7 +35,7 @@ namespace kernalyse::python {
 namespace {
 
 // kernalyse-merge's flags parsed by its own definitions and resolved into the library's values.
-Options parse_flags(const std::vector<std::string>& args) {
+Options parse_flags_uncached(const std::vector<std::string>& args) {
   CLI::App app{"kernalyse"};
   Options o;
   add_flags(app, o);
@@ -46,6 +47,28 @@ Options parse_flags(const std::vector<std::string>& args) {
     throw Error(e.what());
   }
   resolve(o);
+  return o;
+}
+
+// The same flags parsed once: building CLI11's parser takes longer than a small run's analysis
+// (kernalyse.hta's four calls on the trace_filter pair, issue 27). Only flags whose meaning cannot
+// change (the progress mode given, not "auto", which asks the terminal) are kept; errors never.
+Options parse_flags(const std::vector<std::string>& args) {
+  static std::mutex mu;
+  static std::map<std::vector<std::string>, Options> cache;
+  const bool keep = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "--quiet" || a == "--progress=off";
+  });
+  if (keep) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(args); it != cache.end()) return it->second;
+  }
+  Options o = parse_flags_uncached(args);
+  if (keep) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (cache.size() >= 64) cache.clear();
+    cache.emplace(args, o);
+  }
   return o;
 }
 
