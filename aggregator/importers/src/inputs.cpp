@@ -81,6 +81,7 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   iopt.only_input = files.size() == 1;          // one rankless file is rank 0
   iopt.step_range = opt.step_range;
   iopt.gpu_event = opt.gpu_event;
+  iopt.ops = opt.ops;
   parallel_for(files.size(), [&](size_t i) {
     try {
       parts[i] = nsys[i] ? import_nsys_report(files[i], iopt, &st[i], &procs[i])

@@ -1017,7 +1017,7 @@ void Importer::add_event(const RawEvent& ev) {
     launch_ext_.push_back(ev.external_id);
     return;
   }
-  if (cat == "cpu_op" && ev.external_id >= 0) {
+  if (cat == "cpu_op" && ev.external_id >= 0 && opt_.ops) {
     // Counted as ignored like any other event the store does not keep as a row of its own;
     // what the performance model needs of it goes to /ops when it launched GPU work.
     pending_ops_.insert_or_assign(

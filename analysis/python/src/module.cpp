@@ -90,7 +90,7 @@ struct Messages {
 LoadOptions load_options(const Options& o, const Classifier* cls,
                          const std::shared_ptr<Messages>& m) {
   LoadOptions lo;
-  lo.import = {o.rank, o.step_range, cls, o.mode, {}};
+  lo.import = {o.rank, o.step_range, cls, o.mode, {}, true};
   lo.align = o.align, lo.output = o.output, lo.force = o.force;
   lo.recorded_clocks = o.ao.compat == Compat::Hta;  // HTA's view: the recorded clocks
   lo.command_line = o.command_line;
@@ -179,7 +179,7 @@ LoadedRun load(const Options& o, const LoadOptions& lo) {
 }
 
 std::shared_ptr<Run> open_run(const std::vector<std::string>& inputs,
-                              const std::vector<std::string>& args) {
+                              const std::vector<std::string>& args, bool ops) {
   Options o = parse_flags(args);
   o.inputs = inputs;
   o.command_line = "kernalyse.open";
@@ -191,6 +191,7 @@ std::shared_ptr<Run> open_run(const std::vector<std::string>& inputs,
     py::gil_scoped_release release;
     const Classifier cls(o.comm_regex);  // a bad regex fails before any input is read
     LoadOptions lo = load_options(o, &cls, messages);
+    lo.import.ops = ops;
     if (o.ao.compat == Compat::Hta) {
       auto g = std::make_shared<GpuOrder>();
       lo.import.gpu_event = [g](const std::string& path, int32_t stream, int64_t corr) {
@@ -435,7 +436,7 @@ void bind(py::module_& m) {
     }
   });
   m.def("analyses", &registry, "The registry: (name, help, in_all, in_page, hta_view) each.");
-  m.def("open_run", &open_run, py::arg("inputs"), py::arg("args"));
+  m.def("open_run", &open_run, py::arg("inputs"), py::arg("args"), py::arg("ops") = true);
   m.def("read_table", &read_table, py::arg("path"), py::arg("name"));
   py::class_<Result, std::shared_ptr<Result>>(m, "Result")
       .def("tables", &Result::tables)

@@ -23,6 +23,7 @@ struct ImportFilesOptions {
   ProgressMode progress = ProgressMode::Off;
   // Each Kineto file's GPU activity rows in file order (ImportOptions::gpu_event).
   std::function<void(const std::string& path, int32_t stream, int64_t correlation)> gpu_event;
+  bool ops = true;  // ImportOptions::ops
 };
 
 // Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,

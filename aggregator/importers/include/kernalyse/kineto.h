@@ -32,6 +32,9 @@ struct ImportOptions {
   // correlation), from the importing thread: kernalyse.hta orders HTA's idle rows by it (HTA
   // lists a rank's streams in its trace's event order, which the store's sorted rows lose).
   std::function<void(const std::string& path, int32_t stream, int64_t correlation)> gpu_event;
+  // Keep the cpu_ops that launch GPU work for /ops (false: no /ops, and their names and shapes
+  // never copied: kernalyse.hta's runs, whose HTA analyses read none; issue 27).
+  bool ops = true;
 };
 
 struct ImportStats {
