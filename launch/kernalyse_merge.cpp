@@ -34,7 +34,7 @@ constexpr int kExitBadInput = 2;
 
 LoadOptions load_options(const Options& o, const Classifier* cls) {
   LoadOptions lo;
-  lo.import = {o.rank, o.step_range, cls, o.mode};
+  lo.import = {o.rank, o.step_range, cls, o.mode, {}, true};
   lo.align = o.align, lo.output = o.output, lo.force = o.force;
   lo.recorded_clocks = o.ao.compat == Compat::Hta;  // HTA's view: the recorded clocks
   lo.command_line = o.command_line;

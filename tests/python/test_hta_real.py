@@ -110,6 +110,12 @@ def test_trace_analysis_equals_real_hta(real_hta, tmp_path):
             checks.append(("idle", lambda a: a.get_idle_time_breakdown(ranks=ranks,
                                                                         visualize=False)[0],
                            ["rank", "stream", "idle_category"], {"idle_time_ratio"}, False))
+            # show_idle_interval_stats: pandas' describe() of each row's gaps, 2 decimals each
+            # (so within 0.01), in HTA's row order (checked on the reset index).
+            checks.append(("idle stats", lambda a: a.get_idle_time_breakdown(
+                ranks=ranks, visualize=False, show_idle_interval_stats=True)[1].reset_index(),
+                           ["rank", "stream", "idle_category"],
+                           {"count", "mean", "std", "min", "25%", "50%", "75%", "max"}, False))
         for what, f, keys, pct, skip_zero in checks:
             try:
                 theirs = f(h)
@@ -119,6 +125,11 @@ def test_trace_analysis_equals_real_hta(real_hta, tmp_path):
                 continue
             ours = f(k)
             found = compare(f"{name} {what}", ours, theirs, keys, pct, skip_zero)
+            if what in ("idle", "idle stats"):  # HTA's row order (its streams' order), index
+                a, b = ours[keys].values.tolist(), theirs[keys].values.tolist()
+                if a != b or list(ours.index) != list(theirs.index):
+                    found.append(f"{name} idle: rows in another order: kernalyse {a[:8]}, "
+                                 f"HTA {b[:8]}")
             problems += found
             compared += 1
             print(f"# {name} {what}: {len(theirs)} rows, {'equal' if not found else 'DIFFERENT'}")
@@ -135,12 +146,19 @@ def test_default_idle_ranks_and_not_implemented(real_hta):
     theirs = h.get_idle_time_breakdown(visualize=False)[0]
     assert none is None and set(ours["rank"]) == set(theirs["rank"]) == {0}
     key = ["rank", "stream", "idle_category"]
-    assert ours[key].sort_values(key).values.tolist() == theirs[key].sort_values(key).values.tolist()
+    assert ours[key].values.tolist() == theirs[key].values.tolist()  # HTA's order, not sorted
+    assert list(ours.index) == list(theirs.index)
     t = k.get_temporal_breakdown(visualize=False)
     assert dict(t.dtypes) == dict(h.get_temporal_breakdown(visualize=False).dtypes)
     with pytest.raises(NotImplementedError, match="stragglers"):
         k.get_potential_stragglers()
     with pytest.raises(NotImplementedError, match="critical_path"):
         k.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=0)
+    # HTA's rows and index for the interval statistics (their values: the test above).
+    stats = k.get_idle_time_breakdown(visualize=False, show_idle_interval_stats=True)[1]
+    theirs = h.get_idle_time_breakdown(visualize=False, show_idle_interval_stats=True)[1]
+    assert list(stats.columns) == list(theirs.columns)
+    assert list(stats.index) == list(theirs.index)
+    assert stats[["rank", "stream"]].values.tolist() == theirs[["rank", "stream"]].values.tolist()
     with pytest.raises(NotImplementedError, match="include_last_profiler_step"):
         TraceAnalysis(trace_dir=d, include_last_profiler_step=True)

@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -25,6 +27,7 @@
 #include "kernalyse/export.h"
 #include "kernalyse/report.h"
 #include "kernalyse/store.h"
+#include "kernalyse/units.h"
 
 namespace kernalyse {
 namespace {
@@ -1289,3 +1292,38 @@ TEST(ExtremeTimes, StragglerTotalsSaturate) {
 
 }  // namespace
 }  // namespace kernalyse
+
+// hta_round reads (t - base) as HTA's parser reads the JSON's µs: the double nearest the exact
+// decimal. Up to 2^53 ns it divides instead of parsing text (issue 27): the same doubles, so the
+// same rounded times, checked here against the text path on times near epoch µs, small, negative
+// and fractional, and past 2^53 (where it still parses the text).
+TEST(HtaRound, SameAsParsingTheExactDecimal) {
+  auto by_text = [](int64_t base, int64_t start, int64_t end) {
+    auto parse = [](int64_t ns) {
+      double d = 0;
+      const std::string t = kernalyse::ns_to_us_text(ns);
+      std::from_chars(t.data(), t.data() + t.size(), d);
+      return d;
+    };
+    const double x = parse(start - base), d = parse(end - start);
+    return std::pair<int64_t, int64_t>{base + static_cast<int64_t>(std::ceil(x)) * 1000,
+                                       base + static_cast<int64_t>(std::floor(x + d)) * 1000};
+  };
+  std::mt19937_64 g(27);
+  int64_t checked = 0;
+  for (int64_t base : {int64_t{0}, int64_t{1'700'000'000'000'000'123}, int64_t{-987'654'321}}) {
+    for (int i = 0; i < 200'000; ++i) {
+      const int64_t span = i % 3 == 0 ? int64_t{1} << 56 : i % 3 == 1 ? int64_t{1} << 40 : 5'000;
+      const int64_t rel = static_cast<int64_t>(g() % static_cast<uint64_t>(span)) - span / 2;
+      const int64_t dur = static_cast<int64_t>(g() % 10'000'000);
+      int64_t start = 0, end = 0;
+      if (__builtin_add_overflow(base, rel, &start) || __builtin_add_overflow(start, dur, &end))
+        continue;
+      const auto got = kernalyse::hta_round(base, start, end);
+      const auto want = by_text(base, start, end);
+      ASSERT_EQ(got, want) << "base " << base << " start " << start << " end " << end;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 400'000);
+}

@@ -162,6 +162,8 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   if (files.size() == 1) iopt.rank = opt.rank;  // --rank names a single trace's rank
   iopt.only_input = files.size() == 1;          // one rankless file is rank 0
   iopt.step_range = opt.step_range;
+  iopt.gpu_event = opt.gpu_event;
+  iopt.ops = opt.ops;
   parallel_for(mine.size(), [&](size_t k) {
     const size_t i = mine[k];
     try {

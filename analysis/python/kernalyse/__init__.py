@@ -308,6 +308,11 @@ def open(path, **options):  # noqa: A001 - kernalyse.open, like the issue's API
     (write the imported store), force, quiet, progress; analysis options given here (rank, step,
     top, compat, ...) are every call's defaults. compat="hta" keeps the recorded clocks (HTA's
     view). The info lines go to stderr unless quiet=True; warnings always."""
+    return _open(path, True, options)
+
+
+def _open(path, ops, options):
+    """open(); ops=False leaves /ops out of a trace import (kernalyse.hta's runs)."""
     if isinstance(path, (str, bytes, _os.PathLike)):
         paths = [path]
     elif isinstance(path, (list, tuple)):
@@ -318,7 +323,7 @@ def open(path, **options):  # noqa: A001 - kernalyse.open, like the issue's API
     inputs = [_path(p) for p in paths]
     if "progress" not in options:
         options = dict(options, progress="off")  # no progress bars in notebooks unless asked
-    native = _kernalyse.open_run(inputs, _flags(options, _OPEN_OPTIONS, "open"))
+    native = _kernalyse.open_run(inputs, _flags(options, _OPEN_OPTIONS, "open"), ops)
     import sys
     for line in native.info + native.warnings:
         print(line, file=sys.stderr)

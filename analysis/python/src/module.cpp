@@ -7,11 +7,14 @@
 #include <pybind11/stl.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "frames.h"
@@ -32,7 +35,7 @@ namespace kernalyse::python {
 namespace {
 
 // kernalyse-merge's flags parsed by its own definitions and resolved into the library's values.
-Options parse_flags(const std::vector<std::string>& args) {
+Options parse_flags_uncached(const std::vector<std::string>& args) {
   CLI::App app{"kernalyse"};
   Options o;
   add_flags(app, o);
@@ -44,6 +47,28 @@ Options parse_flags(const std::vector<std::string>& args) {
     throw Error(e.what());
   }
   resolve(o);
+  return o;
+}
+
+// The same flags parsed once: building CLI11's parser takes longer than a small run's analysis
+// (kernalyse.hta's four calls on the trace_filter pair, issue 27). Only flags whose meaning cannot
+// change (the progress mode given, not "auto", which asks the terminal) are kept; errors never.
+Options parse_flags(const std::vector<std::string>& args) {
+  static std::mutex mu;
+  static std::map<std::vector<std::string>, Options> cache;
+  const bool keep = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "--quiet" || a == "--progress=off";
+  });
+  if (keep) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(args); it != cache.end()) return it->second;
+  }
+  Options o = parse_flags_uncached(args);
+  if (keep) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (cache.size() >= 64) cache.clear();
+    cache.emplace(args, o);
+  }
   return o;
 }
 
@@ -65,7 +90,7 @@ struct Messages {
 LoadOptions load_options(const Options& o, const Classifier* cls,
                          const std::shared_ptr<Messages>& m) {
   LoadOptions lo;
-  lo.import = {o.rank, o.step_range, cls, o.mode};
+  lo.import = {o.rank, o.step_range, cls, o.mode, {}, true};
   lo.align = o.align, lo.output = o.output, lo.force = o.force;
   lo.recorded_clocks = o.ao.compat == Compat::Hta;  // HTA's view: the recorded clocks
   lo.command_line = o.command_line;
@@ -80,6 +105,13 @@ LoadOptions load_options(const Options& o, const Classifier* cls,
   return lo;
 }
 
+// Each Kineto file's GPU activity rows in file order (stream, correlation), kept when the run is
+// opened with compat="hta": HTA lists a rank's idle streams in its trace's event order.
+struct GpuOrder {
+  std::mutex mu;
+  std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> rows;
+};
+
 // One opened run: the store (clocks as aligned), what the loading found, and the analysis
 // contexts of its recent calls: calls with the same options share one context, hence what it
 // computes once (HTA's view, the unions overlap and breakdown share, the performance model).
@@ -89,6 +121,7 @@ struct Run {
   std::vector<std::string> args;       // open()'s flags
   std::vector<std::string> info, warn;
   std::string title;
+  std::shared_ptr<GpuOrder> gpu_order;  // compat="hta" only
 
   // The context for these options (its key: the call's flags), made on first use; the last
   // kContexts are kept.
@@ -146,7 +179,7 @@ LoadedRun load(const Options& o, const LoadOptions& lo) {
 }
 
 std::shared_ptr<Run> open_run(const std::vector<std::string>& inputs,
-                              const std::vector<std::string>& args) {
+                              const std::vector<std::string>& args, bool ops) {
   Options o = parse_flags(args);
   o.inputs = inputs;
   o.command_line = "kernalyse.open";
@@ -157,7 +190,17 @@ std::shared_ptr<Run> open_run(const std::vector<std::string>& inputs,
   {
     py::gil_scoped_release release;
     const Classifier cls(o.comm_regex);  // a bad regex fails before any input is read
-    run->loaded = std::make_shared<LoadedRun>(load(o, load_options(o, &cls, messages)));
+    LoadOptions lo = load_options(o, &cls, messages);
+    lo.import.ops = ops;
+    if (o.ao.compat == Compat::Hta) {
+      auto g = std::make_shared<GpuOrder>();
+      lo.import.gpu_event = [g](const std::string& path, int32_t stream, int64_t corr) {
+        std::lock_guard<std::mutex> lock(g->mu);
+        g->rows[path].emplace_back(stream, corr);
+      };
+      run->gpu_order = g;
+    }
+    run->loaded = std::make_shared<LoadedRun>(load(o, lo));
     for (const auto& spec : o.power_logs)
       messages->info.push_back(describe(attach_power_log_spec(&run->loaded->store, spec)));
   }
@@ -322,6 +365,45 @@ py::tuple read_table(const std::string& path, const std::string& name) {
   return py::make_tuple(store_table(s, name), string_list(*s));
 }
 
+// HTA's order of each rank's streams in its idle breakdown: per (rank, stream) of HTA's view, the
+// position in its file of the first GPU kernel, copy or set kept by the view (HTA takes the
+// streams in its trace's event order, among the work it kept). (rank, stream, position) each;
+// a stream none of whose rows is found in its file has no entry.
+py::list hta_stream_order(Run& r) {
+  std::vector<std::tuple<int32_t, int32_t, int64_t>> out;
+  {
+    py::gil_scoped_release release;
+    std::shared_ptr<const Store> v = r.view("hta");
+    if (r.gpu_order) {
+      std::map<int32_t, const std::vector<std::pair<int32_t, int64_t>>*> file_of;
+      for (const RankInfo& ri : v->ranks) {
+        auto it = r.gpu_order->rows.find(ri.source);
+        if (it != r.gpu_order->rows.end()) file_of[ri.rank] = &it->second;
+      }
+      std::map<int32_t, std::map<std::pair<int32_t, int64_t>, int64_t>> first;  // by rank
+      std::map<std::pair<int32_t, int32_t>, int64_t> best;
+      const Activities& a = v->activities;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const auto k = static_cast<Kind>(a.kind[i]);
+        if (k != Kind::Kernel && k != Kind::Memcpy && k != Kind::Memset) continue;
+        auto f = file_of.find(a.rank[i]);
+        if (f == file_of.end()) continue;
+        auto [m, fresh] = first.try_emplace(a.rank[i]);
+        if (fresh)
+          for (size_t j = 0; j < f->second->size(); ++j) m->second.try_emplace((*f->second)[j], j);
+        auto pos = m->second.find({a.stream[i], a.correlation[i]});
+        if (pos == m->second.end()) continue;
+        auto [b, added] = best.try_emplace({a.rank[i], a.stream[i]}, pos->second);
+        if (!added) b->second = std::min(b->second, pos->second);
+      }
+      for (const auto& [k, p] : best) out.emplace_back(k.first, k.second, p);
+    }
+  }
+  py::list l;
+  for (const auto& [rank, stream, pos] : out) l.append(py::make_tuple(rank, stream, pos));
+  return l;
+}
+
 py::dict attrs(const Run& r) {
   const StoreAttrs& a = r.store->attrs;
   py::dict d;
@@ -354,7 +436,7 @@ void bind(py::module_& m) {
     }
   });
   m.def("analyses", &registry, "The registry: (name, help, in_all, in_page, hta_view) each.");
-  m.def("open_run", &open_run, py::arg("inputs"), py::arg("args"));
+  m.def("open_run", &open_run, py::arg("inputs"), py::arg("args"), py::arg("ops") = true);
   m.def("read_table", &read_table, py::arg("path"), py::arg("name"));
   py::class_<Result, std::shared_ptr<Result>>(m, "Result")
       .def("tables", &Result::tables)
@@ -366,6 +448,7 @@ void bind(py::module_& m) {
       .def("strings", &strings, py::arg("view") = "store")
       .def("ranks", [](const Run& r) { return rank_table(*r.store); })
       .def("attrs", &attrs)
+      .def("hta_stream_order", &hta_stream_order)
       .def("html", &write_html, py::arg("path"), py::arg("args"))
       .def("export", &export_to, py::arg("kind"), py::arg("path"), py::arg("args"))
       .def("save", &save, py::arg("path"), py::arg("force") = false)

@@ -26,6 +26,9 @@ struct ImportFilesOptions {
   // bytes) and sends them to process 0, which goes on as one process would; the others get an
   // empty store back.
   const Spread* spread = nullptr;
+  // Each Kineto file's GPU activity rows in file order (ImportOptions::gpu_event).
+  std::function<void(const std::string& path, int32_t stream, int64_t correlation)> gpu_event;
+  bool ops = true;  // ImportOptions::ops
 };
 
 // Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,13 @@ struct ImportOptions {
   // Advanced by the file bytes consumed (compressed bytes for .gz), so one Progress whose total
   // is the inputs' on-disk sizes (input_bytes()) can be shared by parallel imports.
   Progress* progress = nullptr;
+  // Told each GPU activity row of a Kineto file in the file's order (its stream and
+  // correlation), from the importing thread: kernalyse.hta orders HTA's idle rows by it (HTA
+  // lists a rank's streams in its trace's event order, which the store's sorted rows lose).
+  std::function<void(const std::string& path, int32_t stream, int64_t correlation)> gpu_event;
+  // Keep the cpu_ops that launch GPU work for /ops (false: no /ops, and their names and shapes
+  // never copied: kernalyse.hta's runs, whose HTA analyses read none; issue 27).
+  bool ops = true;
 };
 
 struct ImportStats {
