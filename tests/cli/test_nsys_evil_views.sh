@@ -41,6 +41,9 @@ for name, sql in cases.items():
     db.close()
 PY
 
+# The issue's bound is 1 s; a sanitized build (ASan: 2-3x slower, docs/fuzzing.md) gets 2 s.
+limit=1000
+nm -C "$BIN/kernalyse-merge" 2>/dev/null | grep -q __asan_init && limit=2000
 for c in kernel:CUPTI_ACTIVITY_KIND_KERNEL strings:StringIds; do
   f=${c%%:*}_rank-0.sqlite view=${c#*:}
   t0=$(date +%s%N)
@@ -50,7 +53,7 @@ for c in kernel:CUPTI_ACTIVITY_KIND_KERNEL strings:StringIds; do
   expect_eq "$view view: exit code" "$rc" "2"
   expect_eq "$view view: one line" "$(wc -l <err.txt)" "1"
   expect_contains "$view view: names the file and the view" "$(cat err.txt)" "$f: $view is a view, not a table"
-  expect_eq "$view view: under 1 s (took $took ms)" "$((took < 1000))" "1"
+  expect_eq "$view view: under $limit ms (took $took ms)" "$((took < limit))" "1"
   kernalyse-merge "$f" -o "$view.h5" 2>/dev/null
   expect_eq "$view view: -o exit code" "$?" "2"
   expect_eq "$view view: no output file" "$(ls | grep -c "^$view\.h5")" "0"

@@ -22,13 +22,13 @@ struct ImportFilesOptions {
   std::string step_range;       // --step-range (Nsight Systems reports only)
   const Classifier* classifier = nullptr;
   ProgressMode progress = ProgressMode::Off;
+  // Each Kineto file's GPU activity rows in file order (ImportOptions::gpu_event).
+  std::function<void(const std::string& path, int32_t stream, int64_t correlation)> gpu_event;
+  bool ops = true;  // ImportOptions::ops
   // Under mpirun (spread.h): each process imports its share of the files (contiguous, about equal
   // bytes) and sends them to process 0, which goes on as one process would; the others get an
   // empty store back.
   const Spread* spread = nullptr;
-  // Each Kineto file's GPU activity rows in file order (ImportOptions::gpu_event).
-  std::function<void(const std::string& path, int32_t stream, int64_t correlation)> gpu_event;
-  bool ops = true;  // ImportOptions::ops
 };
 
 // Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,
