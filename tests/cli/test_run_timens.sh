@@ -2,9 +2,9 @@
 # The recorded job with unaligned clocks: every rank of the emulated tensor-parallel run starts in
 # its own time namespace with a known CLOCK_MONOTONIC(_RAW) offset (seconds apart plus odd ns).
 # kernalyse-run must recover the offsets within the uncertainty it states (and the drift within
-# what that implies); the aligned store must
-# have no happened-before violation while the unaligned clocks have many, and the straggler
-# ledger must still name the slow rank. (Drift under libfaketime: test_clock_truth.sh, same code.)
+# what that implies); the aligned store must have no happened-before violation beyond those
+# stated errors while the unaligned clocks have many, and the straggler ledger must still name
+# the slow rank. (Drift under libfaketime: test_clock_truth.sh, same code.)
 source "$(dirname "$0")/lib.sh"
 use_mpi
 # Spinning MPI waits (no yield) keep the ping-pong round trips sub-µs on this shared machine;
@@ -73,7 +73,39 @@ for i, r in enumerate(ranks):
     bound = 2 * unc[i] / span + 2e-6
     check(f"rank {r}: |drift| {abs(drift[i])*1e6:.3f} ppm within {bound*1e6:.2f} ppm", abs(drift[i]) <= bound)
 cc = d["stragglers"]["clock_check"]
-check("happened-before violations after alignment: 0", cc["violations_aligned"] == 0, cc)
+# Happened-before on the aligned clocks, within what the store promises: no rank ends a collective
+# before another started it by more than the two ranks' stated ± together. (Zero raw violations is
+# the idle machine's result; under load the MPI ping-pong can leave a rank at ±1 ms, honestly
+# stated, and a few instances then overlap by less than that: 4 of 54 in one run of 5 with a
+# fuzzer and a build beside the suite, rank 3 at ±1.17 ms, 2026-11-26.) The collectives are each
+# rank's k-th communication kernel of a name (the emulated job's are in one order on every rank);
+# their count must be the ledger's, or this grouping is not the ledger's match.
+a = f["activities"]
+names = [x.decode() if isinstance(x, bytes) else x for x in f["strings"][:]]
+unc_of = dict(zip(ranks, unc))
+per = {}
+for rk, cat, st, en, nid in zip(a["rank"][:], a["category"][:], a["start_ns"][:], a["end_ns"][:], a["name_id"][:]):
+    if cat == 1:  # Category::Communication
+        per.setdefault(int(rk), []).append((int(st), int(en), names[nid]))
+seen, groups = {}, {}
+for rk, rows in per.items():
+    for st, en, nm in sorted(rows):
+        k = seen.get((rk, nm), 0)
+        seen[(rk, nm)] = k + 1
+        groups.setdefault((nm, k), []).append((rk, st, en))
+beyond = raw = nxn = 0
+for g in groups.values():
+    if len(g) != len(ranks):
+        continue
+    nxn += 1
+    i = min(g, key=lambda x: x[2])  # ends first
+    j = max(g, key=lambda x: x[1])  # starts last
+    raw += i[2] < j[1]
+    beyond += i[2] + unc_of[i[0]] + unc_of[j[0]] < j[1]
+print(f"# happened-before: {raw} raw violations of {nxn} instances, {beyond} beyond the stated ±; ledger: {cc}")
+check(f"the grouping finds the ledger's {cc['nxn_instances']} instances", nxn == cc["nxn_instances"], str(nxn))
+check("the grouping's raw violations are the ledger's", raw == cc["violations_aligned"], str(raw))
+check("happened-before violations after alignment beyond the stated ±: 0", beyond == 0, str(beyond))
 check("violations on the unaligned clocks: many", cc["violations_unaligned"] > cc["nxn_instances"] // 2, cc)
 c = d["stragglers"]["collectives"]
 # (The >= 90 % share is asserted in test_run_mpi.sh; here: the aligned ledger blames rank 2.)
