@@ -24,8 +24,18 @@ void put_store(Archive& ar, const Store& s) {
   ar.put(static_cast<uint64_t>(s.ranks.size()));
   for (const RankInfo& r : s.ranks)
     for_each_rank_field([&](const auto&, auto member) { ar.put(r.*member); });
+  put_tables(ar, s);
+}
+
+void put_tables(Archive& ar, const Store& s) {
   for_each_table(s, [&](const char*, const auto& t) {
     for_each_column(t, [&](const auto&, const auto& col) { ar.put(col); });
+  });
+}
+
+void get_tables(Archive& ar, Store& s) {
+  for_each_table(s, [&](const char*, auto& t) {
+    for_each_column(t, [&](const auto&, auto& col) { ar.get(col); });
   });
 }
 
@@ -35,9 +45,7 @@ void get_store(Archive& ar, Store& s) {
   s.ranks.resize(ar.get<uint64_t>());
   for (RankInfo& r : s.ranks)
     for_each_rank_field([&](const auto&, auto member) { ar.get(r.*member); });
-  for_each_table(s, [&](const char*, auto& t) {
-    for_each_column(t, [&](const auto&, auto& col) { ar.get(col); });
-  });
+  get_tables(ar, s);
 }
 
 }  // namespace kernalyse

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <future>
 
-#include "kernalyse/archive.h"
 #include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
+#include "kernalyse/store_archive.h"
 #include "kernalyse/store_io.h"
 
 namespace kernalyse {
@@ -161,9 +161,7 @@ namespace {
 // every process (in rank order) concatenated back into one store after the header.
 std::string save_cross(const CrossRows& c) {
   Archive ar;
-  for_each_table(c.store, [&](const char*, const auto& t) {
-    for_each_column(t, [&](const auto&, const auto& col) { ar.put(col); });
-  });
+  put_tables(ar, c.store);
   ar.put(c.kernel_names);
   return ar.bytes();
 }
@@ -175,9 +173,7 @@ void load_cross(CrossRows& c, std::string bytes, int parts) {
   Archive ar(std::move(bytes));
   for (int p = 0; p < parts; ++p) {
     Store part;
-    for_each_table(part, [&](const char*, auto& t) {
-      for_each_column(t, [&](const auto&, auto& col) { ar.get(col); });
-    });
+    get_tables(ar, part);
     const auto names = ar.get<std::vector<uint8_t>>();
     for (size_t i = 0; i < names.size() && i < c.kernel_names.size(); ++i)
       c.kernel_names[i] |= names[i];

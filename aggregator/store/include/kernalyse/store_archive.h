@@ -10,5 +10,9 @@ namespace kernalyse {
 
 void put_store(Archive& ar, const Store& s);
 void get_store(Archive& ar, Store& s);
+// Only the row tables' columns (for parts that share one header: the MPI analysis' cross-rank
+// rows, sliced.cpp).
+void put_tables(Archive& ar, const Store& s);
+void get_tables(Archive& ar, Store& s);
 
 }  // namespace kernalyse
