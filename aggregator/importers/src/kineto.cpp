@@ -62,10 +62,24 @@ class Buffer {
 
 class StreamBuffer : public Buffer {
  public:
-  StreamBuffer(Input* in, Progress* progress) : in_(in), progress_(progress), store_(4 << 20) {
-    begin = end = store_.data();
-  }
+  StreamBuffer(Input* in, Progress* progress) : in_(in), progress_(progress) {}
   char* refill(char* keep) override {
+    if (!started_) {
+      started_ = true;
+      std::string_view whole;
+      // A small gzip file inflated at once is parsed where it lies: no 4 MiB buffer, no copy.
+      if (in_->take_whole(&whole)) {
+        begin = end = const_cast<char*>(whole.data());
+        end += whole.size();
+        eof = true;
+        total_read = static_cast<int64_t>(whole.size());
+        report();
+        return begin;
+      }
+      store_.resize(4 << 20);
+      begin = end = keep = store_.data();
+    }
+    if (store_.empty()) return keep;  // the whole text is in place: nothing more to read
     size_t kept = static_cast<size_t>(end - keep);
     // One JSON unit (a trace event, a top-level member) must fit in kMaxJsonUnitBytes: memory
     // stays bounded whatever the input (a 2 GB string, F16); docs/limits.md.
@@ -87,11 +101,7 @@ class StreamBuffer : public Buffer {
     end = begin + kept + n;
     if (n == 0) eof = true;
     total_read += static_cast<int64_t>(n);
-    if (progress_) {  // once per refill (MBs), never per event
-      int64_t pos = std::min(in_->disk_pos(), in_->size());
-      progress_->advance(pos - reported_);
-      reported_ = pos;
-    }
+    report();
     return begin;
   }
   // Accounts the rest of the file (gzip trailer, buffered input) once the import is done.
@@ -102,6 +112,14 @@ class StreamBuffer : public Buffer {
   int64_t total_read = 0;
 
  private:
+  void report() {
+    if (progress_) {  // once per refill (MBs), never per event
+      int64_t pos = std::min(in_->disk_pos(), in_->size());
+      progress_->advance(pos - reported_);
+      reported_ = pos;
+    }
+  }
+  bool started_ = false;
   Input* in_;
   Progress* progress_;
   int64_t reported_ = 0;

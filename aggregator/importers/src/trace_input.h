@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -129,6 +130,21 @@ class Input {
     }
     return want - zs_.avail_out;
   }
+  // A small gzip file inflated at once (see inflate_whole), before any read(): the whole text,
+  // which the caller then parses in place, and nothing left for read(). False (and nothing
+  // consumed) for any other input. Saves the copy into the caller's buffer and its pages: after
+  // a fork (HTA's worker pool in the same process) each page first written costs a fault
+  // (issue 27).
+  bool take_whole(std::string_view* text) {
+    if (gzip_ && !tried_whole_) {
+      tried_whole_ = true;
+      inflate_whole();
+    }
+    if (!whole_ || whole_pos_ != 0) return false;
+    *text = std::string_view(whole_data_.data(), whole_data_.size());
+    whole_pos_ = whole_data_.size();
+    return true;
+  }
   // File bytes consumed so far: compressed bytes for gzip (what progress counts against size()).
   int64_t disk_pos() const {
     if (whole_)
@@ -180,13 +196,21 @@ class Input {
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || size_ < 18 ||
         static_cast<size_t>(size_) > kWholeMax)
       return false;
-    std::vector<char, UninitAllocator<char>> comp(static_cast<size_t>(size_));
-    size_t have = 0;
-    while (have < comp.size()) {
-      ssize_t r = ::pread(fd_, comp.data() + have, comp.size() - have, static_cast<off_t>(have));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      have += static_cast<size_t>(r);
+    // The compressed bytes: those the constructor read when they are the whole file (a file
+    // below raw_'s 1 MiB), else read again from the start.
+    std::vector<char, UninitAllocator<char>> again;
+    std::string_view comp(raw_.data(), avail_);
+    if (start_ != 0 || raw_pos_ != size_ || avail_ != static_cast<size_t>(size_)) {
+      again.resize(static_cast<size_t>(size_));
+      size_t have = 0;
+      while (have < again.size()) {
+        ssize_t r =
+            ::pread(fd_, again.data() + have, again.size() - have, static_cast<off_t>(have));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        have += static_cast<size_t>(r);
+      }
+      comp = std::string_view(again.data(), again.size());
     }
     uint32_t isize = 0;  // the last member's inflated size, mod 2^32: the first guess
     std::memcpy(&isize, comp.data() + comp.size() - 4, 4);
