@@ -383,3 +383,68 @@ TEST(Kineto, ImportProgressCountsFileBytes) {
   p.finish();
   EXPECT_NE(out.str().find("importing 2 files: "), std::string::npos);
 }
+
+TEST(Kineto, SmallGzipParsedInPlaceMatchesPlain) {
+  // A gzip file small enough to be inflated at once is parsed where it lies (trace_input.h's
+  // take_whole, no copy into the 4 MiB buffer): the same store, byte count and truncation message
+  // as the plain file read through the buffer. The cpu_ops' shapes (with and without spaces) go
+  // through the pending ops' own string table and are joined into /ops.
+  std::string events;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string ext = std::to_string(100 + i), corr = std::to_string(i + 1);
+    if (i) events += ",";
+    events += R"J({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": )J" +
+              std::to_string(i * 10) + R"J(, "dur": 5, "args": {"External id": )J" + ext +
+              R"J(, "Input Dims": )J" + (i % 2 ? "[[" : "[[ ") + std::to_string(i % 7) +
+              R"J(, 3], [3]], "Input type": ["float", "float"]}},)J";
+    events +=
+        R"J({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": )J" +
+        std::to_string(i * 10 + 1) + R"J(, "dur": 2, "args": {"correlation": )J" + corr +
+        R"J(, "External id": )J" + ext + "}},";
+    events += R"J({"ph": "X", "cat": "kernel", "name": "k)J" + std::to_string(i % 5) +
+              R"J(", "pid": 0, "tid": 7, "ts": )J" + std::to_string(i * 10 + 3) +
+              R"J(, "dur": 4, "args": {"device": 0, "stream": 7, "correlation": )J" + corr + "}}";
+  }
+  const std::string json = wrap(events);
+  const auto dir = std::filesystem::temp_directory_path();
+  auto write = [&](const std::string& text, const std::string& name) {
+    const auto plain = dir / (name + ".json");
+    std::ofstream(plain, std::ios::binary) << text;
+    EXPECT_EQ(std::system(("gzip -kf " + plain.string()).c_str()), 0);
+    return plain.string();
+  };
+  const std::string plain = write(json, "kernalyse_inplace_rank-3");
+  ImportStats sp, sg;
+  Store a = import_kineto_file(plain, {}, &sp);
+  Store b = import_kineto_file(plain + ".gz", {}, &sg);
+  EXPECT_EQ(sp.bytes, static_cast<int64_t>(json.size()));
+  EXPECT_EQ(sg.bytes, sp.bytes);
+  ASSERT_EQ(a.activities.size(), 3000u);
+  EXPECT_EQ(b.activities.start_ns, a.activities.start_ns);
+  EXPECT_EQ(b.activities.name_id, a.activities.name_id);
+  EXPECT_EQ(b.launches.correlation, a.launches.correlation);
+  ASSERT_EQ(a.ops.size(), 3000u);
+  EXPECT_EQ(b.ops.dims_id, a.ops.dims_id);
+  EXPECT_EQ(b.ops.types_id, a.ops.types_id);
+  EXPECT_EQ(b.strings.all(), a.strings.all());
+  EXPECT_EQ(a.strings.at(a.ops.dims_id[0]), "[[0,3],[3]]");  // compacted, spaces or not
+  EXPECT_EQ(a.strings.at(a.ops.dims_id[1]), "[[1,3],[3]]");
+  EXPECT_EQ(a.strings.at(a.ops.types_id[0]), R"(["float","float"])");
+
+  const std::string cut = write(json.substr(0, json.size() / 2), "kernalyse_inplace_cut_rank-3");
+  auto message = [](const std::string& path) {
+    try {
+      import_kineto_file(path, {}, nullptr);
+    } catch (const Error& e) {
+      std::string m = e.what();
+      return m.substr(m.find(": ") + 2);  // the problem, without the file name
+    }
+    return std::string("no error");
+  };
+  const std::string m = message(cut);
+  EXPECT_NE(m.find("truncated JSON: input ends at byte " + std::to_string(json.size() / 2)),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(message(cut + ".gz"), m);
+  for (const auto& p : {plain, plain + ".gz", cut, cut + ".gz"}) std::filesystem::remove(p);
+}

@@ -755,11 +755,19 @@ class Importer {
   std::vector<int64_t> act_pid_, ann_pid_, cnt_pid_;
   // cpu_op calls by External id, and each launch's External id: joined in finish() into /ops
   // (only ops that launched GPU work are kept, with their shapes as raw JSON text).
+  // Their texts are ids into op_strings_, a table of the pending ops' own: four std::strings an
+  // op were most of a large file's import memory (issue 28). The join interns the kept ops'
+  // texts into the store's table in the order it did before, so the store is the same.
   struct PendingOp {
     int64_t pid, tid, start, end;
-    std::string name, dims, types, concrete;
+    uint32_t name, dims, types, concrete;
   };
   std::unordered_map<int64_t, PendingOp> pending_ops_;
+  StringTable op_strings_;
+  uint32_t intern_shape(std::string_view t) {  // compact_json's text, with no copy when compact
+    return std::none_of(t.begin(), t.end(), is_ws) ? op_strings_.intern(t)
+                                                   : op_strings_.intern(compact_json(t));
+  }
   std::vector<int64_t> launch_ext_;
   void join_ops();
   bool have_events_key_ = false;
@@ -1039,9 +1047,9 @@ void Importer::add_event(const RawEvent& ev) {
     // Counted as ignored like any other event the store does not keep as a row of its own;
     // what the performance model needs of it goes to /ops when it launched GPU work.
     pending_ops_.insert_or_assign(
-        ev.external_id, PendingOp{ev.pid, ev.tid, ev.ts, *end, std::string(ev.s[kName]),
-                                  compact_json(ev.s[kInputDims]), compact_json(ev.s[kInputType]),
-                                  compact_json(ev.s[kConcrete])});
+        ev.external_id, PendingOp{ev.pid, ev.tid, ev.ts, *end, op_strings_.intern(ev.s[kName]),
+                                  intern_shape(ev.s[kInputDims]), intern_shape(ev.s[kInputType]),
+                                  intern_shape(ev.s[kConcrete])});
   }
   AnnotationKind ak;
   int32_t step = kNoStep;
@@ -1157,14 +1165,15 @@ void Importer::join_ops() {
     o.tid.push_back(p.tid);
     o.start_ns.push_back(p.start);
     o.end_ns.push_back(p.end);
-    o.name_id.push_back(store_.strings.intern(p.name));
+    o.name_id.push_back(store_.strings.intern(op_strings_.at(p.name)));
     o.external_id.push_back(launch_ext_[i]);
     o.correlation.push_back(l.correlation[i]);
-    o.dims_id.push_back(store_.strings.intern(p.dims));
-    o.types_id.push_back(store_.strings.intern(p.types));
-    o.concrete_id.push_back(store_.strings.intern(p.concrete));
+    o.dims_id.push_back(store_.strings.intern(op_strings_.at(p.dims)));
+    o.types_id.push_back(store_.strings.intern(op_strings_.at(p.types)));
+    o.concrete_id.push_back(store_.strings.intern(op_strings_.at(p.concrete)));
   }
   std::unordered_map<int64_t, PendingOp>().swap(pending_ops_);
+  op_strings_ = StringTable();
   std::vector<int64_t>().swap(launch_ext_);
 }
 
