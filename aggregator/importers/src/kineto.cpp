@@ -650,10 +650,12 @@ class EventParser {
 // ---------------------------------------------------------------- event → tables
 // JSON text without the whitespace outside strings: pretty-printed and compact traces give the
 // same interned shape text ("[[768],[788,768]]"), so equal shapes group together.
-std::string compact_json(std::string_view t) {
-  // Most shapes have no whitespace at all (compact traces): the text itself.
-  if (std::none_of(t.begin(), t.end(), is_ws)) return std::string(t);
-  std::string o(t.size(), '\0');  // written in place: no append per character
+// Returns t itself when it has no whitespace (most shapes: compact traces), else the compacted
+// text written into `scratch`: no string made per op.
+std::string_view compact_json(std::string_view t, std::string& scratch) {
+  if (std::none_of(t.begin(), t.end(), is_ws)) return t;
+  std::string& o = scratch;
+  o.assign(t.size(), '\0');  // written in place: no append per character
   char* w = o.data();
   bool in_str = false, esc = false;
   for (char c : t) {
@@ -764,10 +766,8 @@ class Importer {
   };
   std::unordered_map<int64_t, PendingOp> pending_ops_;
   StringTable op_strings_;
-  uint32_t intern_shape(std::string_view t) {  // compact_json's text, with no copy when compact
-    return std::none_of(t.begin(), t.end(), is_ws) ? op_strings_.intern(t)
-                                                   : op_strings_.intern(compact_json(t));
-  }
+  uint32_t intern_shape(std::string_view t) { return op_strings_.intern(compact_json(t, shape_)); }
+  std::string shape_;  // compact_json's scratch
   std::vector<int64_t> launch_ext_;
   void join_ops();
   bool have_events_key_ = false;

@@ -80,10 +80,7 @@ class Input {
   size_t read(char* dst, size_t n) {
     // The first read decides: a large one (an importer's buffer, not a format sniffer's look at
     // the first bytes) of a small gzip file inflates it whole.
-    if (gzip_ && !tried_whole_) {
-      tried_whole_ = true;
-      if (n >= kWholeMinRead) inflate_whole();
-    }
+    decide_whole(n >= kWholeMinRead);
     if (whole_) {  // inflated whole by libdeflate
       const size_t k = std::min(n, whole_data_.size() - whole_pos_);
       std::memcpy(dst, whole_data_.data() + whole_pos_, k);
@@ -136,10 +133,7 @@ class Input {
   // a fork (HTA's worker pool in the same process) each page first written costs a fault
   // (issue 27).
   bool take_whole(std::string_view* text) {
-    if (gzip_ && !tried_whole_) {
-      tried_whole_ = true;
-      inflate_whole();
-    }
+    decide_whole(true);
     if (!whole_ || whole_pos_ != 0) return false;
     *text = std::string_view(whole_data_.data(), whole_data_.size());
     whole_pos_ = whole_data_.size();
@@ -189,6 +183,13 @@ class Input {
   // not take whole (a damaged member, trailing bytes, a larger output) is read by zlib's stream
   // from the start instead, so the errors are the zlib path's.
   static constexpr size_t kWholeMax = size_t{32} << 20;
+  // Decided once, at the first read or take_whole: a format sniffer's small look (allowed false)
+  // leaves the file to zlib's stream.
+  void decide_whole(bool allowed) {
+    if (!gzip_ || tried_whole_) return;
+    tried_whole_ = true;
+    if (allowed) inflate_whole();
+  }
   static constexpr size_t kWholeMinRead = size_t{64} << 10;
   bool inflate_whole() {
 #if defined(KERNALYSE_HAVE_LIBDEFLATE)
