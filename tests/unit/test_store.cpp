@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "kernalyse/archive.h"
 #include "kernalyse/store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/utc.h"
@@ -709,6 +710,30 @@ TEST_F(StoreIo, ColumnSelection) {
   EXPECT_EQ(m.activities.correlation.size(), s.activities.size());
 }
 
+// The MPI exchange's parts (sliced.cpp's load_cross): skip() counts a part's column, append()
+// puts the parts of a column one after another; a count past the message's end throws.
+TEST(Archive, PartsAppendedAfterOneAnother) {
+  Archive out;
+  out.put(std::vector<int64_t>{1, 2, 3});
+  out.put(std::vector<int64_t>{});
+  out.put(std::vector<int64_t>{4, 5});
+  Archive in(std::move(out).bytes());
+  std::vector<int64_t> col;
+  size_t rows = 0;
+  for (int p = 0; p < 3; ++p) rows += in.skip(col);
+  EXPECT_TRUE(in.done());
+  EXPECT_EQ(rows, 5u);
+  in.rewind();
+  col.reserve(rows);
+  for (int p = 0; p < 3; ++p) in.append(col);
+  EXPECT_EQ(col, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  Archive bad;
+  bad.put(uint64_t{4});  // four elements announced, none there
+  Archive short_in(std::move(bad).bytes());
+  EXPECT_THROW(short_in.append(col), std::runtime_error);
+  EXPECT_EQ(col.size(), 5u);
+}
+
 // One UTC formatter (kernalyse/utc.h): milliseconds floor, also before 1970.
 TEST(Utc, MillisecondsFloorOnBothSidesOfTheEpoch) {
   EXPECT_EQ(kernalyse::utc_ms(1'795'478'101'123'999'999), "2026-11-23T23:55:01.123Z");
@@ -785,6 +810,44 @@ TEST_F(StoreIo, RankSlicesHoldEachRanksRows) {
   // A slice read on its own is the same as the one for_each handed over.
   Store one = slices.read(2);
   expect_rank_rows(whole.activities, one.activities, 3, "activities");
+}
+
+// narrow(): the second pass's fewer columns from the same slices, the rank columns not scanned
+// again. The slices stay those of the constructor's tables: rank 1 has a step annotation only, and
+// a new reader without /annotations would have two slices, so that slice k named another rank
+// (under mpirun, each process's [first, last) of the first reader's slices).
+TEST_F(StoreIo, RankSlicesNarrowKeepsTheSlicesAndReadsFewerColumns) {
+  const Store s = sample_store();
+  const std::string p = path("run.h5");
+  write_store(s, p);
+  const Store whole = read_store(p);
+  RankSlices slices(p, ColumnSelection::all());
+  ColumnSelection less = ColumnSelection::all();
+  less.annotations = less.counters = less.ops = less.nccl = false;
+  less.activity_step = less.launch_detail = false;
+  slices.narrow(less);
+  ASSERT_EQ(slices.size(), 3u);
+  std::vector<int32_t> seen;
+  for (size_t k = 0; k < slices.size(); ++k) {
+    const Store x = slices.read(k);
+    ASSERT_EQ(x.ranks.size(), 1u);
+    const int32_t r = x.ranks[0].rank;
+    seen.push_back(r);
+    std::vector<int64_t> start, launch_start;
+    for (size_t i = 0; i < whole.activities.size(); ++i)
+      if (whole.activities.rank[i] == r) start.push_back(whole.activities.start_ns[i]);
+    for (size_t i = 0; i < whole.launches.size(); ++i)
+      if (whole.launches.rank[i] == r) launch_start.push_back(whole.launches.start_ns[i]);
+    EXPECT_EQ(x.activities.start_ns, start) << "rank " << r;
+    EXPECT_EQ(x.launches.start_ns, launch_start) << "rank " << r;
+    EXPECT_TRUE(x.activities.step.empty());  // not wanted any more
+    EXPECT_TRUE(x.launches.tid.empty());     // launch detail: not wanted
+    EXPECT_EQ(x.annotations.size(), 0u);     // the table is not read
+    EXPECT_EQ(x.nccl.size(), 0u);
+  }
+  EXPECT_EQ(seen, (std::vector<int32_t>{0, 1, 3}));
+  RankSlices fresh(p, less);  // what pass 2 did before: rank 1 is not a slice of it
+  EXPECT_EQ(fresh.size(), 2u);
 }
 
 // A store whose rows are not grouped by rank (another writer's) is refused with one line; the

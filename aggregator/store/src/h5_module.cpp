@@ -15,9 +15,13 @@ void slices_read(void* s, size_t k, Store& into) { static_cast<RankSlices*>(s)->
 void slices_for_each(void* s, const std::function<void(const Store&)>& f) {
   static_cast<RankSlices*>(s)->for_each(f);
 }
+void slices_narrow(void* s, const ColumnSelection& sel) {
+  static_cast<RankSlices*>(s)->narrow(sel);
+}
 
-constexpr H5Module kModule{kH5ModuleVersion, write_store, read_store,  slices_open,    slices_close,
-                           slices_header,    slices_size, slices_read, slices_for_each};
+constexpr H5Module kModule{kH5ModuleVersion, write_store,   read_store,  slices_open,
+                           slices_close,     slices_header, slices_size, slices_read,
+                           slices_for_each,  slices_narrow};
 
 }  // namespace
 }  // namespace kernalyse::detail

@@ -20,7 +20,7 @@ namespace kernalyse::detail {
 
 // The module and kernalyse-merge are built together; the version guards against a module left
 // over from another build.
-inline constexpr int kH5ModuleVersion = 1;
+inline constexpr int kH5ModuleVersion = 2;
 
 struct H5Module {
   int version;
@@ -33,6 +33,7 @@ struct H5Module {
   size_t (*slices_size)(const void*);
   void (*slices_read)(void*, size_t, Store&);
   void (*slices_for_each)(void*, const std::function<void(const Store&)>&);
+  void (*slices_narrow)(void*, const ColumnSelection&);
 };
 
 }  // namespace kernalyse::detail

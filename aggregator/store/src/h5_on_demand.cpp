@@ -67,4 +67,6 @@ void RankSlices::for_each(const std::function<void(const Store&)>& f) {
   h5().slices_for_each(impl_->slices, f);
 }
 
+void RankSlices::narrow(const ColumnSelection& sel) { h5().slices_narrow(impl_->slices, sel); }
+
 }  // namespace kernalyse

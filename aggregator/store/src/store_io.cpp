@@ -652,6 +652,19 @@ struct RankSlices::Impl {
     }
   }
 
+  void narrow(const ColumnSelection& sel) {
+    auto keep = [](auto& t, bool on, std::function<bool(std::string_view)> wanted) {
+      if (!on) t.open.reset();
+      if (t.open) t.open->wanted = std::move(wanted);  // the open columns, fewer of them read
+    };
+    keep(activities, sel.activities, [sel](std::string_view c) { return activity_wanted(sel, c); });
+    keep(launches, sel.launches, [sel](std::string_view c) { return launch_wanted(sel, c); });
+    keep(annotations, sel.annotations, all_wanted);
+    keep(counters, sel.counters, all_wanted);
+    keep(ops, sel.ops, [sel](std::string_view c) { return op_wanted(sel, c); });
+    if (!sel.nccl) nccl_read = false, nccl = NcclInfo(), nccl_rows.assign(ranks.size(), {});
+  }
+
   // Into `s`, whose columns' memory is reused (fresh memory is the expensive part).
   void read(size_t k, Store& s) const {
     s.attrs = header.attrs;
@@ -690,6 +703,8 @@ RankSlices::RankSlices(const std::string& path, const ColumnSelection& sel)
 RankSlices::~RankSlices() = default;
 
 const Store& RankSlices::header() const { return impl_->header; }
+
+void RankSlices::narrow(const ColumnSelection& sel) { impl_->narrow(sel); }
 
 size_t RankSlices::size() const { return impl_->ranks.size(); }
 

@@ -66,32 +66,50 @@ void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, Coll
     int32_t nccl;
   };
   // Key: (0, operation id) where NCCL gave one (a send and its receive share it), else (1, process
-  // group, Seq or occurrence).
-  std::map<std::tuple<int, uint32_t, uint64_t>, std::vector<Side>> sides;
+  // group, Seq or occurrence). Sorted by key, a key's sides in table order (stable): each
+  // collective name is classified once (it was a lower-cased copy per row: 0.1 s of the 256-rank
+  // benchmark store's inference, docs/benchmarks.md).
+  using Key = std::tuple<int, uint32_t, uint64_t>;
+  std::vector<std::pair<Key, Side>> sides;
   const bool ids = nc.op_id.size() == nc.size();
   std::map<std::tuple<int32_t, uint32_t, bool>, int64_t> occurrence;
+  std::unordered_map<uint32_t, int8_t> side_of;  // collective name id -> 1 send, 0 recv, -1 neither
   for (size_t i = 0; i < nc.size(); ++i) {
     const uint64_t row = nc.activity[i];
     if (row >= a.size() || !open[row]) continue;
-    const std::string op = collective_op_key(s.strings.at(nc.collective_id[i]));
-    const bool send = op.find("send") != std::string::npos;
-    if (send == (op.find("recv") != std::string::npos)) continue;  // neither, or a fused SendRecv
+    auto [known, fresh] = side_of.try_emplace(nc.collective_id[i], int8_t{-1});
+    if (fresh) {
+      const std::string op = collective_op_key(s.strings.at(nc.collective_id[i]));
+      const bool send = op.find("send") != std::string::npos;
+      // neither, or a fused SendRecv: -1
+      if (send != (op.find("recv") != std::string::npos)) known->second = send ? 1 : 0;
+    }
+    if (known->second < 0) continue;
+    const bool send = known->second == 1;
     open[row] = 0;
     const Side side{static_cast<uint32_t>(row), send, static_cast<int32_t>(i)};
     if (ids && nc.op_id[i] != 0) {
-      sides[{0, 0u, nc.op_id[i]}].push_back(side);
+      sides.push_back({{0, 0u, nc.op_id[i]}, side});
       continue;
     }
     const int64_t k =
         nc.seq[i] >= 0 ? nc.seq[i] : occurrence[{a.rank[row], nc.pg_name_id[i], send}]++;
-    sides[{1, nc.pg_name_id[i], static_cast<uint64_t>(k)}].push_back(side);
+    sides.push_back({{1, nc.pg_name_id[i], static_cast<uint64_t>(k)}, side});
   }
-  for (const auto& [key, v] : sides) {
-    if (v.size() != 2 || v[0].send == v[1].send || a.rank[v[0].row] == a.rank[v[1].row]) continue;
+  std::stable_sort(sides.begin(), sides.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (size_t at = 0; at < sides.size();) {
+    size_t end = at;
+    while (end < sides.size() && sides[end].first == sides[at].first) ++end;
+    const size_t first = at, count = end - at;
+    at = end;
+    auto v = [&](size_t k) -> const Side& { return sides[first + k].second; };
+    if (count != 2 || v(0).send == v(1).send || a.rank[v(0).row] == a.rank[v(1).row]) continue;
     Collective c;
     c.id = static_cast<int64_t>(m->matched.size() + m->p2p.size());
     c.op = "send/recv";
-    for (const Side& x : v) c.arrivals.push_back({a.rank[x.row], x.row, x.nccl});
+    for (size_t k = 0; k < count; ++k)
+      c.arrivals.push_back({a.rank[v(k).row], v(k).row, v(k).nccl});
     m->p2p.push_back(std::move(c));
   }
 }
@@ -188,6 +206,141 @@ Identity identity_of(const NcclInfo& nc, const std::vector<uint32_t>& comm_rows,
   return id;
 }
 
+// The instances in order of discovery, found by their key (a text, or MetaKey).
+template <class Key, class Hash = std::hash<Key>>
+struct InstanceTable {
+  std::vector<Instance> list;
+  std::unordered_map<Key, uint32_t, Hash> index;
+  // The instance of `key`; a new one is first given to `init`.
+  template <class Init>
+  Instance& at(Key&& key, Init&& init) {
+    auto [it, fresh] = index.try_emplace(std::move(key), static_cast<uint32_t>(list.size()));
+    if (fresh) init(list.emplace_back());
+    return list[it->second];
+  }
+};
+
+void add_arrival(Instance& in, int32_t r, uint32_t i, int32_t n, const NcclInfo& nc) {
+  if (std::none_of(in.arrivals.begin(), in.arrivals.end(),
+                   [&](const CollectiveArrival& x) { return x.rank == r; }))
+    in.arrivals.push_back({r, i, n});
+  if (n >= 0) in.msg_bytes = std::max(in.msg_bytes, nc.msg_bytes[n]);
+}
+
+// An instance's identity from NCCL's metadata, as ids: (operation id, collective op key) or
+// (process group, collective, Seq or occurrence); a send's or a receive's rank (each side is an
+// instance of its own, paired later). The texts' ids are canonical (one per distinct text), so
+// two keys are equal exactly when the texts they name are.
+struct MetaKey {
+  uint64_t a = 0, b = 0;
+  int64_t c = -1;
+  int32_t side_rank = -1;
+  bool operator==(const MetaKey& o) const {
+    return a == o.a && b == o.b && c == o.c && side_rank == o.side_rank;
+  }
+};
+struct MetaKeyHash {
+  size_t operator()(const MetaKey& k) const {
+    uint64_t h = k.a * 0x9E3779B97F4A7C15ULL;
+    h = (h ^ (h >> 29) ^ k.b) * 0xBF58476D1CE4E5B9ULL;
+    h = (h ^ (h >> 31) ^ static_cast<uint64_t>(k.c)) * 0x94D049BB133111EBULL;
+    return static_cast<size_t>(h ^ (h >> 32) ^ static_cast<uint32_t>(k.side_rank));
+  }
+};
+
+// One id per distinct text of the store's table (a table read from a file may hold a text twice).
+class CanonicalIds {
+ public:
+  explicit CanonicalIds(const StringTable& t) : t_(t) {}
+  uint32_t operator()(uint32_t id) {
+    if (id >= of_.size()) of_.resize(id + 1, UINT32_MAX);
+    if (of_[id] == UINT32_MAX) of_[id] = first_.try_emplace(t_.at(id), id).first->second;
+    return of_[id];
+  }
+
+ private:
+  const StringTable& t_;
+  std::vector<uint32_t> of_;
+  std::unordered_map<std::string_view, uint32_t> first_;
+};
+
+// Every communication kernel has NCCL metadata: instances by MetaKey. This was a text key per
+// kernel (pg, collective and Seq formatted and hashed): 0.6 s of the 256-rank benchmark store's
+// clock inference (docs/benchmarks.md); the same instances in the same order.
+std::vector<Instance> instances_by_metadata(const Store& s,
+                                            const std::map<int32_t, std::vector<uint32_t>>& comm,
+                                            const std::vector<int32_t>& nccl_of, bool all_ids,
+                                            bool all_seq) {
+  const NcclInfo& nc = s.nccl;
+  CanonicalIds text(s.strings);
+  struct Op {
+    uint32_t key = 0;   // collective_op_key's text, canonical
+    bool side = false;  // a send or a receive
+  };
+  std::unordered_map<uint32_t, Op> op_of;  // per collective name id
+  std::unordered_map<std::string, uint32_t> op_keys;
+  std::unordered_map<uint32_t, std::vector<int32_t>> ranks_of;  // per pg_ranks_id, parsed
+  InstanceTable<MetaKey, MetaKeyHash> t;
+  for (const auto& [rank, v] : comm) {
+    const int32_t r = rank;
+    std::unordered_map<uint64_t, int64_t> occurrence;  // per (process group, collective)
+    for (uint32_t i : v) {
+      const int32_t n = nccl_of[i];
+      const uint32_t coll = nc.collective_id[n];
+      auto [op, fresh] = op_of.try_emplace(coll);
+      if (fresh) {
+        const std::string& name = s.strings.at(coll);
+        const std::string k = collective_op_key(name);
+        op->second = {op_keys.try_emplace(k, static_cast<uint32_t>(op_keys.size())).first->second,
+                      is_p2p_side(name)};
+      }
+      MetaKey key;
+      if (all_ids) {
+        key.a = nc.op_id[n], key.b = op->second.key;
+      } else {
+        key.a = text(nc.pg_name_id[n]), key.b = text(coll);
+        key.c = all_seq ? nc.seq[n] : occurrence[key.a << 32 | key.b]++;
+      }
+      if (op->second.side) key.side_rank = r;
+      Instance& in = t.at(std::move(key), [&](Instance& x) {
+        x.op = s.strings.at(coll);
+        x.pg = nc.pg_name_id[n];
+        auto [ranks, parse] = ranks_of.try_emplace(nc.pg_ranks_id[n]);
+        if (parse) ranks->second = parse_ranks(s.strings.at(nc.pg_ranks_id[n]));
+        x.expected = ranks->second;
+      });
+      add_arrival(in, r, i, n, nc);
+    }
+  }
+  return std::move(t.list);
+}
+
+// No metadata on some kernel: instances by the kernel's simplified name (and stream), the k-th
+// occurrence on each rank.
+std::vector<Instance> instances_by_name(const Store& s,
+                                        const std::map<int32_t, std::vector<uint32_t>>& comm,
+                                        const std::vector<int32_t>& nccl_of,
+                                        const NameGroups& groups, bool with_stream) {
+  const Activities& a = s.activities;
+  auto group_name = [&](uint32_t i) -> const std::string& {
+    int32_t g = groups.group_of[a.name_id[i]];
+    return g >= 0 ? groups.names[g] : s.strings.at(a.name_id[i]);
+  };
+  InstanceTable<std::string> t;
+  for (const auto& [rank, v] : comm) {
+    std::unordered_map<std::string, int64_t> occurrence;
+    for (uint32_t i : v) {
+      const int32_t n = nccl_of.empty() ? -1 : nccl_of[i];
+      std::string base = group_name(i) + (with_stream ? "\x1f" + std::to_string(a.stream[i]) : "");
+      std::string key = base + "\x1f" + std::to_string(occurrence[base]++);
+      Instance& in =
+          t.at(std::move(key), [&](Instance& x) { x.op = op_from_kernel(group_name(i)); });
+      add_arrival(in, rank, i, n, s.nccl);
+    }
+  }
+  return std::move(t.list);
+}
+
 }  // namespace
 
 std::string matched_by(const std::string& method) {
@@ -231,10 +384,6 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   // identity does not depend on display options.
   NameGroups groups;
   if (!all_meta) groups = group_names(s, comm_rows, /*verbose=*/false, /*kernels_only=*/true);
-  auto group_name = [&](uint32_t i) -> const std::string& {
-    int32_t g = groups.group_of[a.name_id[i]];
-    return g >= 0 ? groups.names[g] : s.strings.at(a.name_id[i]);
-  };
   // The ranks seen using each process group: who an instance expects when the group's rank list
   // was not recorded (the collector's communicators, older PyTorch). Without it, every rank would
   // be expected, and sub-communicators (tensor-parallel groups inside a pipeline) never match.
@@ -245,48 +394,13 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
         auto& m = members[nc.pg_name_id[nccl_row(i)]];
         if (m.empty() || m.back() != rank) m.push_back(rank);  // comm is in rank order
       }
-  using Map = std::unordered_map<std::string, Instance>;
-  auto build = [&](bool with_stream, std::vector<std::string>* order) {
-    Map inst;
-    for (auto& [rank, v] : comm) {
-      const int32_t r = rank;  // a structured binding: lambdas capture it only from C++20 on
-      std::unordered_map<std::string, int64_t> occurrence;
-      for (uint32_t i : v) {
-        int32_t n = nccl_row(i);
-        std::string base, op;
-        if (all_meta) {
-          op = s.strings.at(nc.collective_id[n]);
-          base = s.strings.at(nc.pg_name_id[n]) + "\x1f" + op;
-        } else {
-          op = op_from_kernel(group_name(i));
-          base = group_name(i) + (with_stream ? "\x1f" + std::to_string(a.stream[i]) : "");
-        }
-        // The operation id names the instance on every rank (the collective name keeps a send
-        // and its receive, which share the id, apart: they pair as point-to-point below).
-        std::string key =
-            all_ids ? "id\x1f" + std::to_string(nc.op_id[n]) + "\x1f" + collective_op_key(op)
-                    : base + "\x1f" + std::to_string(all_seq ? nc.seq[n] : occurrence[base]++);
-        // A send or a receive (NCCL metadata) is no collective: one rank's side, paired below.
-        if (all_meta && is_p2p_side(op)) key += "\x1fp2p\x1f" + std::to_string(r);
-        auto [it, fresh] = inst.try_emplace(key);
-        Instance& in = it->second;
-        if (fresh) {
-          in.op = op;
-          order->push_back(key);
-          if (all_meta) {
-            in.pg = nc.pg_name_id[n];
-            in.expected = parse_ranks(s.strings.at(nc.pg_ranks_id[n]));
-          }
-        }
-        if (std::none_of(in.arrivals.begin(), in.arrivals.end(),
-                         [&](const CollectiveArrival& x) { return x.rank == r; }))
-          in.arrivals.push_back({r, i, n});
-        if (n >= 0) in.msg_bytes = std::max(in.msg_bytes, nc.msg_bytes[n]);
-      }
-    }
+  auto build = [&](bool with_stream) {
+    std::vector<Instance> inst = all_meta
+                                     ? instances_by_metadata(s, comm, nccl_of, all_ids, all_seq)
+                                     : instances_by_name(s, comm, nccl_of, groups, with_stream);
     // Expected ranks: the process group's recorded ranks present in the rows; else the ranks seen
     // using the group; else (no metadata) every rank.
-    for (auto& [k, in] : inst) {
+    for (Instance& in : inst) {
       std::vector<int32_t> exp;
       for (int32_t r : in.expected)
         if (std::binary_search(out.ranks.begin(), out.ranks.end(), r)) exp.push_back(r);
@@ -297,29 +411,22 @@ CollectiveMatch match_collectives(const Store& s, const std::vector<uint32_t>& r
   auto complete = [](const Instance& in) {
     return in.arrivals.size() == in.expected.size() && in.expected.size() >= 2;
   };
-  auto count_complete = [&](const Map& m) {
-    size_t c = 0;
-    for (const auto& [k, in] : m) c += complete(in);
-    return c;
+  auto count_complete = [&](const std::vector<Instance>& v) {
+    return static_cast<size_t>(std::count_if(v.begin(), v.end(), complete));
   };
-  std::vector<std::string> order;
-  Map inst = build(true, &order);
+  std::vector<Instance> inst = build(true);
   size_t matched_n = count_complete(inst);
   if (!all_meta && matched_n * 2 < inst.size()) {
     // Streams are numbered per process; ranks may use different ones for NCCL. Retry without.
-    std::vector<std::string> alt_order;
-    Map alt = build(false, &alt_order);
+    std::vector<Instance> alt = build(false);
     if (count_complete(alt) > matched_n) {
       inst = std::move(alt);
-      order = std::move(alt_order);
       out.method = "kernel (name, occurrence)";
     }
   }
-
   std::vector<std::pair<int64_t, Collective>> found;  // (first arrival, instance)
   std::vector<const Instance*> incomplete;            // in key order
-  for (const auto& k : order) {
-    Instance& in = inst[k];
+  for (Instance& in : inst) {
     std::sort(
         in.arrivals.begin(), in.arrivals.end(),
         [](const CollectiveArrival& x, const CollectiveArrival& y) { return x.rank < y.rank; });

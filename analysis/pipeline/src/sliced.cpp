@@ -160,30 +160,53 @@ namespace {
 // The cross-rank rows as bytes (every table's columns, the kernels' name ids), and the parts of
 // every process (in rank order) concatenated back into one store after the header.
 std::string save_cross(const CrossRows& c) {
+  size_t bytes = sizeof(uint64_t) + c.kernel_names.size();
+  for_each_table(c.store, [&](const char*, const auto& t) {
+    for_each_column(t, [&](const auto&, const auto& col) {
+      bytes += sizeof(uint64_t) + col.size() * sizeof(col[0]);
+    });
+  });
   Archive ar;
+  ar.reserve(
+      bytes);  // one allocation, not a doubling string's copies (~115 MB a process, 256 ranks)
   put_tables(ar, c.store);
   ar.put(c.kernel_names);
-  return ar.bytes();
+  return std::move(ar).bytes();
 }
 
+// Every part's columns appended straight from the message into columns sized once: a store per
+// part and a copy into the whole doubled the exchange's memory and time (docs/benchmarks.md).
 void load_cross(CrossRows& c, std::string bytes, int parts) {
   Store all;
   all.attrs = c.store.attrs, all.strings = c.store.strings, all.ranks = c.store.ranks;
   c.store = Store();  // this process's part is in `bytes` too
   Archive ar(std::move(bytes));
+  std::vector<size_t> rows;  // per column, in for_each_table/for_each_column order
   for (int p = 0; p < parts; ++p) {
-    Store part;
-    get_tables(ar, part);
+    size_t k = 0;
+    for_each_table(all, [&](const char*, auto& t) {
+      for_each_column(t, [&](const auto&, auto& col) {
+        if (k == rows.size()) rows.push_back(0);
+        rows[k++] += ar.skip(col);
+      });
+    });
+    ar.skip(c.kernel_names);
+  }
+  size_t k = 0;
+  for_each_table(all, [&](const char*, auto& t) {
+    for_each_column(t, [&](const auto&, auto& col) { col.reserve(rows[k++]); });
+  });
+  ar.rewind();
+  for (int p = 0; p < parts; ++p) {
+    const size_t first_activity = all.activities.size(), first_nccl = all.nccl.activity.size();
+    for_each_table(all, [&](const char*, auto& t) {
+      for_each_column(t, [&](const auto&, auto& col) { ar.append(col); });
+    });
+    for (size_t i = first_nccl; i < all.nccl.activity.size(); ++i)
+      if (all.nccl.activity[i] != UINT64_MAX) all.nccl.activity[i] += first_activity;
     const auto names = ar.get<std::vector<uint8_t>>();
     for (size_t i = 0; i < names.size() && i < c.kernel_names.size(); ++i)
       c.kernel_names[i] |= names[i];
-    for (uint64_t& x : part.nccl.activity)
-      if (x != UINT64_MAX) x += all.activities.size();
-    for_each_table_pair(all, part, [&](const char*, auto& dst, const auto& src) {
-      for_each_column_pair(dst, src, [&](const auto&, auto& d, const auto& from) {
-        d.insert(d.end(), from.begin(), from.end());
-      });
-    });
   }
   c.store = std::move(all);
 }
@@ -235,8 +258,7 @@ struct SlicedPipeline {
       ColumnSelection less = sel;
       less.annotations = less.counters = less.ops = less.nccl = false;
       less.activity_step = less.launch_detail = false;
-      slices.reset();
-      slices = std::make_unique<RankSlices>(file, less);
+      slices->narrow(less);  // the same slices, the rank columns not scanned again
       buf[1] = Store();
     }
     for_each_slice(*slices, first, last, moved, buf, moved, [&](const Store& s) {

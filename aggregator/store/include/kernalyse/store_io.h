@@ -46,6 +46,9 @@ class RankSlices {
   Store read(size_t k);
   // The same into `into`, reusing its columns' memory.
   void read(size_t k, Store& into);
+  // From now on only `sel`'s columns are read, a subset of the constructor's: the slices stay the
+  // same and the rank columns are not scanned again (a second pass with fewer columns).
+  void narrow(const ColumnSelection& sel);
   // read(0), read(1), ... handed to f in turn; the next slice is read on another thread while
   // f runs (f may use the parallel pool; it must not use HDF5).
   void for_each(const std::function<void(const Store&)>& f);
