@@ -38,6 +38,10 @@ std::unique_ptr<Spread> mpi_spread() {
   m.init(&s->process, &s->processes);
   s->all_gather = m.all_gather;
   s->gather = m.gather;
+  s->all_gather_into = [f = m.all_gather_into](const void* mine, void* all,
+                                               const std::vector<size_t>& counts) {
+    f(mine, all, counts.data());
+  };
   return s;
 }
 

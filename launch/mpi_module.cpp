@@ -67,6 +67,18 @@ std::string gather(const std::string& mine) {
   return all;
 }
 
+void all_gather_into(const void* mine, void* all, const size_t* counts) {
+  int procs = 1, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &procs);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  std::vector<int> n(static_cast<size_t>(procs));
+  for (size_t p = 0; p < n.size(); ++p) n[p] = byte_count(counts[p]);
+  size_t total = 0;
+  const std::vector<int> at = displacements(n, &total);
+  MPI_Allgatherv(mine, n[static_cast<size_t>(me)], MPI_BYTE, all, n.data(), at.data(), MPI_BYTE,
+                 MPI_COMM_WORLD);
+}
+
 void init(int* process, int* processes) {
   int ready = 0;
   MPI_Initialized(&ready);
@@ -83,7 +95,8 @@ void init(int* process, int* processes) {
   MPI_Comm_size(MPI_COMM_WORLD, processes);
 }
 
-const detail::MpiModule kModule = {detail::kMpiModuleVersion, init, all_gather, gather};
+const detail::MpiModule kModule = {detail::kMpiModuleVersion, init, all_gather, gather,
+                                   all_gather_into};
 
 }  // namespace
 

@@ -2,13 +2,14 @@
 // kernalyse-merge STORE`, loaded by merge_mpi.cpp only under a launcher of several processes.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace kernalyse::detail {
 
 // The module and kernalyse-merge are built together; the version guards against a module left
 // over from another build.
-inline constexpr int kMpiModuleVersion = 1;
+inline constexpr int kMpiModuleVersion = 2;
 
 struct MpiModule {
   int version;
@@ -17,6 +18,8 @@ struct MpiModule {
   // Every process's bytes, concatenated in process order: on every process / on process 0.
   std::string (*all_gather)(const std::string&);
   std::string (*gather)(const std::string&);
+  // Spread::all_gather_into: counts[0 .. processes) bytes, this process's at `mine`.
+  void (*all_gather_into)(const void* mine, void* all, const size_t* counts);
 };
 
 }  // namespace kernalyse::detail

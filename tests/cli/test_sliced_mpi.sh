@@ -57,6 +57,33 @@ for args in "--energy --json" "--all --json" "--all"; do
 done
 expect_contains "power store: energy measured" "$(cat "$TMP/sliced.out")" "energy: "
 
+# A store of more than one block of rows (1 M, store_io.cpp): the processes share the scan of the
+# rank columns, each reading its part of the blocks, and join the runs; a rank's rows cross the
+# block boundary (12 ranks x 100 k kernels, merged from 6 node stores as a job's would be).
+kernalyse-tracegen --ranks 2 --kernels 100000 --steps 4 --seed 5 --out "$TMP/node" >/dev/null 2>&1
+kernalyse-merge "$TMP/node" -o "$TMP/node.h5" -q
+nodes=()
+for i in 1 2 3 4 5 6; do
+  ln -s node.h5 "$TMP/node$i.h5"
+  nodes+=("$TMP/node$i.h5")
+done
+kernalyse-merge "${nodes[@]}" -o "$TMP/blocks.h5" -q 2>/dev/null
+expect_eq "12 ranks x 100 k kernels: the store is made" "$?" "0"
+same 2 "$TMP/blocks.h5" --all --json -q
+same 3 "$TMP/blocks.h5" --summary --gaps --stragglers --json -q
+
+# A store whose /launches are not grouped by rank (another writer's): every process finds it out
+# in the shared scan, none waits for the others, and the first process reads it whole.
+cp "$TMP/aligned.h5" "$TMP/unsorted.h5"
+/usr/bin/python3 - "$TMP/unsorted.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    r = f["launches/rank"]
+    first, last = r[0], r[len(r) - 1]
+    r[0], r[len(r) - 1] = last, first
+PY
+same 2 "$TMP/unsorted.h5" --summary --json -q
+
 # The clock inference's line is said once (by the first process).
 "${MPIRUN[@]}" -n 2 "$BIN/kernalyse-merge" "$TMP/skew.h5" --all >/dev/null 2>"$TMP/mpi.err"
 expect_eq "one inference line" "$(grep -c 'inferred' "$TMP/mpi.err")" "1"

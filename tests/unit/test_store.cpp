@@ -11,7 +11,6 @@
 #include <random>
 #include <sstream>
 
-#include "kernalyse/archive.h"
 #include "kernalyse/store.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/utc.h"
@@ -708,30 +707,6 @@ TEST_F(StoreIo, ColumnSelection) {
   parts.push_back(std::move(r));
   Store m = merge_stores(std::move(parts));
   EXPECT_EQ(m.activities.correlation.size(), s.activities.size());
-}
-
-// The MPI exchange's parts (sliced.cpp's load_cross): skip() counts a part's column, append()
-// puts the parts of a column one after another; a count past the message's end throws.
-TEST(Archive, PartsAppendedAfterOneAnother) {
-  Archive out;
-  out.put(std::vector<int64_t>{1, 2, 3});
-  out.put(std::vector<int64_t>{});
-  out.put(std::vector<int64_t>{4, 5});
-  Archive in(std::move(out).bytes());
-  std::vector<int64_t> col;
-  size_t rows = 0;
-  for (int p = 0; p < 3; ++p) rows += in.skip(col);
-  EXPECT_TRUE(in.done());
-  EXPECT_EQ(rows, 5u);
-  in.rewind();
-  col.reserve(rows);
-  for (int p = 0; p < 3; ++p) in.append(col);
-  EXPECT_EQ(col, (std::vector<int64_t>{1, 2, 3, 4, 5}));
-  Archive bad;
-  bad.put(uint64_t{4});  // four elements announced, none there
-  Archive short_in(std::move(bad).bytes());
-  EXPECT_THROW(short_in.append(col), std::runtime_error);
-  EXPECT_EQ(col.size(), 5u);
 }
 
 // One UTC formatter (kernalyse/utc.h): milliseconds floor, also before 1970.

@@ -5,8 +5,8 @@
 namespace kernalyse::detail {
 namespace {
 
-void* slices_open(const std::string& path, const ColumnSelection& sel) {
-  return new RankSlices(path, sel);
+void* slices_open(const std::string& path, const ColumnSelection& sel, const Spread* spread) {
+  return new RankSlices(path, sel, spread);
 }
 void slices_close(void* s) { delete static_cast<RankSlices*>(s); }
 const Store& slices_header(const void* s) { return static_cast<const RankSlices*>(s)->header(); }

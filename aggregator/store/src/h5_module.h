@@ -20,14 +20,14 @@ namespace kernalyse::detail {
 
 // The module and kernalyse-merge are built together; the version guards against a module left
 // over from another build.
-inline constexpr int kH5ModuleVersion = 2;
+inline constexpr int kH5ModuleVersion = 3;
 
 struct H5Module {
   int version;
   void (*write_store)(const Store&, const std::string&, const WriteOptions&);
   Store (*read_store)(const std::string&, const ColumnSelection&);
   // RankSlices: the module's object, opaque to kernalyse-merge.
-  void* (*slices_open)(const std::string&, const ColumnSelection&);
+  void* (*slices_open)(const std::string&, const ColumnSelection&, const Spread*);
   void (*slices_close)(void*);
   const Store& (*slices_header)(const void*);
   size_t (*slices_size)(const void*);

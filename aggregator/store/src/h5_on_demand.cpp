@@ -42,9 +42,9 @@ struct RankSlices::Impl {
   void* slices = nullptr;  // the module's RankSlices
 };
 
-RankSlices::RankSlices(const std::string& path, const ColumnSelection& sel)
+RankSlices::RankSlices(const std::string& path, const ColumnSelection& sel, const Spread* spread)
     : impl_(std::make_unique<Impl>()) {
-  impl_->slices = h5().slices_open(path, sel);
+  impl_->slices = h5().slices_open(path, sel, spread);
 }
 
 RankSlices::~RankSlices() {

@@ -23,9 +23,11 @@
 
 #include "h5raw.h"
 #include "h5util.h"
+#include "kernalyse/archive.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/parallel.h"
+#include "kernalyse/spread.h"
 
 namespace kernalyse {
 namespace {
@@ -549,24 +551,81 @@ struct RankRun {
   size_t first, end;
 };
 
-// The runs of a rank column, read in blocks (a few MB, not the column); Failure unless the
-// ranks ascend, each in one run.
-std::vector<RankRun> rank_runs(hid_t ds, size_t rows, const std::string& table) {
+// The runs of a rank column's blocks [b0, b1) (of kBlock rows), read a block at a time (a few MB,
+// not the column). *descent: the first row whose rank is below the one before it within these
+// blocks (the column is not grouped by rank), SIZE_MAX for none; the last run ends at the range's
+// end.
+constexpr size_t kBlock = size_t{1} << 20;
+std::vector<RankRun> scan_rank_runs(hid_t ds, size_t rows, size_t b0, size_t b1,
+                                    const std::string& table, size_t* descent) {
   std::vector<RankRun> runs;
-  constexpr size_t kBlock = size_t{1} << 20;
   std::vector<int32_t> buf;
-  for (size_t first = 0; first < rows; first += kBlock) {
-    const size_t n = std::min(kBlock, rows - first);
+  *descent = SIZE_MAX;
+  const size_t end = std::min(rows, b1 * kBlock);
+  for (size_t first = b0 * kBlock; first < end; first += kBlock) {
+    const size_t n = std::min(kBlock, end - first);
     buf.resize(n);
     read_range(ds, H5T_NATIVE_INT32, first, n, buf.data(), "/" + table + "/rank");
     for (size_t i = 0; i < n; ++i) {
       if (!runs.empty() && runs.back().rank == buf[i]) continue;
-      if (!runs.empty() && buf[i] < runs.back().rank)
-        throw Failure("/" + table + " is not grouped by rank (row " + std::to_string(first + i) +
-                      ")");
+      if (!runs.empty() && buf[i] < runs.back().rank) {
+        *descent = first + i;
+        return runs;
+      }
       if (!runs.empty()) runs.back().end = first + i;
-      runs.push_back({buf[i], first + i, rows});
+      runs.push_back({buf[i], first + i, end});
     }
+  }
+  return runs;
+}
+
+Failure not_grouped(const std::string& table, size_t row) {
+  return Failure("/" + table + " is not grouped by rank (row " + std::to_string(row) + ")");
+}
+
+// The runs of a rank column; Failure unless the ranks ascend, each in one run. Under mpirun
+// (`spread`), each process scans its share of the blocks and the runs are exchanged and joined:
+// every process has the same runs, or the same Failure (the first row out of order).
+std::vector<RankRun> rank_runs(hid_t ds, size_t rows, const std::string& table,
+                               const Spread* spread) {
+  const size_t blocks = (rows + kBlock - 1) / kBlock;
+  size_t descent = SIZE_MAX;
+  if (!spread || spread->processes < 2) {
+    std::vector<RankRun> runs = scan_rank_runs(ds, rows, 0, blocks, table, &descent);
+    if (descent != SIZE_MAX) throw not_grouped(table, descent);
+    return runs;
+  }
+  const auto p = static_cast<size_t>(spread->process),
+             procs = static_cast<size_t>(spread->processes);
+  std::string error;  // a failed read: every process throws it after the exchange, none waits
+  std::vector<RankRun> mine;
+  try {
+    mine = scan_rank_runs(ds, rows, blocks * p / procs, blocks * (p + 1) / procs, table, &descent);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  Archive out;
+  out.put(error);
+  out.put(static_cast<uint64_t>(descent));
+  out.put(static_cast<uint64_t>(mine.size()));
+  for (const RankRun& r : mine)
+    out.put(r.rank), out.put<uint64_t>(r.first), out.put<uint64_t>(r.end);
+  Archive in(spread->all_gather(out.bytes()));
+  std::vector<RankRun> runs;
+  for (size_t q = 0; q < procs; ++q) {
+    if (const auto e = in.get<std::string>(); !e.empty()) throw Failure(e);
+    const auto d = in.get<uint64_t>();
+    const auto n = in.get<uint64_t>();
+    for (uint64_t k = 0; k < n; ++k) {
+      RankRun r{in.get<int32_t>(), in.get<uint64_t>(), in.get<uint64_t>()};
+      if (!runs.empty() && runs.back().rank == r.rank) {
+        runs.back().end = r.end;  // a rank's rows go on past the block range
+        continue;
+      }
+      if (!runs.empty() && r.rank < runs.back().rank) throw not_grouped(table, r.first);
+      runs.push_back(r);
+    }
+    if (d != SIZE_MAX) throw not_grouped(table, d);
   }
   return runs;
 }
@@ -578,10 +637,10 @@ struct SlicedTable {
   std::map<int32_t, std::pair<size_t, size_t>> rows;  // rank -> [first, end)
 
   void init(RawStrings& raw, hid_t file, const char* table,
-            std::function<bool(std::string_view)> wanted) {
+            std::function<bool(std::string_view)> wanted, const Spread* spread) {
     open = open_table<Tab>(raw, file, table, std::move(wanted));
     if (!open->rows) return;
-    for (const RankRun& r : rank_runs(*open->cols.at("rank"), open->rows, table))
+    for (const RankRun& r : rank_runs(*open->cols.at("rank"), open->rows, table, spread))
       rows[r.rank] = {r.first, r.end};
   }
   // Rank `rank`'s rows into `out`; the first row's index in the table.
@@ -612,23 +671,26 @@ struct RankSlices::Impl {
   std::vector<int32_t> ranks;                    // one per slice
   std::vector<std::vector<uint32_t>> nccl_rows;  // per slice, in table order
 
-  void open(const ColumnSelection& sel) {
+  void open(const ColumnSelection& sel, const Spread* spread) {
     raw.emplace(path);  // before H5Fopen, as in read_file
     Handle fapl = file_access();
     file.emplace(h5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "cannot open"), H5Fclose);
     read_header(*raw, *file, header);
     const size_t nstr = header.strings.size();
     if (sel.activities)
-      activities.init(*raw, *file, "activities",
-                      [sel](std::string_view c) { return activity_wanted(sel, c); });
+      activities.init(
+          *raw, *file, "activities", [sel](std::string_view c) { return activity_wanted(sel, c); },
+          spread);
     if (sel.launches)
-      launches.init(*raw, *file, "launches",
-                    [sel](std::string_view c) { return launch_wanted(sel, c); });
-    if (sel.annotations) annotations.init(*raw, *file, "annotations", all_wanted);
+      launches.init(
+          *raw, *file, "launches", [sel](std::string_view c) { return launch_wanted(sel, c); },
+          spread);
+    if (sel.annotations) annotations.init(*raw, *file, "annotations", all_wanted, spread);
     if (sel.counters && H5Lexists(*file, "counters", H5P_DEFAULT) > 0)
-      counters.init(*raw, *file, "counters", all_wanted);
+      counters.init(*raw, *file, "counters", all_wanted, spread);
     if (sel.ops && H5Lexists(*file, "ops", H5P_DEFAULT) > 0)
-      ops.init(*raw, *file, "ops", [sel](std::string_view c) { return op_wanted(sel, c); });
+      ops.init(
+          *raw, *file, "ops", [sel](std::string_view c) { return op_wanted(sel, c); }, spread);
     std::set<int32_t> all;
     for (const auto* m :
          {&activities.rows, &launches.rows, &annotations.rows, &counters.rows, &ops.rows})
@@ -690,12 +752,12 @@ struct RankSlices::Impl {
   }
 };
 
-RankSlices::RankSlices(const std::string& path, const ColumnSelection& sel)
+RankSlices::RankSlices(const std::string& path, const ColumnSelection& sel, const Spread* spread)
     : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   naming_the_file(path, [&] {
     require_readable_hdf5(path);
-    impl_->open(sel);
+    impl_->open(sel, spread);
     return 0;
   });
 }

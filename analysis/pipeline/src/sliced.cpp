@@ -157,58 +157,56 @@ bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions&
 
 namespace {
 
-// The cross-rank rows as bytes (every table's columns, the kernels' name ids), and the parts of
-// every process (in rank order) concatenated back into one store after the header.
-std::string save_cross(const CrossRows& c) {
-  size_t bytes = sizeof(uint64_t) + c.kernel_names.size();
+// The cross-rank rows of every process, in rank order, on every process: the row counts and the
+// kernels' name marks in one small exchange, then each column in one all-gather straight into the
+// whole column. (An archive of every column, unpacked into a store per process and copied into
+// the whole, was half of the 256-rank store's 0.4 s exchange: docs/benchmarks.md.)
+void exchange_cross(CrossRows& c, const Spread& spread) {
+  const auto procs = static_cast<size_t>(spread.processes);
+  Archive mine;
+  mine.put(static_cast<uint64_t>(c.store.activities.size()));
   for_each_table(c.store, [&](const char*, const auto& t) {
-    for_each_column(t, [&](const auto&, const auto& col) {
-      bytes += sizeof(uint64_t) + col.size() * sizeof(col[0]);
-    });
+    for_each_column(t, [&](const auto&, const auto& col) { mine.put<uint64_t>(col.size()); });
   });
-  Archive ar;
-  ar.reserve(
-      bytes);  // one allocation, not a doubling string's copies (~115 MB a process, 256 ranks)
-  put_tables(ar, c.store);
-  ar.put(c.kernel_names);
-  return std::move(ar).bytes();
-}
-
-// Every part's columns appended straight from the message into columns sized once: a store per
-// part and a copy into the whole doubled the exchange's memory and time (docs/benchmarks.md).
-void load_cross(CrossRows& c, std::string bytes, int parts) {
-  Store all;
-  all.attrs = c.store.attrs, all.strings = c.store.strings, all.ranks = c.store.ranks;
-  c.store = Store();  // this process's part is in `bytes` too
-  Archive ar(std::move(bytes));
-  std::vector<size_t> rows;  // per column, in for_each_table/for_each_column order
-  for (int p = 0; p < parts; ++p) {
+  mine.put(c.kernel_names);
+  Archive all(spread.all_gather(mine.bytes()));
+  std::vector<uint64_t> activities(procs);  // per process: its activity rows
+  std::vector<std::vector<size_t>> rows;    // per column: per process, its rows
+  for (size_t p = 0; p < procs; ++p) {
+    activities[p] = all.get<uint64_t>();
     size_t k = 0;
-    for_each_table(all, [&](const char*, auto& t) {
-      for_each_column(t, [&](const auto&, auto& col) {
-        if (k == rows.size()) rows.push_back(0);
-        rows[k++] += ar.skip(col);
+    for_each_table(c.store, [&](const char*, const auto& t) {
+      for_each_column(t, [&](const auto&, const auto&) {
+        if (k == rows.size()) rows.emplace_back(procs);
+        rows[k++][p] = all.get<uint64_t>();
       });
     });
-    ar.skip(c.kernel_names);
-  }
-  size_t k = 0;
-  for_each_table(all, [&](const char*, auto& t) {
-    for_each_column(t, [&](const auto&, auto& col) { col.reserve(rows[k++]); });
-  });
-  ar.rewind();
-  for (int p = 0; p < parts; ++p) {
-    const size_t first_activity = all.activities.size(), first_nccl = all.nccl.activity.size();
-    for_each_table(all, [&](const char*, auto& t) {
-      for_each_column(t, [&](const auto&, auto& col) { ar.append(col); });
-    });
-    for (size_t i = first_nccl; i < all.nccl.activity.size(); ++i)
-      if (all.nccl.activity[i] != UINT64_MAX) all.nccl.activity[i] += first_activity;
-    const auto names = ar.get<std::vector<uint8_t>>();
+    const auto names = all.get<std::vector<uint8_t>>();
     for (size_t i = 0; i < names.size() && i < c.kernel_names.size(); ++i)
       c.kernel_names[i] |= names[i];
   }
-  c.store = std::move(all);
+  size_t k = 0;
+  std::vector<size_t> nccl_rows;  // per process: its /nccl rows
+  for_each_table(c.store, [&](const char*, auto& t) {
+    for_each_column(t, [&](const auto&, auto& col) {
+      std::decay_t<decltype(col)> whole;
+      std::vector<size_t> bytes(procs);
+      size_t n = 0;
+      for (size_t p = 0; p < procs; ++p) bytes[p] = rows[k][p] * sizeof(col[0]), n += rows[k][p];
+      if (static_cast<const void*>(&col) == &c.store.nccl.activity) nccl_rows = rows[k];
+      ++k;
+      whole.resize(n);
+      spread.all_gather_into(col.data(), whole.data(), bytes);
+      col = std::move(whole);
+    });
+  });
+  // Each process's /nccl rows index its own activity rows: moved past the processes before it.
+  size_t at = 0, before = 0;
+  for (size_t p = 0; p < procs && p < nccl_rows.size(); ++p) {
+    for (size_t i = at; i < at + nccl_rows[p]; ++i)
+      if (c.store.nccl.activity[i] != UINT64_MAX) c.store.nccl.activity[i] += before;
+    at += nccl_rows[p], before += activities[p];
+  }
 }
 
 // One run of analyse_by_rank: the passes over this process's slices.
@@ -246,8 +244,7 @@ struct SlicedPipeline {
           runs[i]->add(sc);
       });
     });
-    if (spread && spread->processes > 1)
-      load_cross(cross, spread->all_gather(save_cross(cross)), spread->processes);
+    if (spread && spread->processes > 1) exchange_cross(cross, *spread);
   }
   // Pass 2: the analyses that need the match, and all of them when the clocks moved. Without
   // the latter, the ledger's windows need only the activities and the launches' starts: a
@@ -333,7 +330,7 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
   which.erase(std::unique(which.begin(), which.end()), which.end());
   SlicedPipeline run{file, which, opt, sel, spread, nullptr, {}, {}, 0, 0};
   try {
-    run.slices = std::make_unique<RankSlices>(file, sel);
+    run.slices = std::make_unique<RankSlices>(file, sel, spread);
   } catch (const Error&) {
     return std::nullopt;  // the whole-store read says what is wrong, or reads it unsorted
   }

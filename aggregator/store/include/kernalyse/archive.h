@@ -19,9 +19,7 @@ class Archive {
  public:
   Archive() = default;
   explicit Archive(std::string bytes) : buf_(std::move(bytes)) {}
-  const std::string& bytes() const& { return buf_; }
-  std::string bytes() && { return std::move(buf_); }  // a large archive handed on, not copied
-  void reserve(size_t n) { buf_.reserve(n); }
+  const std::string& bytes() const { return buf_; }
   bool done() const { return at_ == buf_.size(); }
 
   template <class T>
@@ -75,29 +73,6 @@ class Archive {
       for (auto& x : v) get(x);
     }
   }
-  // A flat vector's elements appended to `v` (the parts of one column that several processes
-  // sent, one after another), without a vector of their own in between.
-  template <class T, class A>
-  void append(std::vector<T, A>& v) {
-    static_assert(is_flat<std::vector<T, A>>::value);
-    const uint64_t n = count();
-    if (n > (buf_.size() - at_) / sizeof(T))
-      throw std::runtime_error("MPI analysis: short message");
-    const size_t old = v.size();
-    v.resize(old + n);
-    take(v.data() + old, n * sizeof(T));
-  }
-  // A flat vector passed over: its element count.
-  template <class T, class A>
-  uint64_t skip(const std::vector<T, A>&) {
-    const uint64_t n = count();
-    if (n > (buf_.size() - at_) / sizeof(T))
-      throw std::runtime_error("MPI analysis: short message");
-    at_ += n * sizeof(T);
-    return n;
-  }
-  void rewind() { at_ = 0; }
-
   template <class T>
   T get() {
     T v{};

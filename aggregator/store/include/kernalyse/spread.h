@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kernalyse {
 
@@ -21,6 +22,11 @@ struct Spread {
   std::function<std::string(const std::string&)> all_gather;
   // The same on process 0 (anything on the others).
   std::function<std::string(const std::string&)> gather;
+  // This process's bytes at `mine` into `all` on every process, after the bytes of the processes
+  // before it: `counts` holds every process's byte count (the same on every process), `all` has
+  // room for their sum. Straight into the caller's memory (a column), no string in between.
+  std::function<void(const void* mine, void* all, const std::vector<size_t>& counts)>
+      all_gather_into;
 };
 
 }  // namespace kernalyse

@@ -11,6 +11,8 @@
 
 namespace kernalyse {
 
+struct Spread;  // kernalyse/spread.h
+
 struct WriteOptions {
   bool force = false;  // replace an existing file; otherwise an existing path is an error
   ProgressMode progress = ProgressMode::Off;  // "writing <path>", in column bytes written
@@ -32,7 +34,9 @@ Store read_store(const std::string& path, const ColumnSelection& sel = ColumnSel
 // libhdf5 is not thread-safe: one thread at a time in a RankSlices, and none elsewhere meanwhile.
 class RankSlices {
  public:
-  RankSlices(const std::string& path, const ColumnSelection& sel);
+  // Under mpirun (`spread`, kernalyse/spread.h): the processes share the scan of the rank
+  // columns (each reads its part of every block list; all of them construct it together).
+  RankSlices(const std::string& path, const ColumnSelection& sel, const Spread* spread = nullptr);
   ~RankSlices();
   RankSlices(const RankSlices&) = delete;
   RankSlices& operator=(const RankSlices&) = delete;
