@@ -220,10 +220,11 @@ struct InstanceTable {
   }
 };
 
+// A rank's first kernel of the instance arrives; a second one of the same rank is not an arrival.
+// The ranks are walked in ascending order, each one's kernels together, so a rank already there
+// is the last arrival (a search of all of them was quadratic in the ranks: 256-rank store).
 void add_arrival(Instance& in, int32_t r, uint32_t i, int32_t n, const NcclInfo& nc) {
-  if (std::none_of(in.arrivals.begin(), in.arrivals.end(),
-                   [&](const CollectiveArrival& x) { return x.rank == r; }))
-    in.arrivals.push_back({r, i, n});
+  if (in.arrivals.empty() || in.arrivals.back().rank != r) in.arrivals.push_back({r, i, n});
   if (n >= 0) in.msg_bytes = std::max(in.msg_bytes, nc.msg_bytes[n]);
 }
 
