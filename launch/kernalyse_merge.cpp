@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/export.h"
@@ -44,18 +43,12 @@ LoadOptions load_options(const Options& o, const Classifier* cls) {
   return lo;
 }
 
-// The report reaches stdout in one write: under mpirun stdout is a pseudo-terminal (Open MPI's
-// I/O forwarding), which the C library line-buffers, and a write per line made the 256-rank
-// store's `--all --json` 192,000 writes and 0.5 s of its mpirun run (docs/benchmarks.md).
 void print(const Report& r, const Options& o) {
   if (!o.csv_dir.empty()) render_csv(r, o.csv_dir);
-  std::ostringstream out;
   if (o.json)
-    render_json(r, out);
+    render_json(r, std::cout);
   else
-    render_text(r, out);
-  const std::string text = std::move(out).str();
-  std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
+    render_text(r, std::cout);
   std::cout.flush();
 }
 
@@ -249,6 +242,12 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
   resolve(o);
+  // stdout fully buffered, also on a terminal: under mpirun it is a pseudo-terminal (Open MPI's
+  // I/O forwarding), which the C library line-buffers, and a write per line made the 256-rank
+  // store's `--all --json` 192,000 writes and 0.5 s of its mpirun run (docs/benchmarks.md). The
+  // reports are written at the end, so a terminal sees the same.
+  static char stdout_buffer[size_t{1} << 16];  // glibc sizes its own by the device: 1 KB on a pty
+  std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof stdout_buffer);
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   try {
     return run(o);
