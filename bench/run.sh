@@ -129,17 +129,28 @@ cat "$dir/pair/base.h5" "$dir/pair/test.h5" > /dev/null
 timed diff_two_stores "$bin/kernalyse-merge" --diff "$dir/pair/base.h5" "$dir/pair/test.h5" --top 20 -q
 log "  diff: $(grep -m1 '^diff ' "$dir/diff_two_stores.stdout" | sed 's/^diff [^:]*: //') (target <= 2 s)"
 
-# The real trace_filter pair (import + every analysis), against HTA's 1.6 s on this machine type.
-tf="${KERNALYSE_SHARED_TRACES:-$(dirname "$0")/../../shared/traces}/hta/trace_filter"
-if [ -d "$tf" ]; then
-  runs=20
-  t0=$(date +%s%N)
-  for _ in $(seq $runs); do "$bin/kernalyse-merge" "$tf" --all --json -q > /dev/null; done
-  t1=$(date +%s%N)
-  ms=$(( (t1 - t0) / runs / 1000000 ))
-  log "trace_filter pair, import + --all, mean of $runs runs: ${ms} ms; HTA 1.6 s / ours = $(awk -v m="$ms" 'BEGIN {printf "%.0f", 1600 / m}')x"
+# The real trace_filter pair, whole processes side by side (issue 28, target >= 100x): import +
+# --all against real HTA's four analyses on it (../shared/tools/hta/run_hta.py under Debian's
+# python3, which has pandas), alternating, 10 rounds; medians. A stored HTA time is no measure:
+# HTA's own time moves by a quarter between sessions on this machine type.
+shared="${KERNALYSE_SHARED_TRACES:-$(dirname "$0")/../../shared/traces}"
+tf="$shared/hta/trace_filter"
+hta="$shared/../tools/hta/run_hta.py"
+if [ -d "$tf" ] && [ -f "$hta" ] && /usr/bin/python3 "$hta" "$tf" > /dev/null 2>&1; then
+  : > "$dir/trace_filter.times"
+  for _ in $(seq 10); do
+    a=$(date +%s%N)
+    /usr/bin/python3 "$hta" "$tf" > /dev/null 2>&1
+    b=$(date +%s%N)
+    "$bin/kernalyse-merge" "$tf" --all -q > /dev/null
+    c=$(date +%s%N)
+    echo "$(( (b - a) / 1000 )) $(( (c - b) / 1000 ))" >> "$dir/trace_filter.times"
+  done
+  h=$(cut -d' ' -f1 "$dir/trace_filter.times" | sort -n | awk '{v[NR] = $1} END {print (v[5] + v[6]) / 2000}')
+  k=$(cut -d' ' -f2 "$dir/trace_filter.times" | sort -n | awk '{v[NR] = $1} END {print (v[5] + v[6]) / 2000}')
+  log "trace_filter pair, whole processes, medians of 10 alternating rounds: real HTA's four analyses $h ms, kernalyse import + --all $k ms: $(awk -v h="$h" -v k="$k" 'BEGIN {printf "%.0f", h / k}')x (target >= 100x)"
 else
-  log "trace_filter pair: $tf absent, skipped"
+  log "trace_filter pair: $tf or a working $hta absent, skipped"
 fi
 # Collection and merge (kernalyse-run): the collective store write of 4 ranks x 2 M records
 # against a plain parallel-HDF5 write of the same column bytes, and the per-record cost of the
