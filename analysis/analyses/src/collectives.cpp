@@ -66,9 +66,9 @@ void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, Coll
     int32_t nccl;
   };
   // Key: (0, operation id) where NCCL gave one (a send and its receive share it), else (1, process
-  // group, Seq or occurrence). Sorted by key, a key's sides in table order (stable): each
-  // collective name is classified once (it was a lower-cased copy per row: 0.1 s of the 256-rank
-  // benchmark store's inference, docs/benchmarks.md).
+  // group, Seq or occurrence). Sorted by key, a key's sides in table order (stable), as a map of
+  // them was; each collective name is classified once (a lower-cased copy per row was 0.14 s of
+  // the 256-rank benchmark store's match).
   using Key = std::tuple<int, uint32_t, uint64_t>;
   std::vector<std::pair<Key, Side>> sides;
   const bool ids = nc.op_id.size() == nc.size();
