@@ -48,6 +48,15 @@ struct Instance {
   uint32_t pg = 0;  // process group name id (metadata keys only)
 };
 
+// Which side of a point-to-point pair a collective name is: 1 a send, 0 a receive, -1 neither (a
+// collective, or a fused SendRecv).
+int8_t p2p_side(const std::string& op) {
+  const std::string k = collective_op_key(op);
+  const bool send = k.find("send") != std::string::npos;
+  if (send == (k.find("recv") != std::string::npos)) return -1;
+  return send ? 1 : 0;
+}
+
 // Point-to-point: a send and its recv complete together (NCCL's pair). Keyed by their collective
 // name, each side stays unmatched as a collective; they pair within their process group by Seq,
 // else by occurrence (the k-th send of a rank with the k-th recv of another). Only the selected
@@ -77,13 +86,8 @@ void pair_point_to_point(const Store& s, const std::vector<uint32_t>& rows, Coll
   for (size_t i = 0; i < nc.size(); ++i) {
     const uint64_t row = nc.activity[i];
     if (row >= a.size() || !open[row]) continue;
-    auto [known, fresh] = side_of.try_emplace(nc.collective_id[i], int8_t{-1});
-    if (fresh) {
-      const std::string op = collective_op_key(s.strings.at(nc.collective_id[i]));
-      const bool send = op.find("send") != std::string::npos;
-      // neither, or a fused SendRecv: -1
-      if (send != (op.find("recv") != std::string::npos)) known->second = send ? 1 : 0;
-    }
+    auto [known, fresh] = side_of.try_emplace(nc.collective_id[i]);
+    if (fresh) known->second = p2p_side(s.strings.at(nc.collective_id[i]));
     if (known->second < 0) continue;
     const bool send = known->second == 1;
     open[row] = 0;
@@ -176,12 +180,6 @@ std::vector<int32_t> nccl_row_of(const Store& s) {
   for (size_t i = 0; i < s.nccl.size(); ++i)
     if (s.nccl.activity[i] < s.activities.size()) of[s.nccl.activity[i]] = static_cast<int32_t>(i);
   return of;
-}
-
-// A send or a receive, not both (a fused SendRecv) and not a collective.
-bool is_p2p_side(const std::string& op) {
-  const std::string k = collective_op_key(op);
-  return (k.find("send") != std::string::npos) != (k.find("recv") != std::string::npos);
 }
 
 // Which identities every communication kernel has: NCCL metadata, an operation id, a sequence
@@ -293,7 +291,7 @@ std::vector<Instance> instances_by_metadata(const Store& s,
         const std::string& name = s.strings.at(coll);
         const std::string k = collective_op_key(name);
         op->second = {op_keys.try_emplace(k, static_cast<uint32_t>(op_keys.size())).first->second,
-                      is_p2p_side(name)};
+                      p2p_side(name) >= 0};
       }
       MetaKey key;
       if (all_ids) {
