@@ -60,6 +60,8 @@ int run_spool(const Options& o) {
                 << (rep.ranks[i].rank_origin.empty() ? ""
                                                      : "; rank from " + rep.ranks[i].rank_origin)
                 << "\n";
+    for (size_t i = rep.ranks.size(); i < lines.size(); ++i)  // launchers left out
+      std::cerr << "kernalyse-run: " << lines[i] << "\n";
     return 0;
   }
   if (o.json) {

@@ -17,7 +17,8 @@ for d in /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/hdf5 /usr/l
          /usr/share/openmpi /etc/openmpi /usr/include/hdf5 /usr/include/nlohmann /usr/include/CLI \
          /usr/share/cmake/nlohmann_json /usr/share/cmake/CLI11 /usr/share/cmake-3.25; do hide_dir "$d"; done
 for f in /usr/lib/x86_64-linux-gnu/lib{mpi,open-pal,open-rte,pmix,hwloc,event_core,event_pthreads,hdf5_openmpi,mca_common}*.so* \
-         /usr/bin/mpi* /usr/bin/orte* /usr/bin/opal* /usr/bin/h5pcc* /usr/bin/cmake; do hide_file "$f"; done
+         /usr/bin/mpi* /usr/bin/orte* /usr/bin/opal* /usr/bin/h5pcc* /usr/bin/cmake \
+         /usr/include/sqlite3.h /usr/include/sqlite3ext.h; do hide_file "$f"; done
 source "$P/env.sh"
 echo "== which: $(command -v mpicxx) $(command -v mpirun) $(command -v cmake) $(command -v h5pcc)"
 echo "== mpicxx --showme:"; mpicxx --showme

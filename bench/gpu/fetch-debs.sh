@@ -25,6 +25,8 @@ pkgs=(
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1
   # header-only / small build dependencies
   nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev
+  # SQLite (Nsight Systems exports): the header and libsqlite3.so; the host's runtime is used if it has one
+  libsqlite3-dev libsqlite3-0
 )
 if [ "$with_cmake" = 1 ]; then
   pkgs+=(cmake cmake-data libjsoncpp25 librhash0 libuv1 libarchive13 libb2-1 libxml2 libicu72 liblzma5 libzstd1 liblz4-1 libnettle8 libacl1 libbz2-1.0)

@@ -64,6 +64,14 @@ for f in "$L"/lib*.so.*; do
 done
 # Dangling links left by the pruning (libfoo.so.1 -> libfoo.so.1.2.3) go too.
 find "$L" -maxdepth 1 -xtype l -name 'lib*.so.*' -delete
+# A -dev package's link-time name (libsqlite3.so -> libsqlite3.so.0.8.6) whose library was pruned
+# points at the host's library of the same soname major instead (found by the first GPU run:
+# CMake's FindSQLite3 failed without it).
+for f in $(find "$L" -maxdepth 1 -xtype l -name 'lib*.so'); do
+  b=$(basename "$f")
+  host=$(ldconfig -p | awk -v s="$b." 'index($1, s) == 1 && /x86-64/ {print $NF; exit}')
+  if [ -n "$host" ]; then ln -sfn "$host" "$f"; else rm -f "$f"; fi
+done
 
 cat > "$P/env.sh" <<ENV
 # Source this: tools and libraries of the kernalyse GPU prefix ($P).

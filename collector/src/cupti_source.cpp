@@ -300,7 +300,8 @@ void RecordParser::device_seen(uint32_t id, const char* name) {
     if (n++) list += ", ";
     list += std::to_string(i) + ": " + device_names_[i];
   }
-  line += std::to_string(n) + (n == 1 ? " CUDA device (" : " CUDA devices (") + list + ")";
+  line += std::to_string(n) + (n == 1 ? " CUDA device (" : " CUDA devices (") + list + ")" +
+          status_suffix_;
   sink_.status(line.c_str(), device_names_[id].c_str());
 }
 
@@ -418,6 +419,7 @@ Config config_from_env() {
       static_cast<size_t>(num(env_name(RunEnv::CuptiBufferKb), 4096, 64, 1 << 20)) * 1024;
   c.buffers = static_cast<size_t>(num(env_name(RunEnv::CuptiBuffers), 32, 2, 4096));
   c.flush_ms = num(env_name(RunEnv::CuptiFlushMs), 1000, 10, 3'600'000);
+  if (const char* v = std::getenv(env_name(RunEnv::CuptiSkip))) c.skip = std::string(",") + v + ",";
   return c;
 }
 
@@ -577,6 +579,12 @@ extern "C" int InitializeInjection(void) {
   I.pid = static_cast<long>(getpid());
   I.config = config_from_env();
   I.buffers = std::make_unique<ActivityBuffers>(*sink, I.config.buffer_bytes, I.config.buffers);
+  // A diagnostic run (KERNALYSE_CUPTI_SKIP): every status line of its store says what it lacks.
+  const std::string diagnostic =
+      I.config.skip.empty() ? ""
+                            : "; DIAGNOSTIC: KERNALYSE_CUPTI_SKIP=" +
+                                  I.config.skip.substr(1, I.config.skip.size() - 2) + " left off";
+  I.buffers->parser().set_status_suffix(diagnostic);
 
   // 0. Record layouts are those of the headers we were built with: an older libcupti (another
   //    one on the library path) would write shorter records that we would misread.
@@ -604,14 +612,18 @@ extern "C" int InitializeInjection(void) {
     I.subscriber = nullptr;
     return give_up(I, failure_line(call, res, nullptr));
   };
+  const Config& cf = I.config;
   for (CUpti_CallbackId id : kLaunchCbids)
-    if ((r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id)) != CUPTI_SUCCESS)
+    if (!cf.skips("callbacks") &&
+        (r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id)) != CUPTI_SUCCESS)
       return fail("cuptiEnableCallback", r);
-  if ((r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+  if (!cf.skips("callbacks") &&
+      (r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                                CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020)) != CUPTI_SUCCESS)
     return fail("cuptiEnableCallback", r);
   // 2. Our clock before any kind is enabled: every record is then in the collector's time.
-  if ((r = cuptiActivityRegisterTimestampCallback(timestamp)) != CUPTI_SUCCESS)
+  if (!cf.skips("clock") &&
+      (r = cuptiActivityRegisterTimestampCallback(timestamp)) != CUPTI_SUCCESS)
     return fail("cuptiActivityRegisterTimestampCallback", r);
   if ((r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS)
     return fail("cuptiActivityRegisterCallbacks", r);
@@ -622,11 +634,15 @@ extern "C" int InitializeInjection(void) {
         CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_DRIVER,
         CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
         CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT}) {
+    if ((k == CUPTI_ACTIVITY_KIND_DRIVER && cf.skips("driver")) ||
+        (k == CUPTI_ACTIVITY_KIND_RUNTIME && cf.skips("runtime")) ||
+        (k == CUPTI_ACTIVITY_KIND_MEMORY2 && cf.skips("memory")))
+      continue;
     if ((r = cuptiActivityEnable(k)) != CUPTI_SUCCESS) return fail("cuptiActivityEnable", r);
     enabled.push_back(k);
   }
   // Optional: NVTX ranges arrive only if NVTX is routed into CUPTI (NVTX_INJECTION64_PATH).
-  if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS)
+  if (!cf.skips("marker") && cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS)
     enabled.push_back(CUPTI_ACTIVITY_KIND_MARKER);
   // Frequent, cheap, uninteresting API records (as Kineto does): not worth a launch row each.
   for (CUpti_CallbackId id :
@@ -651,6 +667,7 @@ extern "C" int InitializeInjection(void) {
     // no periodic flush: the forced ones still happen
   }
   std::string line = "cupti: recording (CUPTI API " + std::to_string(version) + ")";
+  if (!cf.skip.empty()) line += diagnostic;
   sink->status(line.c_str(), nullptr);
   return 1;
 }

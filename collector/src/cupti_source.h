@@ -55,6 +55,8 @@ class RecordParser {
   int64_t external_id(uint32_t correlation) const;
   // Reports the current LossCounts to the Sink.
   void report_losses();
+  // Appended to every status line (a diagnostic run's "; DIAGNOSTIC: ..."); set before records.
+  void set_status_suffix(std::string s) { status_suffix_ = std::move(s); }
 
  private:
   // Record handlers; `rec` is a CUpti_Activity* (kept opaque here).
@@ -78,8 +80,9 @@ class RecordParser {
   std::unordered_map<uint32_t, uint64_t> external_;         // correlation id → external id
   std::unordered_map<uint32_t, std::string> api_names_[2];  // runtime, driver: cbid → name
   std::vector<std::string> device_names_;                   // by CUPTI device id
-  std::vector<std::string> device_uuids_;                   // "GPU-…" (NVML's form), by device id
-  std::vector<char> devices_used_;                          // GPU work seen, by device id
+  std::string status_suffix_;
+  std::vector<std::string> device_uuids_;  // "GPU-…" (NVML's form), by device id
+  std::vector<char> devices_used_;         // GPU work seen, by device id
 };
 
 // Bounded pool of 8-byte-aligned activity buffers: at most `max_buffers` of `bytes` each exist
@@ -130,6 +133,10 @@ struct Config {
   size_t buffer_bytes = size_t{4096} * 1024;
   size_t buffers = 32;
   int64_t flush_ms = 1000;
+  std::string skip;  // KERNALYSE_CUPTI_SKIP as ",a,b,": parts left off (diagnostic)
+  bool skips(const char* part) const {
+    return skip.find(std::string(",") + part + ",") != std::string::npos;
+  }
 };
 Config config_from_env();
 

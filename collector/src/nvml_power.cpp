@@ -21,6 +21,7 @@ using CountFn = int (*)(unsigned*);
 using ByIndexFn = int (*)(unsigned, nvmlDevice_t*);
 using ByUuidFn = int (*)(const char*, nvmlDevice_t*);
 using PowerFn = int (*)(nvmlDevice_t, unsigned*);  // milliwatts
+using ErrorStringFn = const char* (*)(int);
 
 // The collector clock (sink.h now_ns(): CLOCK_MONOTONIC_RAW), read here directly so that this
 // file needs nothing from the Collector.
@@ -121,6 +122,7 @@ void PowerSampler::run(Sink* sink, int64_t period_ms) {
   auto by_index = reinterpret_cast<ByIndexFn>(sym("nvmlDeviceGetHandleByIndex_v2"));
   auto by_uuid = reinterpret_cast<ByUuidFn>(sym("nvmlDeviceGetHandleByUUID"));
   auto power = reinterpret_cast<PowerFn>(sym("nvmlDeviceGetPowerUsage"));
+  auto error_string = reinterpret_cast<ErrorStringFn>(sym("nvmlErrorString"));
   if (!init || !shutdown || !count || !by_index || !by_uuid || !power) {
     dlclose(lib);
     return fail("libnvidia-ml.so.1 lacks the NVML functions kernalyse uses");
@@ -162,11 +164,21 @@ void PowerSampler::run(Sink* sink, int64_t period_ms) {
     }
     for (const Dev& d : devs) {
       unsigned mw = 0;
-      if (power(d.h, &mw) != 0) continue;
+      if (const int rc = power(d.h, &mw); rc != 0) {
+        // Said once, so that a run without samples says why (a VM or a GPU without power
+        // readings answers "Not Supported").
+        const char* what = error_string ? error_string(rc) : nullptr;
+        std::lock_guard<std::mutex> g(mu_);
+        if (problem_.empty() && samples_ == 0)
+          problem_ = "nvmlDeviceGetPowerUsage on CUDA device " + std::to_string(d.ordinal) + ": " +
+                     (what ? what : "error " + std::to_string(rc));
+        continue;
+      }
       kernalyse_emu_counter c{raw_ns(), d.ordinal, kCounterPower, static_cast<int64_t>(mw)};
       sink->counter(c, false);
       std::lock_guard<std::mutex> g(mu_);
       ++samples_;
+      if (problem_.rfind("nvmlDeviceGetPowerUsage", 0) == 0) problem_.clear();  // transient
     }
     if (last) break;
     std::unique_lock<std::mutex> g(mu_);

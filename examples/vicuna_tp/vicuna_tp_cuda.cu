@@ -500,7 +500,9 @@ struct Model {
     if (timed) {
       // Hold the stream while the host queues the step, so that each event pair brackets its
       // kernel alone and not the host's launch latency (the GPU would otherwise wait for it).
-      VTP_LAUNCH(vtp_spin, 1, 1, 0, stream, int64_t(500000) + int64_t(o.layers) * 100000);
+      // The first step 20 ms more: cuBLAS chooses its kernels (host work) on a shape's first call.
+      VTP_LAUNCH(vtp_spin, 1, 1, 0, stream,
+                 int64_t(500000) + int64_t(o.layers) * 100000 + (s == 0 ? 20'000'000 : 0));
     }
     const int64_t act = int64_t(m) * h;
     for (int li = 0; li < o.layers; ++li) {
@@ -627,6 +629,12 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return help ? 0 : 2;
   }
+
+  // --event-timing: every module is loaded when the context comes up. With CUDA's lazy loading,
+  // the first cuBLAS GEMM of each shape loads its module inside the event pair, and the load
+  // waits for the gate kernel: on the first GPU run the first qkv GEMM's events held 100 ms of
+  // loading around a 0.5 ms kernel (docs/gpu-validation.md, check d2).
+  if (o.event_timing) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
 
   // Device from the node-local rank, modulo the devices there: several ranks may share one GPU.
   MPI_Comm local;

@@ -153,3 +153,55 @@ TEST_F(Hang, TreeMetaAndMarksRoundTripAndVersion2StillReads) {
   EXPECT_EQ(s.ranks[0].clock_method.rfind("shared host clock", 0), 0u) << s.ranks[0].clock_method;
   EXPECT_EQ(rep.ranks[0].rank_origin, "RANK=0");
 }
+
+// torchrun's agent (no RANK, CUDA brought up, no GPU work) claimed rank 0 before its workers, so
+// the workers with RANK=0 and RANK=1 became ranks 1 and 2 (the first GPU run,
+// docs/gpu-validation.md check h). Recovery leaves the agent out and gives the workers their RANK.
+TEST_F(Hang, TreeLauncherWithoutGpuWorkIsNotARank) {
+  auto write = [&](int file_rank, const std::string& origin, bool kernel, int32_t pid) {
+    collector::Recorder rec;
+    if (kernel)
+      rec.activity(kernalyse_emu_activity{KERNALYSE_EMU_KERNEL, 0, 7, 1000 + file_rank,
+                                          2000 + file_rank, 1, "gemm"},
+                   false);
+    spool::Writer w;
+    ASSERT_TRUE(w.open((dir_ / ("rank-" + std::to_string(file_rank) + ".kspool")).string()));
+    spool::Meta meta;
+    meta.fixed.rank = file_rank;
+    meta.fixed.pid = pid;
+    meta.fixed.has_start = 1;
+    meta.fixed.shared_clock = 1;
+    meta.command = "python3 w.py";
+    meta.rank_origin = origin;
+    ASSERT_TRUE(w.write_meta(meta));
+    ASSERT_TRUE(rec.flush(w));
+  };
+  write(0, "start order (no RANK or LOCAL_RANK in its environment)", false, 100);
+  write(1, "start order (RANK=0 was taken by another process)", true, 101);
+  write(2, "start order (RANK=1 was taken by another process)", true, 102);
+  RecoveryReport rep;
+  const Store s = recover_spool_dir(dir_.string(), &rep);
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_EQ(s.ranks[0].rank, 0);
+  EXPECT_EQ(s.ranks[1].rank, 1);
+  EXPECT_EQ(rep.world_size, 2);
+  ASSERT_EQ(rep.not_ranks.size(), 1u);
+  EXPECT_NE(rep.not_ranks[0].find("pid 100"), std::string::npos) << rep.not_ranks[0];
+  ASSERT_EQ(rep.ranks.size(), 2u);
+  EXPECT_EQ(rep.ranks[0].rank_origin.rfind("RANK=0 (", 0), 0u) << rep.ranks[0].rank_origin;
+  // Pid 101 (RANK=0) is rank 0 now: its kernel carries rank 0.
+  ASSERT_EQ(s.activities.size(), 2u);
+  for (size_t i = 0; i < s.activities.size(); ++i)
+    EXPECT_EQ(s.activities.start_ns[i] - 1001, s.activities.rank[i]);
+
+  // The same launcher with GPU work of its own stays a rank: nothing moves.
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+  write(0, "start order (no RANK or LOCAL_RANK in its environment)", true, 100);
+  write(1, "start order (RANK=0 was taken by another process)", true, 101);
+  RecoveryReport rep2;
+  const Store s2 = recover_spool_dir(dir_.string(), &rep2);
+  EXPECT_EQ(s2.ranks.size(), 2u);
+  EXPECT_TRUE(rep2.not_ranks.empty());
+  EXPECT_EQ(rep2.ranks[1].rank_origin.rfind("start order (RANK=0", 0), 0u);
+}

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -349,6 +350,7 @@ std::vector<std::string> RecoveryReport::lines() const {
     if (!r.has_clock) l += "; no clock sample in the spool (times not aligned)";
     out.push_back(l);
   }
+  out.insert(out.end(), not_ranks.begin(), not_ranks.end());
   return out;
 }
 
@@ -430,6 +432,70 @@ Error nothing_recovered(const std::string& dir, const RecoveryReport& rep) {
   return Error(dir + ": no rank could be recovered (" + why + ")");
 }
 
+// The number a tree rank wanted but found taken: "start order (RANK=3 was taken by another
+// process)" → 3 (collector.cpp's claim() writes that text); -1 otherwise.
+int32_t wanted_rank(const std::string& origin) {
+  static const std::string kTaken = " was taken by another process)";
+  const size_t eq = origin.find('=');
+  if (origin.rfind("start order (", 0) != 0 || eq == std::string::npos ||
+      origin.find(kTaken) == std::string::npos)
+    return -1;
+  int32_t r = -1;
+  const char* b = origin.data() + eq + 1;
+  auto [p, err] = std::from_chars(b, origin.data() + origin.size(), r);
+  return err == std::errc() && p != b && *p == ' ' ? r : -1;
+}
+
+// A process tree's launcher can bring up CUDA without running anything on it (torchrun's agent
+// imports torch): it then claims a rank in start order before its workers start, and the worker
+// with RANK=0 becomes rank 1 (seen on the first GPU run, docs/gpu-validation.md). A tree spool
+// whose process had no RANK or LOCAL_RANK and recorded no GPU work, in a tree whose other
+// processes took their number from RANK/LOCAL_RANK, is that launcher: it is left out (one report
+// line), and each worker gets back the RANK it wanted if no kept rank holds it.
+void settle_tree_ranks(std::vector<std::pair<int32_t, std::string>>& files,
+                       std::vector<spool::Contents>& contents, RecoveryReport& rep) {
+  auto origin = [&](size_t i) -> const std::string& { return contents[i].meta.rank_origin; };
+  auto tree = [&](size_t i) { return contents[i].has_meta && contents[i].meta.fixed.shared_clock; };
+  bool env_numbered = false;
+  for (size_t i = 0; i < files.size(); ++i)
+    env_numbered = env_numbered || (tree(i) && (origin(i).rfind("RANK=", 0) == 0 ||
+                                                origin(i).rfind("LOCAL_RANK=", 0) == 0 ||
+                                                wanted_rank(origin(i)) >= 0));
+  if (!env_numbered) return;
+  std::vector<char> keep(files.size(), 1);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const spool::Contents& c = contents[i];
+    if (!tree(i) || origin(i).rfind("start order (no RANK", 0) != 0 || !c.activities.empty())
+      continue;
+    keep[i] = 0;
+    rep.not_ranks.push_back(files[i].second + ": pid " + std::to_string(c.meta.fixed.pid) + " (" +
+                            c.meta.command +
+                            ") is not a rank: it brought up CUDA but ran no GPU work and had no "
+                            "RANK, while the tree's other processes had one (a launcher)");
+  }
+  std::set<int32_t> held;
+  for (size_t i = 0; i < files.size(); ++i)
+    if (keep[i]) held.insert(contents[i].has_meta ? contents[i].meta.fixed.rank : files[i].first);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const int32_t want = keep[i] && tree(i) ? wanted_rank(origin(i)) : -1;
+    if (want < 0 || held.count(want)) continue;
+    held.erase(contents[i].meta.fixed.rank);
+    held.insert(want);
+    const std::string env = origin(i).substr(13, origin(i).find(' ', 13) - 13);  // "RANK=3"
+    contents[i].meta.rank_origin = env + " (after the launcher that held it was left out)";
+    contents[i].meta.fixed.rank = want;
+    files[i].first = want;
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < files.size(); ++i)
+    if (keep[i] && w++ != i) {  // never a self-move: it would empty the strings
+      files[w - 1] = std::move(files[i]);
+      contents[w - 1] = std::move(contents[i]);
+    }
+  files.resize(w);
+  contents.resize(w);
+}
+
 }  // namespace
 
 Store recover_spool_dir(const std::string& dir, RecoveryReport* report, ProgressMode mode) {
@@ -438,7 +504,8 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
   rep = RecoveryReport{};
   rep.dir = dir;
   std::error_code ec;
-  const std::map<int32_t, std::string> files = list_spool_files(dir);
+  const std::map<int32_t, std::string> listed = list_spool_files(dir);
+  std::vector<std::pair<int32_t, std::string>> files(listed.begin(), listed.end());
 
   // A file that vanished or cannot be stat'ed counts 0 bytes (file_size then returns -1).
   auto bytes_of = [&](const std::string& path) {
@@ -455,7 +522,12 @@ Store recover_spool_dir(const std::string& dir, RecoveryReport* report, Progress
   for (const auto& [rank, path] : files) {
     contents.push_back(spool::read(path));
     progress.advance(bytes_of(path));
-    const auto& c = contents.back();
+  }
+  settle_tree_ranks(files, contents, rep);
+  for (size_t k = 0; k < files.size(); ++k) {
+    const int32_t rank = files[k].first;
+    const std::string& path = files[k].second;
+    const auto& c = contents[k];
     if (c.has_meta) {
       if (c.meta.fixed.has_start && c.meta.fixed.anchor_ns != 0) anchor = c.meta.fixed.anchor_ns;
       const int32_t meta_world = c.meta.fixed.world_size;
@@ -557,11 +629,8 @@ nlohmann::json recovery_json(const RecoveryReport& rep) {
                   {"records", r.records},
                   {"has_end_sample", r.has_end_sample},
                   {"data_end_ns", r.data_end_ns}});
-  return {{"spool", rep.dir},
-          {"world_size", rep.world_size},
-          {"last_end_ns", rep.last_end_ns},
-          {"lines", rep.lines()},
-          {"ranks", jr}};
+  return {{"spool", rep.dir},     {"world_size", rep.world_size}, {"last_end_ns", rep.last_end_ns},
+          {"lines", rep.lines()}, {"not_ranks", rep.not_ranks},   {"ranks", jr}};
 }
 
 }  // namespace kernalyse

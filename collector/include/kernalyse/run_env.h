@@ -28,6 +28,7 @@ enum class RunEnv {
   CuptiBufferKb,  // CUPTI activity buffer size in KiB
   CuptiBuffers,   // CUPTI activity buffers at most
   CuptiFlushMs,   // CUPTI periodic flush interval in ms
+  CuptiSkip,      // diagnostic: CUPTI parts left off, to attribute the collection overhead
   Count
 };
 
@@ -54,6 +55,7 @@ inline constexpr RunEnvVar kRunEnvVars[] = {
     {RunEnv::CuptiBufferKb, "KERNALYSE_CUPTI_BUFFER_KB", "user"},
     {RunEnv::CuptiBuffers, "KERNALYSE_CUPTI_BUFFERS", "user"},
     {RunEnv::CuptiFlushMs, "KERNALYSE_CUPTI_FLUSH_MS", "user"},
+    {RunEnv::CuptiSkip, "KERNALYSE_CUPTI_SKIP", "user"},
 };
 
 namespace detail {

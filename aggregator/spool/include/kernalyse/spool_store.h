@@ -68,6 +68,8 @@ struct RecoveryReport {
   int32_t world_size = 0;
   std::vector<RankRecovery> ranks;  // sorted by rank, missing ones included
   int64_t last_end_ns = 0;          // the latest data end over all ranks
+  // Tree spools left out as a launcher's, not a rank's (spool_store.cpp, settle_tree_ranks).
+  std::vector<std::string> not_ranks;
   // One line per rank: "rank 2: truncated at byte N (torn block); ...", "rank 3: missing ...".
   std::vector<std::string> lines() const;
 };

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Where the collection overhead of check (a) goes, on the lent GPU machine, after validate.sh has
+# built kernalyse (it reuses $KERNALYSE_GPU_WORK/build and the prefix). The decode loop of check
+# (a) runs bare and under kernalyse-run with parts of the collection left off
+# (KERNALYSE_CUPTI_SKIP, docs/collector.md), all configurations round-robin, RUNS rounds; the
+# median decode loop of each against the bare median. Also: the cost of the clock reads the
+# collector makes per record (CLOCK_MONOTONIC_RAW vs CLOCK_MONOTONIC, this machine's clock
+# source), and NVML's power reading as nvidia-smi sees it.
+# Usage (device tool): bench/gpu/validate.sh; bench/gpu/overhead.sh   → $OUT/overhead.json
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${KERNALYSE_GPU_WORK:-/tmp/kernalyse-gpu}
+RUNS=${OVERHEAD_RUNS:-5}
+res=${OUT:-$root/gpu-results}
+bin=$WORK/build/bin
+mkdir -p "$res" "$WORK/overhead"
+R=$WORK/overhead
+# shellcheck disable=SC1091
+source "$WORK/prefix/env.sh" || exit 2
+[ -x "$bin/vicuna_tp_cuda" ] || { echo "overhead.sh: run validate.sh first (no $bin/vicuna_tp_cuda)"; exit 2; }
+
+echo "== clock source: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+cat > "$R/clk.c" <<'C'
+#include <stdio.h>
+#include <time.h>
+static long long ns(clockid_t c) { struct timespec t; clock_gettime(c, &t); return t.tv_sec * 1000000000LL + t.tv_nsec; }
+int main(void) {
+  const clockid_t ids[] = {CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC};
+  const char* names[] = {"CLOCK_MONOTONIC_RAW", "CLOCK_MONOTONIC"};
+  for (int k = 0; k < 2; ++k) {
+    long long t0 = ns(CLOCK_MONOTONIC), s = 0;
+    for (int i = 0; i < 1000000; ++i) s += ns(ids[k]) & 1;
+    printf("%s: %.1f ns per read (%lld)\n", names[k], (ns(CLOCK_MONOTONIC) - t0) / 1e6, s & 0);
+  }
+  return 0;
+}
+C
+gcc -O2 -o "$R/clk" "$R/clk.c" && "$R/clk" | sed 's/^/== /'
+echo "== nvidia-smi power: $(nvidia-smi --query-gpu=power.draw,power.draw.instant,power.limit --format=csv,noheader 2>&1 | head -1)"
+
+A="--layers 8 --hidden 4096 --batch 8 --steps 100 --warmup 5"
+run1() { timeout 300 mpirun -n 1 "$@" < /dev/null; }
+# One profiled run that is not quiet: what the collector says about itself (power samples).
+run1 "$bin/kernalyse-run" --force --nvtx -o "$R/loud.h5" "$bin/vicuna_tp_cuda" --layers 1 --steps 5 > "$R/loud.log" 2>&1
+grep -i "kernalyse" "$R/loud.log" | head -8 | sed 's/^/== loud run: /'
+
+# name|env|kernalyse-run flags ("-" = bare)
+configs=(
+  "bare||-"
+  "full||--nvtx"
+  "no_nvtx||"
+  "power_off|KERNALYSE_POWER_MS=0|--nvtx"
+  "skip_driver|KERNALYSE_CUPTI_SKIP=driver|--nvtx"
+  "skip_callbacks|KERNALYSE_CUPTI_SKIP=callbacks|--nvtx"
+  "skip_clock|KERNALYSE_CUPTI_SKIP=clock|--nvtx"
+  "skip_runtime_driver|KERNALYSE_CUPTI_SKIP=runtime,driver|--nvtx"
+  "kernels_only|KERNALYSE_CUPTI_SKIP=driver,runtime,callbacks,memory,marker,clock KERNALYSE_POWER_MS=0|"
+)
+for i in $(seq "$RUNS"); do
+  for c in "${configs[@]}"; do
+    IFS='|' read -r name envs flags <<< "$c"
+    out="$R/$name-$i.json"
+    if [ "$flags" = "-" ]; then
+      # shellcheck disable=SC2086
+      run1 "$bin/vicuna_tp_cuda" $A --report-json "$out" > "$R/$name-$i.log" 2>&1
+    else
+      # shellcheck disable=SC2086
+      env $envs timeout 300 mpirun -n 1 \
+        "$bin/kernalyse-run" -q --force $flags -o "$R/$name.h5" "$bin/vicuna_tp_cuda" $A \
+        --report-json "$out" < /dev/null > "$R/$name-$i.log" 2>&1
+    fi
+  done
+done
+python3 - "$R" "$RUNS" "$res/overhead.json" "${configs[@]}" <<'PY'
+import json, statistics, sys
+R, runs, dest, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+rows, base = [], None
+for c in configs:
+    name = c.split("|")[0]
+    loops = []
+    for i in range(1, runs + 1):
+        try:
+            loops.append(json.load(open(f"{R}/{name}-{i}.json"))["decode_loop_ns_max"])
+        except Exception:
+            pass
+    med = statistics.median(loops) if loops else None
+    base = med if name == "bare" else base
+    rows.append({"config": name, "setting": c.split("|")[1], "runs_ns": loops, "median_ns": med,
+                 "overhead_pct": round(100 * (med / base - 1), 2) if med and base else None})
+json.dump({"rows": rows}, open(dest, "w"), indent=1)
+print("| configuration | setting | median decode loop | vs bare |\n|---|---|---|---|")
+for r in rows:
+    m = f"{r['median_ns'] / 1e6:.2f} ms" if r["median_ns"] else "failed"
+    print(f"| {r['config']} | `{r['setting']}` | {m} | {r['overhead_pct']} % |")
+PY
