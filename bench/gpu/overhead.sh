@@ -43,19 +43,43 @@ run1() { timeout 300 mpirun -n 1 "$@" < /dev/null; }
 # One profiled run that is not quiet: what the collector says about itself (power samples).
 run1 "$bin/kernalyse-run" --force --nvtx -o "$R/loud.h5" "$bin/vicuna_tp_cuda" --layers 1 --steps 5 > "$R/loud.log" 2>&1
 grep -i "kernalyse" "$R/loud.log" | head -8 | sed 's/^/== loud run: /'
+"$bin/kernalyse-merge" "$R/loud.h5" --summary --verbose --json 2> /dev/null | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["ranks"]
+print("== loud run (a run shorter than the flush period): peak power per rank and GPU, mW:", [x.get("peak_gpu_power_mw") for x in r])'
 
-# name|env|kernalyse-run flags ("-" = bare)
+# name|env|kernalyse-run flags ("-" = bare). Set OVERHEAD_CONFIGS=all for the attribution of
+# the first GPU run (every part of the collection left off in turn).
 configs=(
   "bare||-"
-  "full||--nvtx"
-  "no_nvtx||"
+  "default||"
+  "nvtx||--nvtx"
+  "nvtx_all_driver_records|KERNALYSE_CUPTI_SKIP=driverfilter|--nvtx"
+  "nvtx_no_driver_records|KERNALYSE_CUPTI_SKIP=driver|--nvtx"
+)
+[ "${OVERHEAD_CONFIGS:-}" = all ] && configs+=(
   "power_off|KERNALYSE_POWER_MS=0|--nvtx"
-  "skip_driver|KERNALYSE_CUPTI_SKIP=driver|--nvtx"
   "skip_callbacks|KERNALYSE_CUPTI_SKIP=callbacks|--nvtx"
   "skip_clock|KERNALYSE_CUPTI_SKIP=clock|--nvtx"
   "skip_runtime_driver|KERNALYSE_CUPTI_SKIP=runtime,driver|--nvtx"
   "kernels_only|KERNALYSE_CUPTI_SKIP=driver,runtime,callbacks,memory,marker,clock KERNALYSE_POWER_MS=0|"
 )
+# Which API records a step makes, with and without the driver filter (--export-kineto).
+for v in "api_filtered|" "api_all|driverfilter"; do
+  IFS='|' read -r name skip <<< "$v"
+  KERNALYSE_CUPTI_SKIP=$skip run1 "$bin/kernalyse-run" -q --force --nvtx -o "$R/$name.h5" \
+    "$bin/vicuna_tp_cuda" --layers 8 --steps 10 --warmup 0 > /dev/null 2>&1
+  rm -rf "$R/$name-kineto"
+  "$bin/kernalyse-merge" "$R/$name.h5" --export-kineto "$R/$name-kineto" > /dev/null 2>&1
+  python3 - "$R/$name-kineto/rank-0.json" "$name" <<'PY'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+c = collections.Counter((e["cat"], e["name"]) for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+print(f"== {sys.argv[2]}: {sum(c.values())} API records (10 steps of 8 layers); most frequent: " +
+      ", ".join(f"{n} {k}" for (cat, n), k in c.most_common(8)))
+PY
+done
+
 for i in $(seq "$RUNS"); do
   for c in "${configs[@]}"; do
     IFS='|' read -r name envs flags <<< "$c"

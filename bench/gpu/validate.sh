@@ -15,7 +15,8 @@
 #      kernalyse-run ... (examples/torch_tp/torchrun_tp.py, 2 ranks, gloo, DataLoader workers)
 # Results: $OUT (the device tool's output folder) or ./gpu-results: results.json,
 # gpu-validation-snippet.md, validate.log, build.log, details.tar.gz. Big files stay in $WORK.
-# VALIDATE_REUSE_BUILD=1 skips the build when $WORK/build already has the binaries.
+# VALIDATE_REUSE_BUILD=1 skips the build when $WORK/build already has the binaries;
+# VALIDATE_BUILD_ONLY=1 stops after the build.
 # Exit 0 when every evaluated check passed, 1 otherwise, 2 when the setup failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -97,6 +98,8 @@ for t in kernalyse-run kernalyse-merge vicuna_tp_cuda; do
   [ -x "$bin/$t" ] || setup_fail "$t was not built (see build.log)"
 done
 say "built: $(ls "$bin" | tr '\n' ' ')"
+# The build alone (for bench/gpu/overhead.sh when the device time is short).
+[ "${VALIDATE_BUILD_ONLY:-0}" = 1 ] && { say "VALIDATE_BUILD_ONLY=1: stopping after the build"; exit 0; }
 
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 ncclv=$($py - <<'EOF' 2>/dev/null

@@ -423,6 +423,48 @@ Config config_from_env() {
   return c;
 }
 
+bool driver_api_recorded(const std::string& name) {
+  static const char* const kKept[] = {"cuLaunch",
+                                      "cuGraphLaunch",
+                                      "cuMemcpy",
+                                      "cuMemset",
+                                      "cuMemAlloc",
+                                      "cuMemFree",
+                                      "cuMemHostAlloc",
+                                      "cuMemCreate",
+                                      "cuMemMap",
+                                      "cuMemUnmap",
+                                      "cuMemRelease",
+                                      "cuMemPrefetch",
+                                      "cuStreamSynchronize",
+                                      "cuCtxSynchronize",
+                                      "cuEventSynchronize",
+                                      "cuStreamWaitEvent",
+                                      "cuEventRecord",
+                                      "cuModuleLoad",
+                                      "cuLibraryLoad",
+                                      "cuStreamBeginCapture",
+                                      "cuStreamEndCapture",
+                                      "cuGraphInstantiate"};
+  for (const char* k : kKept)
+    if (name.rfind(k, 0) == 0) return true;
+  return false;
+}
+
+namespace {
+
+// Driver API records only for the calls driver_api_recorded keeps.
+void filter_driver_records() {
+  for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name)
+      continue;
+    if (!driver_api_recorded(name)) cuptiActivityEnableDriverApi(id, 0);
+  }
+}
+
+}  // namespace
+
 std::string failure_line(const char* call, int result, const char* other) {
   const auto r = static_cast<CUptiResult>(result);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -496,6 +538,17 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
                           const void* data) {
   Injection& I = inj();
   if (!here(I)) return;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    // A context on a device: its power is sampled from now on. Waiting for the device's first
+    // kernel record (parsed at a flush) lost the first second, and every sample of a run
+    // shorter than the flush period (the first GPU run's check g: no power counter at all).
+    const auto* rd = static_cast<const CUpti_ResourceData*>(data);
+    uint32_t dev = 0;
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && I.sink && rd->context &&
+        cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS)
+      I.sink->gpu_device_used(static_cast<int32_t>(dev), "");
+    return;
+  }
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (cb->callbackSite != CUPTI_API_ENTER) return;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
@@ -621,6 +674,10 @@ extern "C" int InitializeInjection(void) {
       (r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                                CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020)) != CUPTI_SUCCESS)
     return fail("cuptiEnableCallback", r);
+  if (!cf.skips("callbacks") &&
+      (r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                               CUPTI_CBID_RESOURCE_CONTEXT_CREATED)) != CUPTI_SUCCESS)
+    return fail("cuptiEnableCallback", r);
   // 2. Our clock before any kind is enabled: every record is then in the collector's time.
   if (!cf.skips("clock") &&
       (r = cuptiActivityRegisterTimestampCallback(timestamp)) != CUPTI_SUCCESS)
@@ -645,12 +702,7 @@ extern "C" int InitializeInjection(void) {
   if (!cf.skips("marker") && cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS)
     enabled.push_back(CUPTI_ACTIVITY_KIND_MARKER);
   // Frequent, cheap, uninteresting API records (as Kineto does): not worth a launch row each.
-  for (CUpti_CallbackId id :
-       {CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice,
-        CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
-        CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress,
-        CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2})
-    cuptiActivityEnableDriverApi(id, 0);
+  if (!cf.skips("driverfilter")) filter_driver_records();
   for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
                               CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
                               CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020})

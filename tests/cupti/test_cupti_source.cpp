@@ -856,3 +856,31 @@ TEST(CudaPresence, FlushHookRegistry) {
   cupti_flush_registered(false);
   EXPECT_EQ(calls, 1);
 }
+
+// The driver calls that keep an API record: launches (Triton's cuLaunchKernel, NCCL's
+// cuLaunchKernelEx), graph launches, copies, syncs; not the context and attribute queries that
+// CUPTI's own NVTX handling and the runtime make around every call (docs/gpu-validation.md).
+TEST(CuptiRecords, DriverRecordsKeptForLaunchesCopiesAndSyncs) {
+  // Every name CUPTI knows for the driver: the kept ones are the ones we meant.
+  int kept = 0, left = 0;
+  bool launch = false, launch_ex = false, graph = false, copy = false, sync = false;
+  for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name)
+      continue;
+    const std::string n = name;
+    const bool k = driver_api_recorded(n);
+    (k ? kept : left)++;
+    launch = launch || (n == "cuLaunchKernel" && k);
+    launch_ex = launch_ex || (n == "cuLaunchKernelEx" && k);
+    graph = graph || (n == "cuGraphLaunch" && k);
+    copy = copy || (n == "cuMemcpyHtoDAsync_v2" && k);
+    sync = sync || (n == "cuStreamSynchronize" && k);
+    EXPECT_FALSE(k && (n == "cuCtxGetCurrent" || n == "cuCtxGetDevice" || n == "cuGetProcAddress" ||
+                       n == "cuKernelGetAttribute" || n == "cuPointerGetAttribute"))
+        << n;
+  }
+  EXPECT_TRUE(launch && launch_ex && graph && copy && sync);
+  EXPECT_GT(kept, 30);
+  EXPECT_GT(left, kept);  // most of the driver API is queries and set-up
+}
