@@ -134,13 +134,20 @@ def counts(args):
 
 # (d) per-name durations against CUDA-event times
 def durations(args):
-    rep, summ = load(args[0]), load(args[1])
+    """args: the app's report, then one or more --summary files (comma-separated: one per timed
+    step), whose kernels are added up."""
+    rep, summs = load(args[0]), [load(p) for p in args[1].split(",")]
     res = {"check": "d_durations", "target": "per-name summed kernel time within 5 % of summed cudaEvent time",
            "gemm": rep["gemm"]}
     rows = []
     ok = True
     for r in rep["ranks"]:
-        st = store_kernels(summ, r["rank"] if rep["world_size"] > 1 else None)
+        st = {}
+        for summ in summs:
+            for k, v in store_kernels(summ, r["rank"] if rep["world_size"] > 1 else None).items():
+                e = st.setdefault(k, {"count": 0, "total_ns": 0})
+                e["count"] += v["count"]
+                e["total_ns"] += v["total_ns"]
         for key, ev_ns in r["event_ns"].items():
             if key == "cublas_gemm":
                 # A cuBLAS call may be several kernels with cuBLAS's names: compare the sum of all
