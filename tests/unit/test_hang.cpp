@@ -204,4 +204,17 @@ TEST_F(Hang, TreeLauncherWithoutGpuWorkIsNotARank) {
   EXPECT_EQ(s2.ranks.size(), 2u);
   EXPECT_TRUE(rep2.not_ranks.empty());
   EXPECT_EQ(rep2.ranks[1].rank_origin.rfind("start order (RANK=0", 0), 0u);
+
+  // A RANK past the spool's rank limit (a damaged Meta block) is not taken back: no rank 10^8.
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+  write(0, "start order (no RANK or LOCAL_RANK in its environment)", false, 100);
+  write(1, "start order (RANK=99999999 was taken by another process)", true, 101);
+  write(2, "RANK=0", true, 102);
+  RecoveryReport rep3;
+  const Store s3 = recover_spool_dir(dir_.string(), &rep3);
+  ASSERT_EQ(s3.ranks.size(), 2u);
+  EXPECT_EQ(s3.ranks[0].rank, 1);
+  EXPECT_EQ(s3.ranks[1].rank, 2);
+  EXPECT_EQ(rep3.not_ranks.size(), 1u);
 }

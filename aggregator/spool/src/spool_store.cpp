@@ -478,7 +478,7 @@ void settle_tree_ranks(std::vector<std::pair<int32_t, std::string>>& files,
     if (keep[i]) held.insert(contents[i].has_meta ? contents[i].meta.fixed.rank : files[i].first);
   for (size_t i = 0; i < files.size(); ++i) {
     const int32_t want = keep[i] && tree(i) ? wanted_rank(origin(i)) : -1;
-    if (want < 0 || held.count(want)) continue;
+    if (want < 0 || want >= kMaxSpoolRanks || held.count(want)) continue;  // F8's limit
     held.erase(contents[i].meta.fixed.rank);
     held.insert(want);
     const std::string env = origin(i).substr(13, origin(i).find(' ', 13) - 13);  // "RANK=3"
