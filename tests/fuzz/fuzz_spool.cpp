@@ -8,6 +8,11 @@
 // conversion) would be fuzzed. So the target recomputes the CRC of each block whose header and
 // payload are complete before writing the file; the mismatch path itself is unit-tested
 // (tests/unit/test_spool.cpp).
+// An input of odd length gets a companion: rank-1.kspool, a well-formed process-tree spool whose
+// rank came from RANK=1, so that the fuzzed spool's Meta block (its rank origin, its rank, its
+// records) also meets the tree's rank settling (settle_tree_ranks: a launcher left out, a RANK
+// taken back).
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstddef>
@@ -38,11 +43,30 @@ std::vector<uint8_t> with_valid_crcs(const uint8_t* data, size_t size) {
   return out;
 }
 
+// rank-1.kspool: a tree rank with RANK=1 and nothing recorded, or no file at all.
+void companion(bool present) {
+  const std::string path = kernalyse::fuzz::input_dir() + "/rank-1.kspool";
+  ::unlink(path.c_str());
+  if (!present) return;
+  kernalyse::spool::Writer w;
+  if (!w.open(path)) return;
+  kernalyse::spool::Meta m;
+  m.fixed.rank = 1;
+  m.fixed.pid = 2;
+  m.fixed.has_start = 1;
+  m.fixed.shared_clock = 1;
+  m.command = "python3 worker.py";
+  m.rank_origin = "RANK=1";
+  w.write_meta(m);
+  w.close();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> input = with_valid_crcs(data, size);
   kernalyse::fuzz::write_input("rank-0.kspool", input.data(), input.size());
+  companion(size % 2 == 1);
   try {
     kernalyse::RecoveryReport rep;
     kernalyse::Store s = kernalyse::recover_spool_dir(kernalyse::fuzz::input_dir(), &rep);
