@@ -144,7 +144,7 @@ Config config_from_env();
 // copies, memsets, allocations, synchronisations, event records and waits, module loads. The
 // rest is left off at CUPTI (cuptiActivityEnableDriverApi): on the first GPU run, the driver
 // records of everything else cost 11 % of a launch-bound decode loop under --nvtx, and 1.3 %
-// without them (docs/gpu-validation.md). Kineto keeps only the kernel launches of the driver.
+// without them (docs/gpu-validation.md).
 bool driver_api_recorded(const std::string& name);
 
 // The one-line warning/status for a failed CUPTI call during injection: what went wrong in
