@@ -101,7 +101,11 @@ say "built: $(ls "$bin" | tr '\n' ' ')"
 # The build alone (for bench/gpu/overhead.sh when the device time is short).
 [ "${VALIDATE_BUILD_ONLY:-0}" = 1 ] && { say "VALIDATE_BUILD_ONLY=1: stopping after the build"; exit 0; }
 
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The device tool copies the working tree, but its .git may lag (the first GPU run named the
+# session's first commit for trees three commits later): the tree's own fingerprint says which
+# sources ran; the same command in a clean checkout of a commit gives that commit's.
+tree_fp() { (cd "$root" && find CMakeLists.txt aggregator analysis collector launch examples bench tests cmake -type f -print0 | LC_ALL=C sort -z | xargs -0 sha1sum | sha1sum | cut -c1-12); }
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown) (device .git), sources $(tree_fp)"
 ncclv=$($py - <<'EOF' 2>/dev/null
 import ctypes
 for n in ("libnccl.so.2", "libnccl.so"):
