@@ -1,8 +1,11 @@
 // NVML power sampling (collector/src/nvml_power.h): the CUDA_VISIBLE_DEVICES → NVML device map,
-// and the sampler on a machine without NVML (this one): no thread left running, no sample, the
-// reason named. The sampling itself needs a GPU (bench/gpu/validate.sh).
+// the sampler on a machine without NVML (this one): no thread left running, no sample, the reason
+// named; and its loop against a stand-in NVML. Real readings need a GPU (bench/gpu/validate.sh).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include "../../collector/src/nvml_power.h"
 
@@ -67,4 +70,40 @@ TEST(NvmlPower, WithoutNvmlNothingIsSampledAndTheReasonIsNamed) {
   off.start(sink, 0);
   off.stop();
   EXPECT_EQ(off.problem(), "");
+}
+
+// The sampler's loop against a stand-in NVML (tests/unit/fake_nvml): loaded first by its path,
+// it answers the sampler's dlopen("libnvidia-ml.so.1") by its SONAME. Readings become counters;
+// a refused reading ("Not Supported", as in some VMs) is named once, and no sample is stored.
+TEST(NvmlPower, SamplesAndARefusedReadingIsNamed) {
+  if (void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(h);
+    GTEST_SKIP() << "this machine has NVML: the stand-in cannot take its name";
+  }
+  void* fake = dlopen(KERNALYSE_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(fake, nullptr) << dlerror();
+
+  setenv("FAKE_NVML_POWER_MW", "123456", 1);
+  CountingSink sink;
+  PowerSampler p;
+  p.add_device(0, "");
+  p.start(sink, 2);
+  for (int i = 0; i < 500 && p.samples() < 3; ++i) usleep(2000);
+  p.stop();
+  EXPECT_GE(p.samples(), 3);
+  EXPECT_EQ(sink.counters, p.samples());
+  EXPECT_EQ(p.problem(), "");
+
+  setenv("FAKE_NVML_POWER_MW", "-1", 1);
+  CountingSink none;
+  PowerSampler refused;
+  refused.add_device(0, "");
+  refused.start(none, 2);
+  usleep(20000);
+  refused.stop();
+  EXPECT_EQ(refused.samples(), 0);
+  EXPECT_EQ(none.counters, 0);
+  EXPECT_EQ(refused.problem(), "nvmlDeviceGetPowerUsage on CUDA device 0: Not Supported");
+  unsetenv("FAKE_NVML_POWER_MW");
+  dlclose(fake);
 }
