@@ -666,18 +666,15 @@ extern "C" int InitializeInjection(void) {
     return give_up(I, failure_line(call, res, nullptr));
   };
   const Config& cf = I.config;
-  for (CUpti_CallbackId id : kLaunchCbids)
-    if (!cf.skips("callbacks") &&
-        (r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id)) != CUPTI_SUCCESS)
-      return fail("cuptiEnableCallback", r);
-  if (!cf.skips("callbacks") &&
-      (r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-                               CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020)) != CUPTI_SUCCESS)
-    return fail("cuptiEnableCallback", r);
-  if (!cf.skips("callbacks") &&
-      (r = cuptiEnableCallback(1, I.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                               CUPTI_CBID_RESOURCE_CONTEXT_CREATED)) != CUPTI_SUCCESS)
-    return fail("cuptiEnableCallback", r);
+  if (!cf.skips("callbacks")) {
+    std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> cbs = {
+        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020},
+        {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED}};
+    for (CUpti_CallbackId id : kLaunchCbids) cbs.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, id);
+    for (const auto& [domain, id] : cbs)
+      if ((r = cuptiEnableCallback(1, I.subscriber, domain, id)) != CUPTI_SUCCESS)
+        return fail("cuptiEnableCallback", r);
+  }
   // 2. Our clock before any kind is enabled: every record is then in the collector's time.
   if (!cf.skips("clock") &&
       (r = cuptiActivityRegisterTimestampCallback(timestamp)) != CUPTI_SUCCESS)

@@ -26,21 +26,30 @@ struct Mark {
   int state;
 };
 
+// A process tree's spool rank-<rank>.kspool: its Meta block (shared clock, the rank's origin),
+// then what `rec` holds.
+void write_tree_spool(const fs::path& dir, int rank, const std::string& origin, int32_t pid,
+                      collector::Recorder& rec) {
+  spool::Writer w;
+  ASSERT_TRUE(w.open((dir / ("rank-" + std::to_string(rank) + ".kspool")).string()));
+  spool::Meta meta;
+  meta.fixed.rank = rank;
+  meta.fixed.pid = pid;
+  meta.fixed.has_start = 1;
+  meta.fixed.shared_clock = 1;
+  meta.command = "python3 w.py";
+  meta.rank_origin = origin;
+  ASSERT_TRUE(w.write_meta(meta));
+  ASSERT_TRUE(rec.flush(w));
+}
+
 // One rank's spool: its Meta block and its marks on communicator 0xabc (4 ranks).
 void write_rank(const fs::path& dir, int rank, const std::vector<Mark>& marks) {
   collector::Recorder rec;
   for (const Mark& m : marks)
     rec.coll_mark(
         kernalyse_emu_coll_mark{1000 + m.seq, 0xabc, m.seq, m.op, m.bytes, 4, rank, m.state});
-  spool::Writer w;
-  ASSERT_TRUE(w.open((dir / ("rank-" + std::to_string(rank) + ".kspool")).string()));
-  spool::Meta meta;
-  meta.fixed.rank = rank;
-  meta.fixed.has_start = 1;
-  meta.fixed.shared_clock = 1;
-  meta.rank_origin = "RANK=" + std::to_string(rank);
-  ASSERT_TRUE(w.write_meta(meta));
-  ASSERT_TRUE(rec.flush(w));
+  write_tree_spool(dir, rank, "RANK=" + std::to_string(rank), 0, rec);
 }
 
 // Marks for collectives first..last, all entered and completed (AllReduce of 64 B).
@@ -164,17 +173,11 @@ TEST_F(Hang, TreeLauncherWithoutGpuWorkIsNotARank) {
       rec.activity(kernalyse_emu_activity{KERNALYSE_EMU_KERNEL, 0, 7, 1000 + file_rank,
                                           2000 + file_rank, 1, "gemm"},
                    false);
-    spool::Writer w;
-    ASSERT_TRUE(w.open((dir_ / ("rank-" + std::to_string(file_rank) + ".kspool")).string()));
-    spool::Meta meta;
-    meta.fixed.rank = file_rank;
-    meta.fixed.pid = pid;
-    meta.fixed.has_start = 1;
-    meta.fixed.shared_clock = 1;
-    meta.command = "python3 w.py";
-    meta.rank_origin = origin;
-    ASSERT_TRUE(w.write_meta(meta));
-    ASSERT_TRUE(rec.flush(w));
+    write_tree_spool(dir_, file_rank, origin, pid, rec);
+  };
+  auto fresh = [&] {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
   };
   write(0, "start order (no RANK or LOCAL_RANK in its environment)", false, 100);
   write(1, "start order (RANK=0 was taken by another process)", true, 101);
@@ -195,8 +198,7 @@ TEST_F(Hang, TreeLauncherWithoutGpuWorkIsNotARank) {
     EXPECT_EQ(s.activities.start_ns[i] - 1001, s.activities.rank[i]);
 
   // The same launcher with GPU work of its own stays a rank: nothing moves.
-  fs::remove_all(dir_);
-  fs::create_directories(dir_);
+  fresh();
   write(0, "start order (no RANK or LOCAL_RANK in its environment)", true, 100);
   write(1, "start order (RANK=0 was taken by another process)", true, 101);
   RecoveryReport rep2;
@@ -206,8 +208,7 @@ TEST_F(Hang, TreeLauncherWithoutGpuWorkIsNotARank) {
   EXPECT_EQ(rep2.ranks[1].rank_origin.rfind("start order (RANK=0", 0), 0u);
 
   // A RANK past the spool's rank limit (a damaged Meta block) is not taken back: no rank 10^8.
-  fs::remove_all(dir_);
-  fs::create_directories(dir_);
+  fresh();
   write(0, "start order (no RANK or LOCAL_RANK in its environment)", false, 100);
   write(1, "start order (RANK=99999999 was taken by another process)", true, 101);
   write(2, "RANK=0", true, 102);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -434,10 +435,12 @@ Error nothing_recovered(const std::string& dir, const RecoveryReport& rep) {
 
 // The number a tree rank wanted but found taken: "start order (RANK=3 was taken by another
 // process)" → 3 (collector.cpp's claim() writes that text); -1 otherwise.
+constexpr std::string_view kStartOrder = "start order (";
+
 int32_t wanted_rank(const std::string& origin) {
   static const std::string kTaken = " was taken by another process)";
   const size_t eq = origin.find('=');
-  if (origin.rfind("start order (", 0) != 0 || eq == std::string::npos ||
+  if (origin.rfind(kStartOrder, 0) != 0 || eq == std::string::npos ||
       origin.find(kTaken) == std::string::npos)
     return -1;
   int32_t r = -1;
@@ -481,7 +484,8 @@ void settle_tree_ranks(std::vector<std::pair<int32_t, std::string>>& files,
     if (want < 0 || want >= kMaxSpoolRanks || held.count(want)) continue;  // F8's limit
     held.erase(contents[i].meta.fixed.rank);
     held.insert(want);
-    const std::string env = origin(i).substr(13, origin(i).find(' ', 13) - 13);  // "RANK=3"
+    const size_t b = kStartOrder.size();
+    const std::string env = origin(i).substr(b, origin(i).find(' ', b) - b);  // "RANK=3"
     contents[i].meta.rank_origin = env + " (after the launcher that held it was left out)";
     contents[i].meta.fixed.rank = want;
     files[i].first = want;
