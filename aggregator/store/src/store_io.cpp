@@ -419,6 +419,15 @@ bool op_wanted(const ColumnSelection& sel, std::string_view c) {
 }
 bool all_wanted(std::string_view) { return true; }
 
+// The columns of a rank-sliced table that `sel` reads (RankSlices: opened, then narrowed).
+std::function<bool(std::string_view)> slice_columns(std::string_view table,
+                                                    const ColumnSelection& sel) {
+  if (table == "activities") return [sel](std::string_view c) { return activity_wanted(sel, c); };
+  if (table == "launches") return [sel](std::string_view c) { return launch_wanted(sel, c); };
+  if (table == "ops") return [sel](std::string_view c) { return op_wanted(sel, c); };
+  return all_wanted;
+}
+
 void require_nccl_rows(const NcclInfo& nccl, size_t activities) {
   for (uint64_t x : nccl.activity)
     if (x >= activities)
@@ -678,19 +687,15 @@ struct RankSlices::Impl {
     read_header(*raw, *file, header);
     const size_t nstr = header.strings.size();
     if (sel.activities)
-      activities.init(
-          *raw, *file, "activities", [sel](std::string_view c) { return activity_wanted(sel, c); },
-          spread);
+      activities.init(*raw, *file, "activities", slice_columns("activities", sel), spread);
     if (sel.launches)
-      launches.init(
-          *raw, *file, "launches", [sel](std::string_view c) { return launch_wanted(sel, c); },
-          spread);
-    if (sel.annotations) annotations.init(*raw, *file, "annotations", all_wanted, spread);
+      launches.init(*raw, *file, "launches", slice_columns("launches", sel), spread);
+    if (sel.annotations)
+      annotations.init(*raw, *file, "annotations", slice_columns("annotations", sel), spread);
     if (sel.counters && H5Lexists(*file, "counters", H5P_DEFAULT) > 0)
-      counters.init(*raw, *file, "counters", all_wanted, spread);
+      counters.init(*raw, *file, "counters", slice_columns("counters", sel), spread);
     if (sel.ops && H5Lexists(*file, "ops", H5P_DEFAULT) > 0)
-      ops.init(
-          *raw, *file, "ops", [sel](std::string_view c) { return op_wanted(sel, c); }, spread);
+      ops.init(*raw, *file, "ops", slice_columns("ops", sel), spread);
     std::set<int32_t> all;
     for (const auto* m :
          {&activities.rows, &launches.rows, &annotations.rows, &counters.rows, &ops.rows})
@@ -715,15 +720,15 @@ struct RankSlices::Impl {
   }
 
   void narrow(const ColumnSelection& sel) {
-    auto keep = [](auto& t, bool on, std::function<bool(std::string_view)> wanted) {
+    auto keep = [&sel](auto& t, bool on, std::string_view table) {
       if (!on) t.open.reset();
-      if (t.open) t.open->wanted = std::move(wanted);  // the open columns, fewer of them read
+      if (t.open) t.open->wanted = slice_columns(table, sel);  // the open columns, fewer read
     };
-    keep(activities, sel.activities, [sel](std::string_view c) { return activity_wanted(sel, c); });
-    keep(launches, sel.launches, [sel](std::string_view c) { return launch_wanted(sel, c); });
-    keep(annotations, sel.annotations, all_wanted);
-    keep(counters, sel.counters, all_wanted);
-    keep(ops, sel.ops, [sel](std::string_view c) { return op_wanted(sel, c); });
+    keep(activities, sel.activities, "activities");
+    keep(launches, sel.launches, "launches");
+    keep(annotations, sel.annotations, "annotations");
+    keep(counters, sel.counters, "counters");
+    keep(ops, sel.ops, "ops");
     if (!sel.nccl) nccl_read = false, nccl = NcclInfo(), nccl_rows.assign(ranks.size(), {});
   }
 
