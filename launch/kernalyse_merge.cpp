@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -38,6 +39,16 @@ LoadOptions load_options(const Options& o, const Classifier* cls) {
   lo.align = o.align, lo.output = o.output, lo.force = o.force;
   lo.recorded_clocks = o.ao.compat == Compat::Hta;  // HTA's view: the recorded clocks
   lo.command_line = o.command_line;
+  // Rows of each big table a streamed import holds before they go to disk (docs/limits.md);
+  // the tests set it small to stream small traces through the same code.
+  if (const char* c = std::getenv("KERNALYSE_IMPORT_CHUNK_ROWS")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(c, &end, 10);
+    if (!*c || *end || v == 0 || v > (1ull << 32))
+      throw Error(std::string("KERNALYSE_IMPORT_CHUNK_ROWS=") + c +
+                  ": not a row count from 1 to 4294967296");
+    lo.import.chunk_rows = static_cast<size_t>(v);
+  }
   if (!o.quiet) lo.info = [](const std::string& l) { std::cerr << l << "\n"; };
   lo.warn = [](const std::string& l) { std::cerr << l << "\n"; };
   return lo;
@@ -201,6 +212,7 @@ int run(Options& o) {
   } else {
     LoadOptions spread_lo = lo;  // each process imports its share of the files (inputs.h)
     spread_lo.import.spread = spread.get();
+    spread_lo.output_only = !analyse && !exporting && o.power_logs.empty();
     if (!first_process) spread_lo.info = spread_lo.warn = nullptr;
     run = import_run(files, spread_lo);
     if (!first_process) return 0;

@@ -17,6 +17,27 @@ namespace kernalyse {
 
 namespace {
 
+// What the importer of one of `files` files is told.
+ImportOptions file_options(const ImportFilesOptions& opt, size_t files, Progress* progress) {
+  ImportOptions iopt;
+  iopt.classifier = opt.classifier;
+  iopt.progress = progress;
+  if (files == 1) iopt.rank = opt.rank;  // --rank names a single trace's rank
+  iopt.only_input = files == 1;          // one rankless file is rank 0
+  iopt.step_range = opt.step_range;
+  iopt.gpu_event = opt.gpu_event;
+  iopt.ops = opt.ops;
+  iopt.chunk_rows = opt.chunk_rows;
+  return iopt;
+}
+
+// The one line an import's failure becomes, naming the file.
+std::string import_error(const std::string& file, const std::exception& e) {
+  if (dynamic_cast<const Error*>(&e)) return e.what();
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return file + ": out of memory while importing";
+  return file + ": cannot import: " + e.what();  // anything else: still one line naming the file
+}
+
 bool is_trace_name(const fs::path& p) {
   const std::string n = p.filename().string();
   auto ends = [&](std::string_view s) {
@@ -156,14 +177,7 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   Progress progress(files.size() == 1 ? "importing " + fs::path(files[0]).filename().string()
                                       : "importing " + several,
                     total, "bytes", me == 0 ? opt.progress : ProgressMode::Off);
-  ImportOptions iopt;
-  iopt.classifier = opt.classifier;
-  iopt.progress = &progress;
-  if (files.size() == 1) iopt.rank = opt.rank;  // --rank names a single trace's rank
-  iopt.only_input = files.size() == 1;          // one rankless file is rank 0
-  iopt.step_range = opt.step_range;
-  iopt.gpu_event = opt.gpu_event;
-  iopt.ops = opt.ops;
+  const ImportOptions iopt = file_options(opt, files.size(), &progress);
   parallel_for(mine.size(), [&](size_t k) {
     const size_t i = mine[k];
     try {
@@ -172,12 +186,8 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
     } catch (const NoRankError& e) {
       errors[i] = e.what();
       rankless[i] = 1;
-    } catch (const Error& e) {
-      errors[i] = e.what();
-    } catch (const std::bad_alloc&) {
-      errors[i] = files[i] + ": out of memory while importing";
-    } catch (const std::exception& e) {  // anything else: still one line naming the file
-      errors[i] = files[i] + ": cannot import: " + e.what();
+    } catch (const std::exception& e) {
+      errors[i] = import_error(files[i], e);
     }
   });
   FileResults results{parts, st, errors, rankless, procs};
@@ -205,6 +215,30 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
   Store merged = merge_stores(std::move(parts));
   progress.finish();
   return merged;
+}
+
+Store import_file_streamed(const std::string& file, const ImportFilesOptions& opt,
+                           ImportStats* stats, StoreStream& out, const std::string& spill_dir) {
+  Progress progress("importing " + fs::path(file).filename().string(), input_bytes(file), "bytes",
+                    opt.progress);
+  const ImportOptions iopt = file_options(opt, 1, &progress);
+  Store s;
+  bool whole = false;
+  try {
+    s = import_kineto_streamed(file, iopt, stats, out, spill_dir, &whole);
+  } catch (const std::exception& e) {
+    throw Error(import_error(file, e));
+  }
+  // What import_files' merge of the one part does: the rows in the store's order.
+  if (whole) {
+    std::vector<Store> one;
+    one.push_back(std::move(s));
+    s = merge_stores(std::move(one));
+  } else {
+    sort_annotations(s.annotations);
+  }
+  progress.finish();
+  return s;
 }
 
 }  // namespace kernalyse

@@ -30,6 +30,7 @@
 
 #include "kernalyse/checked.h"
 #include "kernalyse/store_io.h"
+#include "kineto_spill.h"
 #include "trace_input.h"
 
 namespace kernalyse {
@@ -726,6 +727,13 @@ class Importer {
 
   void run(Buffer& buf, ImportStats* stats);
   Store take() { return std::move(store_); }
+  bool finished_whole() const { return whole_; }
+  // Rows to disk every `chunk` of them, in temporary files in `dir`; the big tables are then
+  // written to `out` at the end (import_kineto_streamed).
+  void stream_to(StoreStream* out, const std::string& dir, size_t chunk) {
+    out_ = out;
+    spill_ = std::make_unique<KinetoSpill>(dir, chunk);
+  }
 
  private:
   enum class State { Start, TopMember, TopNext, EventsFirst, Event, EventsNext, Done };
@@ -737,9 +745,26 @@ class Importer {
   void add_process_name(const RawEvent& ev);
   bool split_ranks(const std::optional<int32_t>& fallback, ImportStats* stats);
   void finish(ImportStats* stats);
+  void finish_streamed(ImportStats* stats);
+  int64_t checked_base() const;
+  void report(ImportStats* stats) const;
+  void maybe_spill() {
+    const size_t chunk = spill_->chunk();
+    if (store_.activities.size() >= chunk || store_.launches.size() >= chunk ||
+        pending_ops_.size() >= chunk) {
+      act_taken_ += store_.activities.size();
+      spill_->take(parsed());
+    }
+  }
+  ParsedRows parsed() {
+    return ParsedRows{store_.activities, act_pid_,    store_.nccl,
+                      store_.launches,   launch_ext_, pending_ops_};
+  }
   std::optional<int32_t> file_rank(ImportStats* stats, int32_t* world) const;
   void add_base_time(int64_t base);
-  void rank_infos(const std::optional<int32_t>& rank, int32_t world, int64_t base);
+  // devices: the file's (rank, device) pairs when its activities are not in store_ (streamed).
+  void rank_infos(const std::optional<int32_t>& rank, int32_t world, int64_t base,
+                  const std::set<std::pair<int32_t, int32_t>>* devices = nullptr);
   std::string where(const Buffer& b, const char* at) const {
     return std::to_string(b.consumed + (at - b.begin));
   }
@@ -757,14 +782,10 @@ class Importer {
   std::vector<int64_t> act_pid_, ann_pid_, cnt_pid_;
   // cpu_op calls by External id, and each launch's External id: joined in finish() into /ops
   // (only ops that launched GPU work are kept, with their shapes as raw JSON text).
-  // Their texts are ids into op_strings_, a table of the pending ops' own: four std::strings an
-  // op were most of a large file's import memory (issue 28). The join interns the kept ops'
-  // texts into the store's table in the order it did before, so the store is the same.
-  struct PendingOp {
-    int64_t pid, tid, start, end;
-    uint32_t name, dims, types, concrete;
-  };
-  std::unordered_map<int64_t, PendingOp> pending_ops_;
+  // Their texts are ids into op_strings_, a table of the pending ops' own (PendingOp). The join
+  // interns the kept ops' texts into the store's table in the order it did before, so the store
+  // is the same.
+  PendingOps pending_ops_;
   StringTable op_strings_;
   uint32_t intern_shape(std::string_view t) { return op_strings_.intern(compact_json(t, shape_)); }
   std::string shape_;  // compact_json's scratch
@@ -779,6 +800,12 @@ class Importer {
   std::string kernalyse_clock_;  // a kernalyse export's clock record (docs/exports.md), raw JSON
   int64_t events_ = 0, malformed_ = 0, ignored_ = 0;
   std::string key_scratch_;
+  // Streamed (import_kineto_streamed): the rows on disk, the activities moved there so far (an
+  // NCCL row names its activity by its number in the file), and the store written at the end.
+  std::unique_ptr<KinetoSpill> spill_;
+  uint64_t act_taken_ = 0;
+  bool whole_ = false;  // streamed, but finished in memory after all (a merged multi-rank file)
+  StoreStream* out_ = nullptr;
 };
 
 bool Importer::top_member(Cursor& c) {
@@ -881,6 +908,7 @@ void Importer::run(Buffer& buf, ImportStats* stats) {
           ep.parse(ev);
           ++events_;
           add_event(ev);
+          if (spill_) maybe_spill();
           st = State::EventsNext;
           break;
         case State::EventsNext:
@@ -923,7 +951,10 @@ void Importer::run(Buffer& buf, ImportStats* stats) {
     c.e = buf.end;
   }
   if (!have_events_key_) throw Error(name_ + ": not a Chrome/Kineto trace (no traceEvents list)");
-  finish(stats);
+  if (spill_)
+    finish_streamed(stats);
+  else
+    finish(stats);
 }
 
 inline bool starts_with(std::string_view s, std::string_view p) {
@@ -1015,7 +1046,7 @@ void Importer::add_event(const RawEvent& ev) {
     // collectives as copies, no kernel at all); such a copy is communication.
     if (ev.has_nccl &&
         (kind == static_cast<int>(Kind::Kernel) || kind == static_cast<int>(Kind::Memcpy)))
-      add_nccl(ev, a.size());
+      add_nccl(ev, act_taken_ + a.size());
     a.rank.push_back(0);
     act_pid_.push_back(ev.pid);
     a.device.push_back(static_cast<int32_t>(device));
@@ -1251,7 +1282,8 @@ void Importer::add_base_time(int64_t base) {
   keep_rows(op, ko);  // derived rows: their cpu_op events were counted already
 }
 
-void Importer::rank_infos(const std::optional<int32_t>& rank, int32_t world, int64_t base) {
+void Importer::rank_infos(const std::optional<int32_t>& rank, int32_t world, int64_t base,
+                          const std::set<std::pair<int32_t, int32_t>>* devices) {
   const Activities& a = store_.activities;
   const LaunchCalls& l = store_.launches;
   const Annotations& an = store_.annotations;
@@ -1283,6 +1315,9 @@ void Importer::rank_infos(const std::optional<int32_t>& rank, int32_t world, int
     std::vector<int32_t> devs;
     for (size_t i = 0; i < a.size(); ++i)
       if (a.rank[i] == r) devs.push_back(a.device[i]);
+    if (devices)
+      for (const auto& [dr, d] : *devices)
+        if (dr == r) devs.push_back(d);
     std::sort(devs.begin(), devs.end());
     devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
     for (size_t i = 0; i < devs.size(); ++i) {
@@ -1315,15 +1350,29 @@ void Importer::rank_infos(const std::optional<int32_t>& rank, int32_t world, int
   }
 }
 
-void Importer::finish(ImportStats* stats) {
-  int32_t world = -1;
-  const std::optional<int32_t> rank = file_rank(stats, &world);
-
-  // Kineto's ts is relative to baseTimeNanoseconds when present, else absolute epoch µs.
-  int64_t base = has_base_time_ ? base_time_ns_ : 0;
+// Kineto's ts is relative to baseTimeNanoseconds when present, else absolute epoch µs.
+int64_t Importer::checked_base() const {
+  const int64_t base = has_base_time_ ? base_time_ns_ : 0;
   if (!time_in_range(base))
     throw Error(name_ + ": baseTimeNanoseconds " + std::to_string(base) +
                 " is outside the supported time range (|t| < 2^62 ns, docs/limits.md)");
+  return base;
+}
+
+void Importer::report(ImportStats* stats) const {
+  if (!stats) return;
+  stats->events += events_;
+  stats->malformed += malformed_;
+  if (malformed_ > 0) {
+    stats->warnings.push_back(name_ + ": " + std::to_string(malformed_) + " of " +
+                              std::to_string(events_) + " events malformed and skipped");
+  }
+}
+
+void Importer::finish(ImportStats* stats) {
+  int32_t world = -1;
+  const std::optional<int32_t> rank = file_rank(stats, &world);
+  const int64_t base = checked_base();
   join_ops();
   Activities& a = store_.activities;
   LaunchCalls& l = store_.launches;
@@ -1342,15 +1391,39 @@ void Importer::finish(ImportStats* stats) {
   rank_infos(rank, world, base);
   store_.attrs.emulated = synthetic_;
   sort_activities(store_);
+  report(stats);
+}
 
-  if (stats) {
-    stats->events += events_;
-    stats->malformed += malformed_;
-    if (malformed_ > 0) {
-      stats->warnings.push_back(name_ + ": " + std::to_string(malformed_) + " of " +
-                                std::to_string(events_) + " events malformed and skipped");
-    }
+// finish() for a streamed import: the small tables (annotations, counters, NCCL metadata) made
+// as finish() makes them, in store_; activities, launches and ops written to out_ from the spill
+// with the same shift, ranks, steps and order.
+void Importer::finish_streamed(ImportStats* stats) {
+  if (!rank_of_pid_.empty()) {  // a merged multi-rank file: back in memory, finished whole
+    spill_->restore(parsed());
+    spill_.reset();
+    whole_ = true;
+    return finish(stats);
   }
+  act_taken_ += store_.activities.size();
+  spill_->take(parsed());  // from here store_ holds only the small tables
+  int32_t world = -1;
+  const std::optional<int32_t> rank = file_rank(stats, &world);
+  const int64_t base = checked_base();
+  if (base != 0) add_base_time(base);
+  for (auto* col : {&store_.annotations.rank, &store_.counters.rank})
+    std::fill(col->begin(), col->end(), *rank);
+  sort_counters(store_.counters, store_.strings);
+  assign_steps(store_);  // the annotations' steps
+  const StepMarks steps(store_.annotations);
+  const SpillWritten w =
+      spill_->write(*out_, parsed(), SpillContext{*rank, base, steps, store_.strings, op_strings_});
+  spill_.reset();
+  malformed_ += w.dropped;
+  std::set<std::pair<int32_t, int32_t>> devices;
+  for (int32_t d : w.devices) devices.insert({*rank, d});
+  rank_infos(rank, world, base, &devices);
+  store_.attrs.emulated = synthetic_;
+  report(stats);
 }
 
 }  // namespace
@@ -1439,6 +1512,19 @@ Store import_kineto_file(const std::string& path, const ImportOptions& opt, Impo
   imp.run(buf, stats);
   buf.progress_done();
   if (stats) stats->bytes += buf.total_read;
+  return imp.take();
+}
+
+Store import_kineto_streamed(const std::string& path, const ImportOptions& opt, ImportStats* stats,
+                             StoreStream& out, const std::string& spill_dir, bool* whole) {
+  Input in(path);
+  StreamBuffer buf(&in, opt.progress);
+  Importer imp(path, opt);
+  imp.stream_to(&out, spill_dir, opt.chunk_rows);
+  imp.run(buf, stats);
+  buf.progress_done();
+  if (stats) stats->bytes += buf.total_read;
+  *whole = imp.finished_whole();
   return imp.take();
 }
 

@@ -19,9 +19,23 @@ void slices_narrow(void* s, const ColumnSelection& sel) {
   static_cast<RankSlices*>(s)->narrow(sel);
 }
 
+void* stream_open(const std::string& path, const WriteOptions& opt) {
+  return new StoreStream(path, opt);
+}
+void stream_close(void* s) { delete static_cast<StoreStream*>(s); }
+void stream_begin(void* s, const std::string& table, size_t rows) {
+  static_cast<StoreStream*>(s)->begin(table, rows);
+}
+void stream_append(void* s, const Store& batch) { static_cast<StoreStream*>(s)->append(batch); }
+size_t stream_rows(const void* s, const std::string& table) {
+  return static_cast<const StoreStream*>(s)->rows(table);
+}
+void stream_commit(void* s, const Store& header) { static_cast<StoreStream*>(s)->commit(header); }
+
 constexpr H5Module kModule{kH5ModuleVersion, write_store,   read_store,  slices_open,
                            slices_close,     slices_header, slices_size, slices_read,
-                           slices_for_each,  slices_narrow};
+                           slices_for_each,  slices_narrow, stream_open, stream_close,
+                           stream_begin,     stream_append, stream_rows, stream_commit};
 
 }  // namespace
 }  // namespace kernalyse::detail

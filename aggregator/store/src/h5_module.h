@@ -20,7 +20,7 @@ namespace kernalyse::detail {
 
 // The module and kernalyse-merge are built together; the version guards against a module left
 // over from another build.
-inline constexpr int kH5ModuleVersion = 3;
+inline constexpr int kH5ModuleVersion = 4;
 
 struct H5Module {
   int version;
@@ -34,6 +34,13 @@ struct H5Module {
   void (*slices_read)(void*, size_t, Store&);
   void (*slices_for_each)(void*, const std::function<void(const Store&)>&);
   void (*slices_narrow)(void*, const ColumnSelection&);
+  // StoreStream: likewise.
+  void* (*stream_open)(const std::string&, const WriteOptions&);
+  void (*stream_close)(void*);
+  void (*stream_begin)(void*, const std::string&, size_t);
+  void (*stream_append)(void*, const Store&);
+  size_t (*stream_rows)(const void*, const std::string&);
+  void (*stream_commit)(void*, const Store&);
 };
 
 }  // namespace kernalyse::detail

@@ -69,4 +69,29 @@ void RankSlices::for_each(const std::function<void(const Store&)>& f) {
 
 void RankSlices::narrow(const ColumnSelection& sel) { h5().slices_narrow(impl_->slices, sel); }
 
+struct StoreStream::Impl {
+  void* stream = nullptr;  // the module's StoreStream
+};
+
+StoreStream::StoreStream(const std::string& path, const WriteOptions& opt)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->stream = h5().stream_open(path, opt);
+}
+
+StoreStream::~StoreStream() {
+  if (impl_->stream) h5().stream_close(impl_->stream);
+}
+
+void StoreStream::begin(const std::string& table, size_t rows) {
+  h5().stream_begin(impl_->stream, table, rows);
+}
+
+void StoreStream::append(const Store& batch) { h5().stream_append(impl_->stream, batch); }
+
+size_t StoreStream::rows(const std::string& table) const {
+  return h5().stream_rows(impl_->stream, table);
+}
+
+void StoreStream::commit(const Store& header) { h5().stream_commit(impl_->stream, header); }
+
 }  // namespace kernalyse

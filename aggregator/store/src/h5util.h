@@ -263,6 +263,11 @@ inline void write_strings(hid_t loc, const std::string& what, const char* name,
     ok(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + what);
 }
 
+// One whole table: its group and one dataset per column (none for an empty optional table).
+// done(bytes) after each column, the bytes it holds in memory.
+template <class Tab, class Done>
+void write_table(hid_t file, const char* table, const Tab& t, Done&& done);
+
 // The store's column lists (store.h: for_each_column, for_each_rank_field) define the datasets.
 // /ops is written only when it has rows, by the serial writer (docs/store.md); the other tables
 // always. Added columns and fields may be absent from older files.
@@ -271,6 +276,24 @@ inline bool table_optional(std::string_view table) { return table == "ops"; }
 // The on-disk element type of a RankInfo field (bool → uint8).
 template <class M>
 using disk_type_t = std::conditional_t<std::is_same_v<M, bool>, uint8_t, M>;
+
+template <class Tab, class Done>
+void write_table(hid_t file, const char* table, const Tab& t, Done&& done) {
+  const size_t n = t.size();
+  // Optional tables are written only when there is something: stores without op shapes stay
+  // exactly as before (and as the parallel writer, which never has ops, writes them).
+  if (table_optional(table) && !n) return;
+  Handle g = create_group(file, table);
+  for_each_column(t, [&](const auto& def, const auto& col) {
+    using T = typename std::decay_t<decltype(col)>::value_type;
+    // A producer that does not know a column leaves it empty: store "unknown".
+    if (col.empty() && n && !def.required())
+      write_column(g, table, def.name, std::vector<T>(n, def.unknown), n);
+    else
+      write_column(g, table, def.name, col, n);
+    done(static_cast<int64_t>(col.size() * sizeof(T)));
+  });
+}
 
 // One numeric /ranks column extracted from RankInfo rows.
 template <class M>

@@ -333,20 +333,6 @@ void check_activity_columns(const Activities& a) {
   check_columns(a, "activities", {"rank", "device", "stream", "start_ns", "end_ns"});
 }
 
-// Stable sort of the nccl rows by activity index (lets analyses binary-search them).
-void sort_nccl_by_activity(NcclInfo& c) {
-  fill_unknown_columns(c);
-  check_columns(c, "nccl", {"activity"});
-  if (std::is_sorted(c.activity.begin(), c.activity.end())) return;
-  const size_t n = c.size();
-  std::vector<Rec> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = {c.activity[i], static_cast<uint32_t>(i), 0};
-  std::stable_sort(order.begin(), order.end(),
-                   [](const Rec& x, const Rec& y) { return x.key < y.key; });
-  gather_columns(c, order, {});
-}
-
-// Stable sort of a table by (rank, start_ns); a no-op when already in order.
 // Stable sort of a table by (rank, start_ns); a no-op when already in order.
 template <class Table>
 void sort_by_rank_start(Table& t, const char* table) {
@@ -368,30 +354,30 @@ void sort_by_rank_start(Table& t, const char* table) {
 
 }  // namespace
 
-void assign_steps(Store& s) {
-  fill_unknown_columns(s);
-  struct Mark {
-    int64_t start, end;
-    int32_t step;
-  };
-  std::map<int32_t, std::vector<Mark>> steps;
-  const Annotations& an = s.annotations;
+StepMarks::StepMarks(const Annotations& an) {
   for (size_t i = 0; i < an.size(); ++i)
     if (an.kind[i] == static_cast<uint8_t>(AnnotationKind::Step))
-      steps[an.rank[i]].push_back({an.start_ns[i], an.end_ns[i], an.step[i]});
-  if (steps.empty()) return;
-  for (auto& [r, v] : steps)
+      steps_[an.rank[i]].push_back({an.start_ns[i], an.end_ns[i], an.step[i]});
+  for (auto& [r, v] : steps_)
     std::sort(v.begin(), v.end(), [](const Mark& x, const Mark& y) { return x.start < y.start; });
-  auto step_at = [&](int32_t rank, int64_t t) -> int32_t {
-    auto it = steps.find(rank);
-    if (it == steps.end()) return kNoStep;
-    const auto& v = it->second;
-    auto p = std::upper_bound(v.begin(), v.end(), t,
-                              [](int64_t x, const Mark& m) { return x < m.start; });
-    if (p == v.begin()) return kNoStep;
-    --p;
-    return t < p->end ? p->step : kNoStep;
-  };
+}
+
+int32_t StepMarks::at(int32_t rank, int64_t t) const {
+  auto it = steps_.find(rank);
+  if (it == steps_.end()) return kNoStep;
+  const auto& v = it->second;
+  auto p =
+      std::upper_bound(v.begin(), v.end(), t, [](int64_t x, const Mark& m) { return x < m.start; });
+  if (p == v.begin()) return kNoStep;
+  --p;
+  return t < p->end ? p->step : kNoStep;
+}
+
+void assign_steps(Store& s) {
+  fill_unknown_columns(s);
+  const StepMarks marks(s.annotations);
+  if (marks.empty()) return;
+  auto step_at = [&](int32_t rank, int64_t t) { return marks.at(rank, t); };
   LaunchCalls& l = s.launches;
   std::map<int32_t, std::unordered_map<int64_t, int32_t>> step_of_corr;
   for (size_t i = 0; i < l.size(); ++i) {
@@ -415,6 +401,18 @@ void assign_steps(Store& s) {
     }
     a.step[i] = found ? st : step_at(a.rank[i], a.start_ns[i]);
   }
+}
+
+void sort_nccl_by_activity(NcclInfo& c) {
+  fill_unknown_columns(c);
+  check_columns(c, "nccl", {"activity"});
+  if (std::is_sorted(c.activity.begin(), c.activity.end())) return;
+  const size_t n = c.size();
+  std::vector<Rec> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = {c.activity[i], static_cast<uint32_t>(i), 0};
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Rec& x, const Rec& y) { return x.key < y.key; });
+  gather_columns(c, order, {});
 }
 
 void sort_activities(Store& s) {
@@ -607,6 +605,8 @@ Store merge_stores(std::vector<Store> parts) {
 }
 
 void sort_ops(Ops& o) { sort_by_rank_start(o, "ops"); }
+
+void sort_annotations(Annotations& a) { sort_by_rank_start(a, "annotations"); }
 
 void shift_ranks(Store& s, int32_t by) {
   for_each_table(s, [by](const char*, auto& t) {

@@ -59,20 +59,7 @@ void write_file(const Store& s, const std::string& tmp, Progress& progress) {
   write_file_attrs(file, s.attrs);
   write_string_table(file, s.strings);
   for_each_table(s, [&](const char* table, const auto& t) {
-    const size_t n = t.size();
-    // Optional tables are written only when there is something: stores without op shapes stay
-    // exactly as before (and as the parallel writer, which never has ops, writes them).
-    if (table_optional(table) && !n) return;
-    Handle g = create_group(file, table);
-    for_each_column(t, [&](const auto& def, const auto& col) {
-      using T = typename std::decay_t<decltype(col)>::value_type;
-      // A producer that does not know a column leaves it empty: store "unknown".
-      if (col.empty() && n && !def.required())
-        write_column(g, table, def.name, std::vector<T>(n, def.unknown), n);
-      else
-        write_column(g, table, def.name, col, n);
-      progress.advance(col_bytes(col));
-    });
+    write_table(file, table, t, [&](int64_t bytes) { progress.advance(bytes); });
   });
   write_ranks_group(file, s.ranks);
   // Closing flushes metadata: a failure here (disk full) must fail the write.

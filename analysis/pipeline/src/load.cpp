@@ -3,16 +3,20 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <set>
 
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/error.h"
 #include "kernalyse/import.h"
+#include "kernalyse/inputs.h"
 #include "kernalyse/nsys.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/utc.h"
+
+namespace fs = std::filesystem;
 
 namespace kernalyse {
 
@@ -70,46 +74,103 @@ LoadedRun read_run(const std::string& file, const ColumnSelection& sel, bool may
   return out;
 }
 
-LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& opt) {
-  // Refuse early, before a long import: an existing output without --force, a directory, a
-  // missing or unwritable directory.
-  if (!opt.output.empty()) check_output_path(opt.output, opt.force);
-  ImportStats stats;
-  auto t0 = std::chrono::steady_clock::now();
-  LoadedRun out;
-  Store& store = out.store;
-  store = import_files(files, opt.import, &stats);
-  if (opt.import.spread && opt.import.spread->process != 0) return out;  // process 0 goes on
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (const auto& w : stats.warnings) say(opt.warn, "warning: " + w);
-  for (const auto& n : stats.notes) say(opt.info, "info: " + n);
+namespace {
+
+// The imported store's attributes: what made it, how its clocks relate.
+void stamp(Store& store, TraceFormat format, const LoadOptions& opt) {
   store.attrs.tool_version = KERNALYSE_VERSION;
-  const TraceFormat format = trace_format(files[0]);
-  const bool from_nsys = format == TraceFormat::Nsys;
   store.attrs.produced_by = std::string("kernalyse-merge (") + to_string(format) + " import)";
   store.attrs.command_line = opt.command_line;
   store.attrs.created_utc = utc_now();
   store.attrs.clock_domain =
       clocks_aligned(store)
           ? "one timeline, as exported by kernalyse (Kineto import of a kernalyse export)"
-      : from_nsys
+      : format == TraceFormat::Nsys
           ? "per-rank recording wall clock, epoch ns; ranks not aligned (Nsight Systems import)"
       : format == TraceFormat::Rocprof
           ? "per-rank host clock, rocprofiler-sdk ns (not epoch); ranks not aligned (rocprofv3 "
             "import)"
           : "per-rank recording wall clock, epoch ns; ranks not aligned (Kineto import)";
   for (const auto& r : store.ranks) store.attrs.emulated = store.attrs.emulated || r.emulated;
-  out.inference = align_clocks(store, opt, &out.match);
+}
+
+// The import's warnings and notes, then (after the alignment's line) its summary.
+void say_stats(const ImportStats& stats, const LoadOptions& opt) {
+  for (const auto& w : stats.warnings) say(opt.warn, "warning: " + w);
+  for (const auto& n : stats.notes) say(opt.info, "info: " + n);
+}
+void say_imported(size_t files, size_t ranks, size_t activities, const ImportStats& stats,
+                  bool from_nsys, double secs, const LoadOptions& opt) {
   char rate[160];
   std::snprintf(rate, sizeof rate, "%s in %.2f s (%.0f MB/s)",
                 from_nsys ? " MB SQLite" : " MB JSON", secs,
                 static_cast<double>(stats.bytes) / 1e6 / std::max(secs, 1e-9));
-  say(opt.info, "imported " + std::to_string(files.size()) + " file(s), " +
-                    std::to_string(store.ranks.size()) + " rank(s), " +
-                    std::to_string(store.activities.size()) + " GPU activities, " +
+  say(opt.info, "imported " + std::to_string(files) + " file(s), " + std::to_string(ranks) +
+                    " rank(s), " + std::to_string(activities) + " GPU activities, " +
                     std::to_string(stats.malformed) + " malformed events skipped, " +
                     std::to_string(static_cast<int64_t>(static_cast<double>(stats.bytes) / 1e6)) +
                     rate);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// `kernalyse-merge TRACE -o OUT` and nothing else, for one Kineto trace: imported straight into
+// the store file in memory that does not grow with the trace (import_file_streamed, issue 28).
+// The same lines and the same store as the in-memory import; returns only the store's header
+// (and small tables) unless the trace had to be finished in memory.
+LoadedRun import_streamed(const std::string& file, const LoadOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StoreStream out(opt.output, WriteOptions{opt.force, opt.import.progress});
+  std::string dir = fs::path(opt.output).parent_path().string();
+  ImportStats stats;
+  LoadedRun run;
+  Store& store = run.store;
+  store = import_file_streamed(file, opt.import, &stats, out, dir.empty() ? "." : dir);
+  const double secs = seconds_since(t0);
+  say_stats(stats, opt);
+  stamp(store, TraceFormat::Kineto, opt);
+  const size_t streamed = out.rows("activities") + out.rows("launches") + out.rows("ops");
+  if (streamed && store.ranks.size() != 1)  // kineto.cpp streams single-rank files only
+    throw Error(file + ": internal error: a streamed import of " +
+                std::to_string(store.ranks.size()) + " ranks");
+  // With its rows on disk, one rank: nothing to align, said as the in-memory import says it.
+  Store ranks_only;
+  ranks_only.ranks = store.ranks;
+  ranks_only.attrs = store.attrs;
+  run.inference = align_clocks(streamed ? ranks_only : store, opt, &run.match);
+  if (streamed) store.ranks = std::move(ranks_only.ranks);
+  say_imported(1, store.ranks.size(), out.rows("activities") + store.activities.size(), stats,
+               false, secs, opt);
+  out.commit(store);
+  say(opt.info, "wrote " + opt.output);
+  return run;
+}
+
+}  // namespace
+
+LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& opt) {
+  // Refuse early, before a long import: an existing output without --force, a directory, a
+  // missing or unwritable directory.
+  if (!opt.output.empty()) check_output_path(opt.output, opt.force);
+  const bool one_process = !opt.import.spread || opt.import.spread->processes < 2;
+  if (opt.output_only && !opt.output.empty() && files.size() == 1 && one_process &&
+      trace_format(files[0]) == TraceFormat::Kineto)
+    return import_streamed(files[0], opt);
+  ImportStats stats;
+  auto t0 = std::chrono::steady_clock::now();
+  LoadedRun out;
+  Store& store = out.store;
+  store = import_files(files, opt.import, &stats);
+  if (opt.import.spread && opt.import.spread->process != 0) return out;  // process 0 goes on
+  const double secs = seconds_since(t0);
+  say_stats(stats, opt);
+  const TraceFormat format = trace_format(files[0]);
+  stamp(store, format, opt);
+  out.inference = align_clocks(store, opt, &out.match);
+  say_imported(files.size(), store.ranks.size(), store.activities.size(), stats,
+               format == TraceFormat::Nsys, secs, opt);
   if (!opt.output.empty()) {
     write_store(store, opt.output, WriteOptions{opt.force, opt.import.progress});
     say(opt.info, "wrote " + opt.output);

@@ -29,6 +29,7 @@ struct ImportFilesOptions {
   // bytes) and sends them to process 0, which goes on as one process would; the others get an
   // empty store back.
   const Spread* spread = nullptr;
+  size_t chunk_rows = size_t{1} << 16;  // import_file_streamed: ImportOptions::chunk_rows
 };
 
 // Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,
@@ -36,5 +37,12 @@ struct ImportFilesOptions {
 // do not say their rank, one line listing them all.
 Store import_files(const std::vector<std::string>& files, const ImportFilesOptions& opt,
                    ImportStats* stats);
+
+// One Kineto trace imported straight into the store file `out` (import_kineto_streamed): what
+// import_files does for that one file, in memory that does not grow with it. Returns the rest of
+// the store for out.commit(): its header and small tables, or the whole store when the file had
+// to be finished in memory (then out holds no rows).
+Store import_file_streamed(const std::string& file, const ImportFilesOptions& opt,
+                           ImportStats* stats, StoreStream& out, const std::string& spill_dir);
 
 }  // namespace kernalyse

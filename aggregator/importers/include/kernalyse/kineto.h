@@ -35,6 +35,8 @@ struct ImportOptions {
   // Keep the cpu_ops that launch GPU work for /ops (false: no /ops, and their names and shapes
   // never copied: kernalyse.hta's runs, whose HTA analyses read none; issue 27).
   bool ops = true;
+  // import_kineto_streamed: rows of each big table held in memory before they go to disk.
+  size_t chunk_rows = size_t{1} << 16;
 };
 
 struct ImportStats {
@@ -57,6 +59,16 @@ class NoRankError : public Error {
 // Throws Error("<file>: <problem>") for a malformed file (truncated gzip, invalid JSON, not a
 // trace, empty, no rank). Malformed individual events are counted, not fatal.
 Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats);
+
+// The same import straight into a store file (kernalyse-merge FILE -o OUT), in memory that does
+// not grow with the file (issue 28): every opt.chunk_rows rows of activities, launches and
+// cpu_ops go to unlinked temporary files in `spill_dir`, and /activities, /launches and /ops are
+// written to `out` from them at the end, sorted and joined as import_kineto_file does. Returns
+// the rest of that store (attributes, strings, /ranks, annotations, counters, NCCL metadata),
+// which the caller completes and hands to out.commit(). A merged multi-rank file is finished in
+// memory: then *whole is set, nothing was written to `out` and the store is returned whole.
+Store import_kineto_streamed(const std::string& path, const ImportOptions& opt, ImportStats* stats,
+                             StoreStream& out, const std::string& spill_dir, bool* whole);
 
 // Same, from an in-memory JSON text (tests); `name` stands in for the file name.
 Store import_kineto_string(std::string_view json, const std::string& name, const ImportOptions& opt,

@@ -371,6 +371,23 @@ struct ColumnSelection {
 // Joins per-rank stores into one; string ids are remapped. Fails on duplicate ranks.
 Store merge_stores(std::vector<Store> parts);
 
+// Each rank's ProfilerStep#N annotations, and the step a time falls in: the rule of
+// assign_steps, also for an import that assigns steps row by row (kineto_spill.h).
+class StepMarks {
+ public:
+  explicit StepMarks(const Annotations& an);
+  bool empty() const { return steps_.empty(); }
+  // The step whose [start, end) holds t on `rank`, else kNoStep.
+  int32_t at(int32_t rank, int64_t t) const;
+
+ private:
+  struct Mark {
+    int64_t start, end;
+    int32_t step;
+  };
+  std::unordered_map<int32_t, std::vector<Mark>> steps_;
+};
+
 // Fills the columns the producer left empty (fill_unknown_columns), then the step columns from
 // each rank's ProfilerStep#N annotations: launches and other annotations by CPU time; GPU work
 // through its launch's correlation id (HTA's rule), else by its own start. Every producer
@@ -399,8 +416,13 @@ auto* rank_column(Tab& t) {
 
 // Sorts ops by (rank, start_ns), stably.
 void sort_ops(Ops& o);
+// Sorts annotations by (rank, start_ns), stably (merge_stores' order).
+void sort_annotations(Annotations& a);
 
 // Sorts activities by (rank, device, stream, start, end), keeping nccl.activity consistent.
 void sort_activities(Store& s);
+// Sorts the nccl rows by activity index, stably (lets analyses binary-search them); the last
+// step of sort_activities.
+void sort_nccl_by_activity(NcclInfo& c);
 
 }  // namespace kernalyse

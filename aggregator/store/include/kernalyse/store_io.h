@@ -21,6 +21,32 @@ struct WriteOptions {
 // Writes to "<path>.tmp.<pid>" and renames on success; nothing is left behind on failure.
 void write_store(const Store& store, const std::string& path, const WriteOptions& opt = {});
 
+// A store written a batch of rows at a time, for an import whose rows never all sit in memory
+// (one huge trace, issue 28). The same file as write_store of the whole store: tables begun
+// here are appended to in batches; commit() writes the attributes, strings and /ranks of
+// `header`, and every table not begun here from header's own rows. Like write_store it writes
+// "<path>.tmp.<pid>" and renames on commit; destroyed before that, it leaves nothing behind.
+class StoreStream {
+ public:
+  StoreStream(const std::string& path, const WriteOptions& opt = {});
+  ~StoreStream();
+  StoreStream(const StoreStream&) = delete;
+  StoreStream& operator=(const StoreStream&) = delete;
+
+  // Creates table `table`'s datasets for about `rows` rows (their chunking, as write_store's for
+  // that many); fewer may be appended, never more.
+  void begin(const std::string& table, size_t rows);
+  // Appends each begun table's rows in `batch` (its strings are the header's ids).
+  void append(const Store& batch);
+  // Rows appended to `table` so far.
+  size_t rows(const std::string& table) const;
+  void commit(const Store& header);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Reads the selected columns. Throws Error on a missing, non-HDF5 or wrong-schema file.
 Store read_store(const std::string& path, const ColumnSelection& sel = ColumnSelection::all());
 

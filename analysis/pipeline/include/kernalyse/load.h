@@ -25,6 +25,9 @@ struct LoadOptions {
   std::string output;            // -o: the imported (or merged) store is written there
   bool force = false;            // replace an existing output
   std::string command_line;      // recorded in the written store
+  // The caller wants nothing but opt.output (no analysis, no export): one Kineto trace is then
+  // imported straight into it (import_file_streamed), and import_run returns only its header.
+  bool output_only = false;
   // Where the loading's lines go (null: nowhere): info lines (quiet runs pass null) and
   // warnings (always shown).
   std::function<void(const std::string&)> info, warn;
