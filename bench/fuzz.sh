@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target (docs/fuzzing.md): bench/fuzz.sh TARGET SECONDS [libFuzzer flags...]
-#   TARGET: kineto | spool | store | nsys | power_csv | rocprof (tests/fuzz/fuzz_TARGET.cpp)
+#   TARGET: kineto | kineto_stream | spool | store | nsys | power_csv | rocprof
+#           (tests/fuzz/fuzz_TARGET.cpp)
 # bench/fuzz.sh --prepare: only builds every target and the seeds (the fuzz.build ctest).
 # Builds what is missing first: the fuzz build (clang-14, -DKERNALYSE_FUZZ=ON) in $FUZZ_BUILD
 # (default build-fuzz), and the seed corpus (tests/fuzz/make_corpus.sh) from the tools of the
@@ -73,7 +74,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:fast_unwind_on_malloc=0:alloc
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$src/tests/fuzz/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 dict=()
-[ -f "$src/tests/fuzz/$target.dict" ] && dict=(-dict="$src/tests/fuzz/$target.dict")
+[ -f "$src/tests/fuzz/${target%_stream}.dict" ] && dict=(-dict="$src/tests/fuzz/${target%_stream}.dict")
 set +e
 "$fb/bin/fuzz_$target" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$art/" "$@" "$corpus" "$work/seeds/$target"

@@ -19,6 +19,7 @@
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/power_log.h"
+#include "kernalyse/run_env.h"
 #include "kernalyse/sliced.h"
 #include "kernalyse/spool_store.h"
 #include "kernalyse/utc.h"
@@ -41,11 +42,11 @@ LoadOptions load_options(const Options& o, const Classifier* cls) {
   lo.command_line = o.command_line;
   // Rows of each big table a streamed import holds before they go to disk (docs/limits.md);
   // the tests set it small to stream small traces through the same code.
-  if (const char* c = std::getenv("KERNALYSE_IMPORT_CHUNK_ROWS")) {
+  if (const char* c = std::getenv(env_name(RunEnv::ImportChunkRows))) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(c, &end, 10);
     if (!*c || *end || v == 0 || v > (1ull << 32))
-      throw Error(std::string("KERNALYSE_IMPORT_CHUNK_ROWS=") + c +
+      throw Error(std::string(env_name(RunEnv::ImportChunkRows)) + "=" + c +
                   ": not a row count from 1 to 4294967296");
     lo.import.chunk_rows = static_cast<size_t>(v);
   }

@@ -10,18 +10,19 @@
 #           columns, WITHOUT ROWID, wrong column types: byte mutation never builds these)
 #   power_csv: nvidia-smi power logs in both CSV formats
 #   rocprof: kernalyse-tracegen --format rocprof (rocprofv3 JSON, plain and gzip)
+#   kineto_stream: the kineto seeds
 # Usage: tests/fuzz/make_corpus.sh BIN_DIR OUT_DIR   (BIN_DIR: a normal, unsanitized build's bin/;
 # the collector is preloaded into mpirun's ranks, which a sanitized build cannot do cleanly)
-# Writes OUT_DIR/{kineto,spool,store,nsys,power_csv,rocprof}/ and OUT_DIR/stamp; skips the work if the stamp
+# Writes OUT_DIR/{kineto,kineto_stream,spool,store,nsys,power_csv,rocprof}/ and OUT_DIR/stamp; skips the work if the stamp
 # is there with every target's seeds (a stamp from before a target was added would leave it with
 # no seeds: libFuzzer then refuses to start) and names this recipe's version (seeds added since
 # are then made: the nsys schema cases came with version 2, the NCCL operations and rank evidence
-# with 3).
+# with 3, the streamed Kineto import's with 4).
 set -euo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
-targets=(kineto spool store nsys power_csv rocprof)
-version="corpus 3"
+targets=(kineto kineto_stream spool store nsys power_csv rocprof)
+version="corpus 4"
 complete=1
 grep -qx "$version" "$out/stamp" 2>/dev/null || complete=0
 for t in "${targets[@]}"; do [ -n "$(ls -A "$out/$t" 2>/dev/null)" ] || complete=0; done
@@ -30,7 +31,7 @@ for t in kernalyse-tracegen kernalyse-merge kernalyse-run vicuna_tp; do
   [ -x "$bin/$t" ] || { echo "make_corpus.sh: $bin/$t missing (build it first)" >&2; exit 1; }
 done
 rm -rf "$out"
-mkdir -p "$out/kineto" "$out/spool" "$out/store" "$out/nsys" "$out/power_csv" "$out/rocprof"
+mkdir -p "$out/kineto" "$out/kineto_stream" "$out/spool" "$out/store" "$out/nsys" "$out/power_csv" "$out/rocprof"
 work=$(mktemp -d /tmp/kernalyse-corpus.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -84,5 +85,7 @@ printf '%s\n' 'timestamp, index, power.draw [W]' \
 printf '%s\n' '2026/11/23 10:00:00.000, 0, 250.34' '2026/11/23 10:00:00.040, 0, 251.10' \
   > "$out/power_csv/noheader_nounits.csv"
 
+# The streamed Kineto import (fuzz_kineto_stream) starts from the Kineto seeds.
+cp "$out"/kineto/* "$out/kineto_stream/"
 { echo "$version"; date -u +%FT%TZ; } > "$out/stamp"
 ls -l "$out"/*/ >&2

@@ -728,8 +728,8 @@ class Importer {
   void run(Buffer& buf, ImportStats* stats);
   Store take() { return std::move(store_); }
   bool finished_whole() const { return whole_; }
-  // Rows to disk every `chunk` of them, in temporary files in `dir`; the big tables are then
-  // written to `out` at the end (import_kineto_streamed).
+  // Rows to the spill's sorters (which go to temporary files in `dir` every `chunk` rows); the
+  // big tables are then written to `out` at the end (import_kineto_streamed).
   void stream_to(StoreStream* out, const std::string& dir, size_t chunk) {
     out_ = out;
     spill_ = std::make_unique<KinetoSpill>(dir, chunk);
@@ -749,7 +749,8 @@ class Importer {
   int64_t checked_base() const;
   void report(ImportStats* stats) const;
   void maybe_spill() {
-    const size_t chunk = spill_->chunk();
+    // Moved often, so that the parser's columns stay small whatever the sorters hold.
+    const size_t chunk = std::min<size_t>(spill_->chunk(), size_t{1} << 16);  // 64 Ki rows
     if (store_.activities.size() >= chunk || store_.launches.size() >= chunk ||
         pending_ops_.size() >= chunk) {
       act_taken_ += store_.activities.size();

@@ -1,10 +1,10 @@
 // The Kineto importer's rows on disk (issue 28: one 10 GB trace imported in bounded memory).
-// While the file is parsed, every `chunk` rows of activities, launches and pending cpu_ops move
-// to temporary files (kernalyse/spill.h); at the end the store's big tables are written from
-// them in batches: activities and launches by an external sort in the store's order, /ops by an
-// external join of launches and cpu_ops on their External id. The result is the store
-// the in-memory import makes (same rows, order, string ids; tests/cli/test_import_stream.sh).
-// Internal to the importer; not installed.
+// While the file is parsed, activities, launches and pending cpu_ops move to external sorters
+// (kernalyse/spill.h), which write a sorted run to a temporary file every `chunk` rows; at the
+// end the store's big tables are written from them in batches: activities and launches in the
+// store's order, their steps and /ops by merge joins on the correlation and the External id.
+// The result is the store the in-memory import makes (same rows, order, string ids;
+// tests/cli/test_import_stream.sh). Internal to the importer; not installed.
 #pragma once
 
 #include <cstdint>

@@ -12,23 +12,24 @@
 namespace kernalyse {
 
 enum class RunEnv {
-  Output,         // the store's absolute path (-o)
-  Force,          // "1": overwrite an existing store (--force)
-  Quiet,          // "1": no progress or summary on stderr (-q)
-  KeepSpool,      // "1": keep the spool files after the merge (--keep-spool)
-  Command,        // the application's command line, recorded in the store
-  SpoolDir,       // the spool directory (--spool-dir), absolute
-  FlushRecords,   // records per spool block (--flush-records)
-  FlushMs,        // spool flush interval in ms (--flush-ms)
-  Pid,            // the pid kernalyse-run exec'd: only it is the rank (MPI runs)
-  Tree,           // a process tree's spool directory: every process may become a rank
-  AnchorNs,       // a process tree's CLOCK_REALTIME − CLOCK_MONOTONIC_RAW, shared by its ranks
-  Collector,      // the collector library to inject, instead of the one next to kernalyse-run
-  PowerMs,        // NVML power sampling interval in ms (0: off)
-  CuptiBufferKb,  // CUPTI activity buffer size in KiB
-  CuptiBuffers,   // CUPTI activity buffers at most
-  CuptiFlushMs,   // CUPTI periodic flush interval in ms
-  CuptiSkip,      // diagnostic: CUPTI parts left off, to attribute the collection overhead
+  Output,           // the store's absolute path (-o)
+  Force,            // "1": overwrite an existing store (--force)
+  Quiet,            // "1": no progress or summary on stderr (-q)
+  KeepSpool,        // "1": keep the spool files after the merge (--keep-spool)
+  Command,          // the application's command line, recorded in the store
+  SpoolDir,         // the spool directory (--spool-dir), absolute
+  FlushRecords,     // records per spool block (--flush-records)
+  FlushMs,          // spool flush interval in ms (--flush-ms)
+  Pid,              // the pid kernalyse-run exec'd: only it is the rank (MPI runs)
+  Tree,             // a process tree's spool directory: every process may become a rank
+  AnchorNs,         // a process tree's CLOCK_REALTIME − CLOCK_MONOTONIC_RAW, shared by its ranks
+  Collector,        // the collector library to inject, instead of the one next to kernalyse-run
+  PowerMs,          // NVML power sampling interval in ms (0: off)
+  CuptiBufferKb,    // CUPTI activity buffer size in KiB
+  CuptiBuffers,     // CUPTI activity buffers at most
+  CuptiFlushMs,     // CUPTI periodic flush interval in ms
+  CuptiSkip,        // diagnostic: CUPTI parts left off, to attribute the collection overhead
+  ImportChunkRows,  // kernalyse-merge TRACE -o OUT: rows of each sorted run on disk
   Count
 };
 
@@ -56,6 +57,7 @@ inline constexpr RunEnvVar kRunEnvVars[] = {
     {RunEnv::CuptiBuffers, "KERNALYSE_CUPTI_BUFFERS", "user"},
     {RunEnv::CuptiFlushMs, "KERNALYSE_CUPTI_FLUSH_MS", "user"},
     {RunEnv::CuptiSkip, "KERNALYSE_CUPTI_SKIP", "user"},
+    {RunEnv::ImportChunkRows, "KERNALYSE_IMPORT_CHUNK_ROWS", "user"},
 };
 
 namespace detail {

@@ -35,7 +35,8 @@ struct ImportOptions {
   // Keep the cpu_ops that launch GPU work for /ops (false: no /ops, and their names and shapes
   // never copied: kernalyse.hta's runs, whose HTA analyses read none; issue 27).
   bool ops = true;
-  // import_kineto_streamed: rows of each big table held in memory before they go to disk.
+  // import_kineto_streamed: rows of each big table sorted in memory before a sorted run of them
+  // goes to disk. Larger runs cost more memory and were no faster (docs/benchmarks.md).
   size_t chunk_rows = size_t{1} << 16;
 };
 
@@ -62,11 +63,12 @@ Store import_kineto_file(const std::string& path, const ImportOptions& opt, Impo
 
 // The same import straight into a store file (kernalyse-merge FILE -o OUT), in memory that does
 // not grow with the file (issue 28): every opt.chunk_rows rows of activities, launches and
-// cpu_ops go to unlinked temporary files in `spill_dir`, and /activities, /launches and /ops are
-// written to `out` from them at the end, sorted and joined as import_kineto_file does. Returns
-// the rest of that store (attributes, strings, /ranks, annotations, counters, NCCL metadata),
-// which the caller completes and hands to out.commit(). A merged multi-rank file is finished in
-// memory: then *whole is set, nothing was written to `out` and the store is returned whole.
+// cpu_ops go to unlinked temporary files in `spill_dir` as a sorted run, and /activities, /launches
+// and /ops are written to `out` from them at the end, sorted and joined as import_kineto_file does.
+// Returns the rest of that store (attributes, strings, /ranks, annotations, counters, NCCL
+// metadata), which the caller completes and hands to out.commit(). A merged multi-rank file is
+// finished in memory: then *whole is set, nothing was written to `out` and the store is returned
+// whole.
 Store import_kineto_streamed(const std::string& path, const ImportOptions& opt, ImportStats* stats,
                              StoreStream& out, const std::string& spill_dir, bool* whole);
 
