@@ -49,6 +49,9 @@ timed import_one_file "$bin/kernalyse-merge" "$one" -o "$dir/one.h5" --force -q
 log "  import rate, one file on one core: $(awk -v mb="$one_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s"
 log "  import rate, one file, CPU time (user + sys, holds on a loaded machine): $(awk -v mb="$one_mb" -v u="$cpu_user" -v s="$cpu_sys" 'BEGIN {printf "%.0f", mb / (u + s)}') MB/s"
 ours=$wall
+log "  (that is the streamed import, kernalyse-merge FILE -o OUT alone: rows through sorted runs on disk)"
+timed import_one_file_in_memory "$bin/kernalyse-merge" "$one" -o "$dir/one_mem.h5" --force -q --summary
+log "  the same import kept in memory (an analysis asked too): $(awk -v mb="$one_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s, $(awk -v mb="$one_mb" -v u="$cpu_user" -v s="$cpu_sys" 'BEGIN {printf "%.0f", mb / (u + s)}') MB/s of CPU"
 timed python_json_load /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$one"
 log "  python3 json.load on the same file: $(awk -v mb="$one_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s; kernalyse import (parse + store write) is $(awk -v a="$wall" -v b="$ours" 'BEGIN {printf "%.1f", a / b}')x faster"
 
@@ -97,6 +100,20 @@ log "stragglers, clocks as recorded: ${wall_off} s wall, ${cpu_off} s CPU; clock
 timed html_report "$bin/kernalyse-merge" "$dir/run.h5" --html "$dir/report.html" --force -q
 log "  HTML report: $(( $(stat -c %s "$dir/report.html") / 1000 )) kB (budget 5000 kB)"
 rm -f "$dir/report.html"
+
+# One huge Kineto file (issue 28: 10 GB in <= 1 GB of peak RSS): 8.6 M kernels, about 10.2 GB of
+# JSON, made once and kept in $BENCH_DIR/huge (BENCH_HUGE=0 skips it), imported to a store (the
+# streamed import).
+if [ "${BENCH_HUGE:-1}" = 1 ]; then
+  if [ ! -f "$dir/huge/rank-0.json" ]; then
+    rm -rf "$dir/huge"
+    timed generate_huge "$bin/kernalyse-tracegen" --ranks 1 --kernels 8600000 --steps 10 --out "$dir/huge"
+  fi
+  huge_mb=$(( $(stat -c %s "$dir/huge/rank-0.json") / 1000000 ))
+  timed import_huge_file "$bin/kernalyse-merge" "$dir/huge/rank-0.json" -o "$dir/huge.h5" --force -q
+  log "  huge file: $huge_mb MB of JSON, $(awk -v mb="$huge_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s, peak RSS $rss_mb MB (target <= 1024 MB)"
+  rm -f "$dir/huge.h5"
+fi
 
 # Nsight Systems import: the same workload as one SQLite export (tracegen --format nsys), one
 # file on one core; kernel rows per second of wall time and of CPU time (user + sys: on a loaded

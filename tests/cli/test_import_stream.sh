@@ -25,17 +25,22 @@ same_store() {
   expect_eq "$1: the same store" "$("$PY" "$CMP" mem.h5 str.h5 2>&1 | head -3)" ""
   # The same lines but for the timings and the progress lines.
   norm() {
-    grep -v '^importing \|^writing ' "$1" | sed -E 's/ in [0-9.]+ s \([0-9]+ MB\/s\)//; s/(mem|str)\.h5/OUT/'
+    grep -v '^importing \|^writing \|rows were sorted on disk' "$1" |
+      sed -E 's/ in [0-9.]+ s \([0-9]+ MB\/s\)//; s/(mem|str)\.h5/OUT/'
   }
   expect_eq "$1: the same messages" "$(norm str.err)" "$(norm mem.err)"
+  # Past 64 runs' worth of rows the trace is streamed, and says so; below, imported in memory.
+  if [ "${4:-}" = streamed ]; then
+    expect_contains "$1: streamed through runs on disk" "$(cat str.err)" "rows were sorted on disk ("
+  fi
   expect_eq "$1: nothing on stdout" "$(wc -c <str.out)" "0"
 }
 
 kernalyse-tracegen --ranks 1 --kernels 20000 --steps 4 --seed 11 --out tg >gen.log 2>&1 ||
   { fail "tracegen: $(tail -3 gen.log)"; finish; exit; }
-same_store "generated (steps, ops, NCCL), chunks of 7" tg/rank-0.json 7
-same_store "generated, chunks of 4096" tg/rank-0.json 4096
-same_store "generated, one chunk" tg/rank-0.json
+same_store "generated (steps, ops, NCCL), chunks of 7" tg/rank-0.json 7 streamed
+same_store "generated, chunks of 512" tg/rank-0.json 512 streamed
+same_store "generated, below the default budget: in memory" tg/rank-0.json
 "$PY" - str.h5 <<'PY' >tables.txt
 import h5py, sys
 h = h5py.File(sys.argv[1])
@@ -61,16 +66,19 @@ for i in range(40):
 json.dump({"traceEvents": ev, "distributedInfo": {"rank": 0},
            "baseTimeNanoseconds": 4611686018427387000 - 10**10}, open("shift.json", "w"))
 PY
-same_store "base time drops rows, chunks of 3" shift.json 3
+same_store "base time drops rows, chunks of 1" shift.json 1 streamed
 expect_contains "base time: the dropped rows are counted" "$(cat str.err)" "16 malformed events skipped"
 
 need_traces
 n=0
+streamed=0
 while IFS= read -r f; do
   same_store "$(basename "$f")" "$f" 7
   n=$((n + 1))
+  grep -q 'rows were sorted on disk (' str.err && streamed=$((streamed + 1))
 done < <(find "$TRACES/kineto" "$TRACES/hta" "$TRACES/tracelens" -name '*.json' -o -name '*.json.gz' | sort)
-expect_eq "shared Kineto traces compared" "$([ "$n" -ge 20 ] && echo yes)" "yes"
+expect_eq "shared Kineto traces compared ($n), most streamed ($streamed)" \
+  "$([ "$n" -ge 20 ] && [ "$streamed" -ge 20 ] && echo yes)" "yes"
 expect_contains "the merged 4-rank file: four ranks" \
   "$(KERNALYSE_IMPORT_CHUNK_ROWS=2 kernalyse-merge "$TRACES/kineto/merged_4rank_rocm/merged_nccl_only.json.gz" -o m4.h5 --force 2>&1)" \
   "4 rank(s)"
@@ -81,6 +89,8 @@ kernalyse-tracegen --ranks 1 --kernels 300000 --steps 4 --seed 12 --out big >gen
 peak() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
 mem=$(peak kernalyse-merge big/rank-0.json -o m.h5 --summary -q)
 str=$(KERNALYSE_IMPORT_CHUNK_ROWS=4096 peak kernalyse-merge big/rank-0.json -o s.h5 -q)
+expect_contains "big: streamed" "$(KERNALYSE_IMPORT_CHUNK_ROWS=4096 kernalyse-merge big/rank-0.json -o s2.h5 2>&1)" \
+  "rows were sorted on disk ("
 expect_eq "streamed peak RSS below 0.6x the in-memory import's ($str kB vs $mem kB)" \
   "$([ "$str" -lt $((mem * 6 / 10)) ] && echo yes)" "yes"
 expect_eq "big: the same store" "$("$PY" "$CMP" m.h5 s.h5 2>&1 | head -3)" ""

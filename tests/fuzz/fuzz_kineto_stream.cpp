@@ -1,13 +1,15 @@
 // libFuzzer target: the streamed Kineto import (import_file_streamed, what `kernalyse-merge TRACE
 // -o OUT` runs: rows through temporary files, external sorts and joins) against the in-memory
-// import of the same input (import_files), in chunks of 3 rows so that every table writes and
-// merges many runs. Both stores are written and read back; any difference between them, or an
-// error from one path and not the same error from the other, is a finding.
+// import of the same input (import_files), in runs of 1 row: past 64 rows the input streams, and
+// every table writes and merges many runs. Both stores are written and read back; any difference
+// between them, or an error from one path and not the same error from the other, is a finding.
+// As in kernalyse-merge (import_run), only what the format sniffing calls Kineto is streamed.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 
 #include "fuzz_input.h"
+#include "kernalyse/import.h"
 #include "kernalyse/inputs.h"
 #include "kernalyse/store_io.h"
 
@@ -31,10 +33,11 @@ bool same(const Store& a, const Store& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_input("rank-0.json", data, size);
+  if (trace_format(path) != TraceFormat::Kineto) return 0;
   const std::string mem_out = fuzz::input_dir() + "/mem.h5",
                     str_out = fuzz::input_dir() + "/str.h5";
   ImportFilesOptions opt;
-  opt.chunk_rows = 3;
+  opt.chunk_rows = 1;
   std::string mem_err, str_err;
   Store mem, str;
   try {

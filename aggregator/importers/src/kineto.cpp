@@ -748,8 +748,16 @@ class Importer {
   void finish_streamed(ImportStats* stats);
   int64_t checked_base() const;
   void report(ImportStats* stats) const;
+  // Rows stay in memory, as import_kineto_file keeps them, up to 64 runs' worth (4 Mi with the
+  // default runs: a 1.2 GB trace, imported in memory at full speed); past that they all move to
+  // the spill's sorters, and from then on every 64 Ki rows, so that the parser's columns stay
+  // small whatever the sorters hold.
   void maybe_spill() {
-    // Moved often, so that the parser's columns stay small whatever the sorters hold.
+    if (!spilling_) {
+      const size_t rows = store_.activities.size() + store_.launches.size() + pending_ops_.size();
+      if (rows < 64 * spill_->chunk()) return;
+      spilling_ = true;
+    }
     const size_t chunk = std::min<size_t>(spill_->chunk(), size_t{1} << 16);  // 64 Ki rows
     if (store_.activities.size() >= chunk || store_.launches.size() >= chunk ||
         pending_ops_.size() >= chunk) {
@@ -805,7 +813,8 @@ class Importer {
   // NCCL row names its activity by its number in the file), and the store written at the end.
   std::unique_ptr<KinetoSpill> spill_;
   uint64_t act_taken_ = 0;
-  bool whole_ = false;  // streamed, but finished in memory after all (a merged multi-rank file)
+  bool spilling_ = false;  // rows have gone to the spill (the trace is past the in-memory budget)
+  bool whole_ = false;     // finished in memory after all: a smaller or a merged multi-rank trace
   StoreStream* out_ = nullptr;
 };
 
@@ -1399,8 +1408,10 @@ void Importer::finish(ImportStats* stats) {
 // as finish() makes them, in store_; activities, launches and ops written to out_ from the spill
 // with the same shift, ranks, steps and order.
 void Importer::finish_streamed(ImportStats* stats) {
-  if (!rank_of_pid_.empty()) {  // a merged multi-rank file: back in memory, finished whole
-    spill_->restore(parsed());
+  // A trace that stayed within the budget, or a merged multi-rank one (back in memory), is
+  // finished whole, in memory.
+  if (!spilling_ || !rank_of_pid_.empty()) {
+    if (spilling_) spill_->restore(parsed());
     spill_.reset();
     whole_ = true;
     return finish(stats);
@@ -1424,6 +1435,10 @@ void Importer::finish_streamed(ImportStats* stats) {
   for (int32_t d : w.devices) devices.insert({*rank, d});
   rank_infos(rank, world, base, &devices);
   store_.attrs.emulated = synthetic_;
+  if (stats)
+    stats->notes.push_back(name_ + ": a large trace: its rows were sorted on disk (" +
+                           std::to_string(w.runs) + " runs, " + std::to_string(w.disk_bytes >> 20) +
+                           " MiB in temporary files beside the output, removed)");
   report(stats);
 }
 

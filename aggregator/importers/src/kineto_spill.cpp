@@ -444,6 +444,12 @@ SpillWritten KinetoSpill::write(StoreStream& out, ParsedRows rows, const SpillCo
   m.step_activities(ctx, &w);
   m.write_activities(out, rows.nccl, ctx, &w);
   m.write_ops(out, ctx, id_of);
+  auto count = [&w](const auto& sorter) {
+    w.runs += sorter.runs();
+    w.disk_bytes += sorter.disk_bytes();
+  };
+  count(m.by_corr), count(m.acts), count(m.launches), count(m.corr_steps), count(m.ops),
+      count(m.keys), count(m.joined);
   return w;
 }
 

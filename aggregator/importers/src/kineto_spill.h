@@ -47,8 +47,9 @@ struct SpillContext {
 };
 
 struct SpillWritten {
-  int64_t dropped = 0;        // activities and launches out of range after the base shift
-  std::set<int32_t> devices;  // of the activities written
+  int64_t dropped = 0;                // activities and launches out of range after the base shift
+  std::set<int32_t> devices;          // of the activities written
+  uint64_t runs = 0, disk_bytes = 0;  // the sorted runs written to temporary files, in all
 };
 
 class KinetoSpill {

@@ -36,7 +36,8 @@ struct ImportOptions {
   // never copied: kernalyse.hta's runs, whose HTA analyses read none; issue 27).
   bool ops = true;
   // import_kineto_streamed: rows of each big table sorted in memory before a sorted run of them
-  // goes to disk. Larger runs cost more memory and were no faster (docs/benchmarks.md).
+  // goes to disk; a trace of fewer than 64 × chunk_rows rows (activities, launches and cpu_ops)
+  // is imported in memory. Larger runs cost memory and were no faster (docs/benchmarks.md).
   size_t chunk_rows = size_t{1} << 16;
 };
 
@@ -62,13 +63,13 @@ class NoRankError : public Error {
 Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats);
 
 // The same import straight into a store file (kernalyse-merge FILE -o OUT), in memory that does
-// not grow with the file (issue 28): every opt.chunk_rows rows of activities, launches and
-// cpu_ops go to unlinked temporary files in `spill_dir` as a sorted run, and /activities, /launches
-// and /ops are written to `out` from them at the end, sorted and joined as import_kineto_file does.
-// Returns the rest of that store (attributes, strings, /ranks, annotations, counters, NCCL
-// metadata), which the caller completes and hands to out.commit(). A merged multi-rank file is
-// finished in memory: then *whole is set, nothing was written to `out` and the store is returned
-// whole.
+// not grow with the file (issue 28): past 64 × opt.chunk_rows rows, every opt.chunk_rows rows of
+// activities, launches and cpu_ops go to unlinked temporary files in `spill_dir` as a sorted run,
+// and /activities, /launches and /ops are written to `out` from them at the end, sorted and joined
+// as import_kineto_file does. Returns the rest of that store (attributes, strings, /ranks,
+// annotations, counters, NCCL metadata), which the caller completes and hands to out.commit(). A
+// smaller trace, and a merged multi-rank one, are finished in memory: then *whole is set, nothing
+// was written to `out` and the store is returned whole.
 Store import_kineto_streamed(const std::string& path, const ImportOptions& opt, ImportStats* stats,
                              StoreStream& out, const std::string& spill_dir, bool* whole);
 

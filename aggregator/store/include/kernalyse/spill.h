@@ -48,6 +48,7 @@ class RowSorter {
   }
   uint64_t size() const { return total_ + buf_.size(); }
   size_t runs() const { return runs_.size(); }
+  uint64_t disk_bytes() const { return total_ * sizeof(Row); }  // in the runs on disk
 
   // Pulls the rows in order: next(&row) until it returns false. Sorts the rows still in memory,
   // which the reader then refers to: no rows may be added while it lives, and the sorter must
