@@ -64,8 +64,9 @@ void print(const Report& r, const Options& o) {
   std::cout.flush();
 }
 
-// --diff BASE TEST: both loaded the same way, compared, rendered like the other analyses.
-int run_diff(const Options& o) {
+// --diff BASE TEST: both loaded the same way, compared, rendered like the other analyses. Under
+// mpirun the ranks of a store are spread over the processes (DiffSource), the first one writes.
+int run_diff(const Options& o, const Spread* spread) {
   if (o.diff.size() != 2) throw Error("--diff takes two inputs: BASE TEST");
   if (!o.inputs.empty() || !o.output.empty())
     throw Error("--diff takes its two inputs only; give no other input or -o");
@@ -75,14 +76,17 @@ int run_diff(const Options& o) {
         "--diff renders as text, --json, --csv or --html; --compat, exports and --spool do not "
         "apply");
   const Classifier cls(o.comm_regex);
-  const LoadOptions lo = load_options(o, &cls);
+  LoadOptions lo = load_options(o, &cls);
+  const bool first_process = !spread || spread->process == 0;
+  if (!first_process) lo.info = lo.warn = nullptr;
   DiffOptions opt;
   opt.base_label = o.diff[0], opt.test_label = o.diff[1];
   opt.filter = o.ao.filter;
   opt.kernel_wait_ns = o.ao.kernel_wait_ns;
-  DiffSource base = load_diff_source(o.diff[0], lo);
-  DiffSource test = load_diff_source(o.diff[1], lo);
+  DiffSource base = load_diff_source(o.diff[0], lo, spread);
+  DiffSource test = load_diff_source(o.diff[1], lo, spread);
   TraceDiff d = diff_inputs(base.input(), test.input(), opt);
+  if (!first_process) return 0;
   if (!o.html.empty()) {
     int64_t bytes = write_diff_html(d, o.html, o.force);
     if (!o.quiet) std::cerr << "wrote " << o.html << " (" << (bytes + 999) / 1000 << " kB)\n";
@@ -140,8 +144,20 @@ int print_sliced(SlicedAnalysis& r, const Options& o) {
 
 int run(Options& o) {
   for (const auto& w : o.what_if) o.ao.what_if.push_back(parse_what_if(w));  // before any input
-  if (!o.diff.empty()) return run_diff(o);
-  if (!o.spool.empty()) return run_spool(o);
+  // Under mpirun: the first process writes; the others help with what can be spread (the
+  // analyses of a store, a --diff of stores, an import), else they are done.
+  const std::unique_ptr<Spread> spread = mpi_spread();
+  const bool first_process = !spread || spread->process == 0;
+  if (!o.diff.empty()) {
+    if (first_process) return run_diff(o, spread.get());
+    // Its errors are every process's (diff.h): said once, by the first process.
+    try {
+      return run_diff(o, spread.get());
+    } catch (const Error&) {
+      return kExitBadInput;
+    }
+  }
+  if (!o.spool.empty()) return first_process ? run_spool(o) : 0;
   if (o.inputs.empty())
     throw Error("no input: give trace files, a directory of traces, or a store");
   if (o.ao.hist_min_us >= o.ao.hist_max_us) throw Error("--hist-min must be below --hist-max");
@@ -155,10 +171,6 @@ int run(Options& o) {
   for (const auto& f : files)
     if (files.size() > 1 && is_hdf5_file(f) && !node_stores)
       throw Error(f + ": is a store; give either stores or trace files, not both");
-  // Under mpirun: the first process writes; the others help with what can be spread (the
-  // analyses of a store, an import), else they are done.
-  const std::unique_ptr<Spread> spread = mpi_spread();
-  const bool first_process = !spread || spread->process == 0;
   if (node_stores) {
     if (!first_process) return 0;
     const ClockInference inf = merge_node_stores(files, lo);

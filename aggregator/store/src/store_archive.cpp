@@ -48,4 +48,47 @@ void get_store(Archive& ar, Store& s) {
   get_tables(ar, s);
 }
 
+void all_gather_tables(Store& s, const Spread& spread) {
+  const auto procs = static_cast<size_t>(spread.processes);
+  Archive mine;
+  mine.put(static_cast<uint64_t>(s.activities.size()));
+  for_each_table(s, [&](const char*, const auto& t) {
+    for_each_column(t, [&](const auto&, const auto& col) { mine.put<uint64_t>(col.size()); });
+  });
+  Archive all(spread.all_gather(mine.bytes()));
+  std::vector<uint64_t> activities(procs);  // per process: its activity rows
+  std::vector<std::vector<size_t>> rows;    // per column: per process, its rows
+  for (size_t p = 0; p < procs; ++p) {
+    activities[p] = all.get<uint64_t>();
+    size_t k = 0;
+    for_each_table(s, [&](const char*, const auto& t) {
+      for_each_column(t, [&](const auto&, const auto&) {
+        if (k == rows.size()) rows.emplace_back(procs);
+        rows[k++][p] = all.get<uint64_t>();
+      });
+    });
+  }
+  size_t k = 0;
+  std::vector<size_t> nccl_rows;  // per process: its /nccl rows
+  for_each_table(s, [&](const char*, auto& t) {
+    for_each_column(t, [&](const auto&, auto& col) {
+      std::decay_t<decltype(col)> whole;
+      std::vector<size_t> bytes(procs);
+      size_t n = 0;
+      for (size_t p = 0; p < procs; ++p) bytes[p] = rows[k][p] * sizeof(col[0]), n += rows[k][p];
+      if (static_cast<const void*>(&col) == &s.nccl.activity) nccl_rows = rows[k];
+      ++k;
+      whole.resize(n);
+      spread.all_gather_into(col.data(), whole.data(), bytes);
+      col = std::move(whole);
+    });
+  });
+  size_t at = 0, before = 0;
+  for (size_t p = 0; p < procs && p < nccl_rows.size(); ++p) {
+    for (size_t i = at; i < at + nccl_rows[p]; ++i)
+      if (s.nccl.activity[i] != UINT64_MAX) s.nccl.activity[i] += before;
+    at += nccl_rows[p], before += activities[p];
+  }
+}
+
 }  // namespace kernalyse

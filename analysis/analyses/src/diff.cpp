@@ -15,6 +15,7 @@
 
 #include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
+#include "kernalyse/store_archive.h"
 #include "kernalyse/timeline.h"
 
 namespace kernalyse {
@@ -241,6 +242,40 @@ struct Side {
   std::map<LaunchedKey, KernelSide> launched;  // by_launcher of the names asked for
 };
 
+// Sums of slices' (or processes') counts and times, by key.
+template <class K>
+void add_sides(const std::map<K, KernelSide>& from, std::map<K, KernelSide>* to) {
+  for (const auto& [k, v] : from) {
+    KernelSide& o = (*to)[k];
+    o.count += v.count, o.total_ns += v.total_ns;
+  }
+}
+
+// Steps of disjoint ranks: the longest rank's times, the kernels and ranks summed.
+void add_steps(const std::map<int32_t, StepSide>& from, std::map<int32_t, StepSide>* to) {
+  for (const auto& [n, st] : from) {
+    StepSide& o = (*to)[n];
+    o.cpu_ns = std::max(o.cpu_ns, st.cpu_ns);
+    o.gpu_span_ns = std::max(o.gpu_span_ns, st.gpu_span_ns);
+    o.kernels += st.kernels, o.ranks += st.ranks;
+  }
+}
+
+// The launchers' figures in an archive (their keys are three strings).
+void put_launched(Archive& ar, const std::map<LaunchedKey, KernelSide>& m) {
+  ar.put<uint64_t>(m.size());
+  for (const auto& [k, v] : m) ar.put(k.range), ar.put(k.op), ar.put(k.kernel), ar.put(v);
+}
+std::map<LaunchedKey, KernelSide> get_launched(Archive& ar) {
+  std::map<LaunchedKey, KernelSide> m;
+  for (auto n = ar.get<uint64_t>(); n > 0; --n) {
+    LaunchedKey k;
+    ar.get(k.range), ar.get(k.op), ar.get(k.kernel);
+    m[k] = ar.get<KernelSide>();
+  }
+  return m;
+}
+
 // Adds one slice: the parts only read it, so they run on the shared pool (parallel.h). Errors
 // name the side: "BASE run.h5: no ProfilerStep#9 in ranks 0-7".
 void add_slice(const Store& s, const DiffOptions& opt, const std::string& label,
@@ -272,18 +307,43 @@ void add_slice(const Store& s, const DiffOptions& opt, const std::string& label,
     KernelSide& o = side->kernels[k.name];
     o.count += k.count, o.total_ns += k.total_ns;
   }
-  for (const auto& [n, st] : steps) {  // the slices' ranks are disjoint
-    StepSide& o = side->steps[n];
-    o.cpu_ns = std::max(o.cpu_ns, st.cpu_ns);
-    o.gpu_span_ns = std::max(o.gpu_span_ns, st.gpu_span_ns);
-    o.kernels += st.kernels, o.ranks += st.ranks;
-  }
+  add_steps(steps, &side->steps);
   side->unions.insert(side->unions.end(), unions.begin(), unions.end());
   side->idle.insert(side->idle.end(), idle.begin(), idle.end());
-  for (const auto& [k, v] : launched) {
-    KernelSide& o = side->launched[k];
-    o.count += v.count, o.total_ns += v.total_ns;
+  add_sides(launched, &side->launched);
+}
+
+// Under mpirun: every process's part of one side (its slices' figures, the ledger's rows, whether
+// the filter applied to any slice, its first error), merged in process order, which is rank order,
+// on every process. A failure on any process is every process's, the first one's message.
+void share(const Spread& spread, Side* side, Store* ledger_rows, bool* any, std::string* error) {
+  Archive mine;
+  mine.put(*error);
+  mine.put(static_cast<uint8_t>(*any));
+  mine.put(side->kernels);
+  mine.put(side->steps);
+  mine.put(side->unions);
+  mine.put(side->idle);
+  put_launched(mine, side->launched);
+  Archive all(spread.all_gather(mine.bytes()));
+  Side merged;
+  *any = false;
+  error->clear();
+  for (int p = 0; p < spread.processes; ++p) {
+    const auto e = all.get<std::string>();
+    if (error->empty()) *error = e;
+    *any = all.get<uint8_t>() || *any;
+    add_sides(all.get<std::map<std::string, KernelSide>>(), &merged.kernels);
+    add_steps(all.get<std::map<int32_t, StepSide>>(), &merged.steps);
+    const auto unions = all.get<std::vector<RankUnion>>();
+    merged.unions.insert(merged.unions.end(), unions.begin(), unions.end());
+    const auto idle = all.get<std::vector<StreamIdle>>();
+    merged.idle.insert(merged.idle.end(), idle.begin(), idle.end());
+    add_sides(get_launched(all), &merged.launched);
   }
+  if (!error->empty()) throw Error(*error);
+  all_gather_tables(*ledger_rows, spread);
+  *side = std::move(merged);
 }
 
 // One pass over a side's slices; `launcher_names`: the names whose launchers to gather.
@@ -295,11 +355,18 @@ Side analyse(const DiffInput& in, const DiffOptions& opt, const std::string& lab
   ledger_rows.strings = in.header->strings;
   ledger_rows.ranks = in.header->ranks;
   bool any = false;
-  in.each_slice([&](const Store& s) {
-    if (!filter_applies(s, opt.filter)) return;  // another rank, or no such step in this one
-    any = true;
-    add_slice(s, opt, label, launcher_names, &side, &ledger_rows);
-  });
+  std::string error;  // under mpirun: shared before anyone throws (no process left waiting)
+  try {
+    in.each_slice([&](const Store& s) {
+      if (!filter_applies(s, opt.filter)) return;  // another rank, or no such step in this one
+      any = true;
+      add_slice(s, opt, label, launcher_names, &side, &ledger_rows);
+    });
+  } catch (const Error& e) {
+    if (!in.spread) throw;
+    error = e.what();
+  }
+  if (in.spread) share(*in.spread, &side, &ledger_rows, &any, &error);
   if (!any) {  // the whole run's message: "no ProfilerStep#9 in ranks 0-7"
     try {
       select_activities(*in.header, opt.filter);
@@ -320,20 +387,39 @@ Side analyse(const DiffInput& in, const DiffOptions& opt, const std::string& lab
 }
 
 // The gathering pass again, for names the first one did not ask about.
+// Collective under mpirun: every process calls it with the same names (the merged sides').
 void add_launchers(const DiffInput& in, const DiffOptions& opt, const std::string& label,
                    const std::set<std::string>& names, std::map<LaunchedKey, KernelSide>* out) {
   if (names.empty()) return;
-  in.each_slice([&](const Store& s) {
-    if (!filter_applies(s, opt.filter)) return;
-    try {
-      for (const auto& [k, v] : by_launcher(s, opt.filter, names)) {
-        KernelSide& o = (*out)[k];
-        o.count += v.count, o.total_ns += v.total_ns;
+  std::map<LaunchedKey, KernelSide> mine;
+  std::string error;
+  try {
+    in.each_slice([&](const Store& s) {
+      if (!filter_applies(s, opt.filter)) return;
+      try {
+        add_sides(by_launcher(s, opt.filter, names), &mine);
+      } catch (const Error& e) {
+        throw Error(label + ": " + e.what());
       }
-    } catch (const Error& e) {
-      throw Error(label + ": " + e.what());
+    });
+  } catch (const Error& e) {
+    if (!in.spread) throw;
+    error = e.what();
+  }
+  if (in.spread) {
+    Archive ar;
+    ar.put(error);
+    put_launched(ar, mine);
+    Archive all(in.spread->all_gather(ar.bytes()));
+    mine.clear();
+    for (int p = 0; p < in.spread->processes; ++p) {
+      const auto e = all.get<std::string>();
+      if (error.empty()) error = e;
+      add_sides(get_launched(all), &mine);
     }
-  });
+    if (!error.empty()) throw Error(error);
+  }
+  add_sides(mine, out);
 }
 
 // Strings of `x` that `y` does not have: kernel names that cannot be in both runs, so their

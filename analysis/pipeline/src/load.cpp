@@ -222,12 +222,28 @@ ClockInference merge_node_stores(const std::vector<std::string>& files, const Lo
 }
 
 DiffInput DiffSource::input() {
-  if (slices) return {&slices->header(), [this](const auto& f) { slices->for_each(f); }};
-  return {&whole, [this](const auto& f) { f(whole); }};
+  const Spread* s = spread && spread->processes > 1 ? spread : nullptr;
+  if (slices && !s) return {&slices->header(), [this](const auto& f) { slices->for_each(f); }};
+  if (slices) {  // this process's contiguous run of the slices (spread.h)
+    return {&slices->header(),
+            [this, s](const auto& f) {
+              const size_t n = slices->size(), procs = static_cast<size_t>(s->processes),
+                           p = static_cast<size_t>(s->process);
+              for (size_t k = n * p / procs; k < n * (p + 1) / procs; ++k) f(slices->read(k));
+            },
+            s};
+  }
+  return {&whole,
+          [this, s](const auto& f) {
+            if (!s || s->process == 0) f(whole);
+          },
+          s};
 }
 
-DiffSource load_diff_source(const std::string& input, const LoadOptions& opt) {
+DiffSource load_diff_source(const std::string& input, const LoadOptions& opt,
+                            const Spread* spread) {
   DiffSource out;
+  out.spread = spread;
   std::vector<std::string> files = expand_inputs({input});
   if (files.size() == 1 && is_hdf5_file(files[0])) {
     ColumnSelection sel;
@@ -242,7 +258,7 @@ DiffSource load_diff_source(const std::string& input, const LoadOptions& opt) {
     // rank (RankSlices refuses it; read_store then reports whatever else may be wrong with it).
     if (opt.align == "off" || (opt.align == "auto" && (clocks_aligned(a) || a.ranks.size() < 2))) {
       try {
-        out.slices = std::make_unique<RankSlices>(files[0], sel);
+        out.slices = std::make_unique<RankSlices>(files[0], sel, spread);
         return out;
       } catch (const Error&) {
       }

@@ -157,56 +157,18 @@ bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions&
 
 namespace {
 
-// The cross-rank rows of every process, in rank order, on every process: the row counts and the
-// kernels' name marks in one small exchange, then each column in one all-gather straight into the
-// whole column. (An archive of every column, unpacked into a store per process and copied into
-// the whole, was half of the 256-rank store's 0.4 s exchange: docs/benchmarks.md.)
+// The cross-rank rows of every process, in rank order, on every process (all_gather_tables), and
+// the kernels' name marks.
 void exchange_cross(CrossRows& c, const Spread& spread) {
-  const auto procs = static_cast<size_t>(spread.processes);
   Archive mine;
-  mine.put(static_cast<uint64_t>(c.store.activities.size()));
-  for_each_table(c.store, [&](const char*, const auto& t) {
-    for_each_column(t, [&](const auto&, const auto& col) { mine.put<uint64_t>(col.size()); });
-  });
   mine.put(c.kernel_names);
   Archive all(spread.all_gather(mine.bytes()));
-  std::vector<uint64_t> activities(procs);  // per process: its activity rows
-  std::vector<std::vector<size_t>> rows;    // per column: per process, its rows
-  for (size_t p = 0; p < procs; ++p) {
-    activities[p] = all.get<uint64_t>();
-    size_t k = 0;
-    for_each_table(c.store, [&](const char*, const auto& t) {
-      for_each_column(t, [&](const auto&, const auto&) {
-        if (k == rows.size()) rows.emplace_back(procs);
-        rows[k++][p] = all.get<uint64_t>();
-      });
-    });
+  for (int p = 0; p < spread.processes; ++p) {
     const auto names = all.get<std::vector<uint8_t>>();
     for (size_t i = 0; i < names.size() && i < c.kernel_names.size(); ++i)
       c.kernel_names[i] |= names[i];
   }
-  size_t k = 0;
-  std::vector<size_t> nccl_rows;  // per process: its /nccl rows
-  for_each_table(c.store, [&](const char*, auto& t) {
-    for_each_column(t, [&](const auto&, auto& col) {
-      std::decay_t<decltype(col)> whole;
-      std::vector<size_t> bytes(procs);
-      size_t n = 0;
-      for (size_t p = 0; p < procs; ++p) bytes[p] = rows[k][p] * sizeof(col[0]), n += rows[k][p];
-      if (static_cast<const void*>(&col) == &c.store.nccl.activity) nccl_rows = rows[k];
-      ++k;
-      whole.resize(n);
-      spread.all_gather_into(col.data(), whole.data(), bytes);
-      col = std::move(whole);
-    });
-  });
-  // Each process's /nccl rows index its own activity rows: moved past the processes before it.
-  size_t at = 0, before = 0;
-  for (size_t p = 0; p < procs && p < nccl_rows.size(); ++p) {
-    for (size_t i = at; i < at + nccl_rows[p]; ++i)
-      if (c.store.nccl.activity[i] != UINT64_MAX) c.store.nccl.activity[i] += before;
-    at += nccl_rows[p], before += activities[p];
-  }
+  all_gather_tables(c.store, spread);
 }
 
 // One run of analyse_by_rank: the passes over this process's slices.

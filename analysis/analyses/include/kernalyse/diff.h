@@ -13,6 +13,7 @@
 #include "kernalyse/analysis.h"
 #include "kernalyse/crossrank.h"
 #include "kernalyse/report.h"
+#include "kernalyse/spread.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -102,9 +103,14 @@ struct TraceDiff {
 // `each_slice(f)` hands f the side's rows as stores that each hold whole ranks (all of a rank's
 // rows in one of them) with the header's string ids. It may be called twice (a second pass
 // gathers launchers for one-sided names a --rank/--step filter hid from the first).
+// Under mpirun (`spread`, kernalyse/spread.h), each_slice hands this process's share of the
+// slices only (process p the p-th of P contiguous runs of ranks, or process 0 all of a side read
+// whole); the processes' figures are exchanged after each pass, so that every process holds the
+// same diff, the serial one. Every process calls diff_inputs (collective).
 struct DiffInput {
   const Store* header = nullptr;
   std::function<void(const std::function<void(const Store&)>&)> each_slice;
+  const Spread* spread = nullptr;
 };
 TraceDiff diff_inputs(const DiffInput& base, const DiffInput& test, const DiffOptions& opt);
 

@@ -69,11 +69,16 @@ ClockInference merge_node_stores(const std::vector<std::string>& files, const Lo
 // One side of --diff: a store whose clocks stay as recorded, read a rank at a time (RankSlices),
 // or else a store or traces held whole (imported in memory), with the same rules as the
 // analyses' input.
+// Under mpirun (`spread`): a store read a rank at a time spreads its slices over the processes
+// (RankSlices is then constructed by all of them together); a side read whole is analysed by
+// process 0 (DiffInput). Every process calls it, for both sides, in the same order.
 struct DiffSource {
   std::unique_ptr<RankSlices> slices;
   Store whole;
+  const Spread* spread = nullptr;
   DiffInput input();
 };
-DiffSource load_diff_source(const std::string& input, const LoadOptions& opt);
+DiffSource load_diff_source(const std::string& input, const LoadOptions& opt,
+                            const Spread* spread = nullptr);
 
 }  // namespace kernalyse
