@@ -748,10 +748,10 @@ class Importer {
   void finish_streamed(ImportStats* stats);
   int64_t checked_base() const;
   void report(ImportStats* stats) const;
-  // Rows stay in memory, as import_kineto_file keeps them, up to 64 runs' worth (4 Mi with the
-  // default runs: a 1.2 GB trace, imported in memory at full speed); past that they all move to
-  // the spill's sorters, and from then on every 64 Ki rows, so that the parser's columns stay
-  // small whatever the sorters hold.
+  // Rows stay in memory, as import_kineto_file keeps them, up to 64 runs' worth (256 Ki rows with
+  // the default runs: a trace of up to about 100 MB, which then needs no temporary file); past
+  // that they all move to the spill's sorters, and from then on every run's worth (at most 64 Ki
+  // rows), so that the parser's columns stay small whatever the sorters hold.
   void maybe_spill() {
     if (!spilling_) {
       const size_t rows = store_.activities.size() + store_.launches.size() + pending_ops_.size();

@@ -29,7 +29,7 @@ struct ImportFilesOptions {
   // bytes) and sends them to process 0, which goes on as one process would; the others get an
   // empty store back.
   const Spread* spread = nullptr;
-  size_t chunk_rows = size_t{1} << 16;  // import_file_streamed: ImportOptions::chunk_rows
+  size_t chunk_rows = size_t{1} << 12;  // import_file_streamed: ImportOptions::chunk_rows
 };
 
 // Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,

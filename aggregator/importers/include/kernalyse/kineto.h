@@ -37,8 +37,9 @@ struct ImportOptions {
   bool ops = true;
   // import_kineto_streamed: rows of each big table sorted in memory before a sorted run of them
   // goes to disk; a trace of fewer than 64 × chunk_rows rows (activities, launches and cpu_ops)
-  // is imported in memory. Larger runs cost memory and were no faster (docs/benchmarks.md).
-  size_t chunk_rows = size_t{1} << 16;
+  // is imported in memory. Small runs were the fastest as well as the smallest: a run sorts in
+  // the cache, and the memory is reused, not touched fresh (docs/benchmarks.md).
+  size_t chunk_rows = size_t{1} << 12;
 };
 
 struct ImportStats {
