@@ -112,4 +112,18 @@ expect_eq "missing directory: exit 2" "$?" "2"
 KERNALYSE_IMPORT_CHUNK_ROWS=0 kernalyse-merge t.json -o z.h5 2>chunk.err
 expect_eq "a bad KERNALYSE_IMPORT_CHUNK_ROWS: exit 2" "$?" "2"
 expect_contains "a bad KERNALYSE_IMPORT_CHUNK_ROWS: named" "$(cat chunk.err)" "KERNALYSE_IMPORT_CHUNK_ROWS=0"
+# A full disk (a 3 MB tmpfs, where root may mount one): one line naming the trace and the
+# directory, exit 2, nothing left there.
+mkdir -p small
+if mount -t tmpfs -o size=3m tmpfs small 2>/dev/null; then
+  KERNALYSE_IMPORT_CHUNK_ROWS=7 kernalyse-merge tg/rank-0.json -o small/x.h5 -q 2>full.err
+  expect_eq "full disk: exit 2" "$?" "2"
+  expect_eq "full disk: one line" "$(wc -l <full.err | tr -d ' ')" "1"
+  expect_contains "full disk: names the trace and the directory" "$(cat full.err)" \
+    "tg/rank-0.json: cannot write a temporary file in small: No space left on device"
+  expect_eq "full disk: nothing left" "$(ls -A small | wc -l)" "0"
+  umount small
+else
+  echo "note: cannot mount a tmpfs here; the full-disk case is not run"
+fi
 finish

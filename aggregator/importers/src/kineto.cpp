@@ -1537,7 +1537,13 @@ Store import_kineto_streamed(const std::string& path, const ImportOptions& opt, 
   StreamBuffer buf(&in, opt.progress);
   Importer imp(path, opt);
   imp.stream_to(&out, spill_dir, opt.chunk_rows);
-  imp.run(buf, stats);
+  try {
+    imp.run(buf, stats);
+  } catch (const Error& e) {  // the spill's and the store's errors name their files, not the trace
+    const std::string m = e.what();
+    if (m.rfind(path + ": ", 0) == 0) throw;
+    throw Error(path + ": " + m);
+  }
   buf.progress_done();
   if (stats) stats->bytes += buf.total_read;
   *whole = imp.finished_whole();
