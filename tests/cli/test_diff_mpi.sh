@@ -4,7 +4,8 @@
 # exchanged after each pass, the first process writes; stdout and the exit status are the
 # one-process run's, byte for byte: text, JSON, a rank and a step filter, 2 and 3 processes (4
 # ranks: an uneven split), more processes than ranks, clocks kept or inferred (a side read whole),
-# trace directories. A step no rank has is one error line, from the first process, exit 2.
+# trace directories. A step no rank has is one error line, from the first process, exit 2. And
+# --spool under mpirun: the one-process output, once.
 source "$(dirname "$0")/lib.sh"
 use_mpi
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
@@ -53,4 +54,13 @@ expect_contains "no such step: the serial message" "$(cat "$TMP/err.err")" "no P
 kernalyse-merge --diff "$B" "$T" --html "$TMP/one.html" -q >/dev/null
 "${MPIRUN[@]}" -n 2 "$BIN/kernalyse-merge" --diff "$B" "$T" --html "$TMP/mpi.html" -q >/dev/null
 expect_eq "--html: the same page" "$(cmp -s "$TMP/one.html" "$TMP/mpi.html" && echo same)" "same"
+# --spool under mpirun (no spreading): the first process recovers and writes, the others do
+# nothing; before, every process wrote the same output.
+"${MPIRUN[@]}" -n 2 "$BIN/kernalyse-run" -q --keep-spool --flush-records 64 --spool-dir "$TMP/sp" \
+  -o "$TMP/tp.h5" "$BIN/vicuna_tp" --layers 1 --steps 2 --hidden 256 >/dev/null 2>&1
+expect_eq "a kept spool" "$(ls "$TMP/sp" | grep -c '\.kspool$')" "2"
+kernalyse-merge --spool "$TMP/sp" --summary --json -q >"$TMP/sp1.json"
+"${MPIRUN[@]}" -n 2 "$BIN/kernalyse-merge" --spool "$TMP/sp" --summary --json -q >"$TMP/sp2.json"
+expect_eq "--spool: exit 0" "$?" "0"
+expect_eq "--spool: one process's output" "$(cmp -s "$TMP/sp1.json" "$TMP/sp2.json" && echo same)" "same"
 finish
