@@ -727,12 +727,14 @@ class Importer {
 
   void run(Buffer& buf, ImportStats* stats);
   Store take() { return std::move(store_); }
-  bool finished_whole() const { return whole_; }
   // Rows to the spill's sorters (which go to temporary files in `dir` every `chunk` rows); the
-  // big tables are then written to `out` at the end (import_kineto_streamed).
-  void stream_to(StoreStream* out, const std::string& dir, size_t chunk) {
+  // big tables are then written to `out` at the end (import_kineto_streamed). *whole: set when
+  // the import is finished in memory after all (a smaller or a merged multi-rank trace).
+  void stream_to(StoreStream* out, const std::string& dir, size_t chunk, bool* whole) {
     out_ = out;
     spill_ = std::make_unique<KinetoSpill>(dir, chunk);
+    whole_ = whole;
+    *whole_ = false;
   }
 
  private:
@@ -814,7 +816,7 @@ class Importer {
   std::unique_ptr<KinetoSpill> spill_;
   uint64_t act_taken_ = 0;
   bool spilling_ = false;  // rows have gone to the spill (the trace is past the in-memory budget)
-  bool whole_ = false;     // finished in memory after all: a smaller or a merged multi-rank trace
+  bool* whole_ = nullptr;  // stream_to's
   StoreStream* out_ = nullptr;
 };
 
@@ -1413,7 +1415,7 @@ void Importer::finish_streamed(ImportStats* stats) {
   if (!spilling_ || !rank_of_pid_.empty()) {
     if (spilling_) spill_->restore(parsed());
     spill_.reset();
-    whole_ = true;
+    *whole_ = true;
     return finish(stats);
   }
   act_taken_ += store_.activities.size();
@@ -1521,33 +1523,39 @@ std::string host_from_filename(const std::string& path) {
   return m[1].str();
 }
 
-Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {
+namespace {
+
+// One file through an Importer that `prepare` has set up (nothing, or a streamed import's spill).
+template <class Prepare>
+Store import_path(const std::string& path, const ImportOptions& opt, ImportStats* stats,
+                  Prepare&& prepare) {
   Input in(path);
   StreamBuffer buf(&in, opt.progress);
   Importer imp(path, opt);
+  prepare(imp);
   imp.run(buf, stats);
   buf.progress_done();
   if (stats) stats->bytes += buf.total_read;
   return imp.take();
 }
 
+}  // namespace
+
+Store import_kineto_file(const std::string& path, const ImportOptions& opt, ImportStats* stats) {
+  return import_path(path, opt, stats, [](Importer&) {});
+}
+
 Store import_kineto_streamed(const std::string& path, const ImportOptions& opt, ImportStats* stats,
                              StoreStream& out, const std::string& spill_dir, bool* whole) {
-  Input in(path);
-  StreamBuffer buf(&in, opt.progress);
-  Importer imp(path, opt);
-  imp.stream_to(&out, spill_dir, opt.chunk_rows);
   try {
-    imp.run(buf, stats);
+    return import_path(path, opt, stats, [&](Importer& imp) {
+      imp.stream_to(&out, spill_dir, opt.chunk_rows, whole);
+    });
   } catch (const Error& e) {  // the spill's and the store's errors name their files, not the trace
     const std::string m = e.what();
     if (m.rfind(path + ": ", 0) == 0) throw;
     throw Error(path + ": " + m);
   }
-  buf.progress_done();
-  if (stats) stats->bytes += buf.total_read;
-  *whole = imp.finished_whole();
-  return imp.take();
 }
 
 Store import_kineto_string(std::string_view json, const std::string& name, const ImportOptions& opt,

@@ -12,6 +12,17 @@
 namespace kernalyse {
 namespace {
 
+// The order of rows by the tuple `key` makes of each. Every key ends in a number that is the
+// row's own (its place in the file, its chunk), so the order is total and the merged runs come
+// out the same whatever the run size.
+template <auto key>
+struct By {
+  template <class Row>
+  bool operator()(const Row& x, const Row& y) const {
+    return key(x) < key(y);
+  }
+};
+
 // An activity on disk. seq: its number in the file (the in-memory sort is stable, so ties keep
 // the file's order); nccl: 1 + its /nccl row, 0 for none; step: set once the launches' are known.
 struct ActRow {
@@ -22,18 +33,10 @@ struct ActRow {
   uint8_t kind, category;
 };
 // First by correlation, to take their launches' steps (a merge with the launches' CorrSteps).
-struct ActCorrLess {
-  bool operator()(const ActRow& x, const ActRow& y) const {
-    return std::tie(x.corr, x.seq) < std::tie(y.corr, y.seq);
-  }
-};
+using ActCorrLess = By<[](const ActRow& r) { return std::tie(r.corr, r.seq); }>;
 // Then in the store's order of one rank's activities (store.h: sort_activities).
-struct ActLess {
-  bool operator()(const ActRow& x, const ActRow& y) const {
-    return std::tie(x.device, x.stream, x.start, x.end, x.seq) <
-           std::tie(y.device, y.stream, y.start, y.end, y.seq);
-  }
-};
+using ActLess =
+    By<[](const ActRow& r) { return std::tie(r.device, r.stream, r.start, r.end, r.seq); }>;
 
 // A launch on disk; seq: its number in the file.
 struct LaunchRow {
@@ -42,11 +45,7 @@ struct LaunchRow {
   uint32_t name;
 };
 // The store's order of one rank's launches (merge_stores: by rank and start, stably).
-struct LaunchLess {
-  bool operator()(const LaunchRow& x, const LaunchRow& y) const {
-    return std::tie(x.start, x.seq) < std::tie(y.start, y.seq);
-  }
-};
+using LaunchLess = By<[](const LaunchRow& r) { return std::tie(r.start, r.seq); }>;
 
 // A pending cpu_op on disk. A later op with the same External id replaces an earlier one (as
 // the in-memory map's insert_or_assign does): `chunk` orders them, since one chunk's map holds
@@ -56,11 +55,7 @@ struct OpRow {
   uint64_t chunk;
   PendingOp op;
 };
-struct OpLess {
-  bool operator()(const OpRow& x, const OpRow& y) const {
-    return std::tie(x.ext, x.chunk) < std::tie(y.ext, y.chunk);
-  }
-};
+using OpLess = By<[](const OpRow& r) { return std::tie(r.ext, r.chunk); }>;
 
 // A launch's side of the join: its External id, number in the file and correlation.
 struct KeyRow {
@@ -68,11 +63,7 @@ struct KeyRow {
   uint64_t launch;
   int64_t corr;
 };
-struct KeyLess {
-  bool operator()(const KeyRow& x, const KeyRow& y) const {
-    return std::tie(x.ext, x.launch) < std::tie(y.ext, y.launch);
-  }
-};
+using KeyLess = By<[](const KeyRow& r) { return std::tie(r.ext, r.launch); }>;
 
 // An /ops row: the op of a launch, in the store's order (rank, start; stable: launch order).
 struct JoinedRow {
@@ -81,11 +72,7 @@ struct JoinedRow {
   int64_t pid, tid, end, ext, corr;
   uint32_t name, dims, types, concrete;  // ids into the pending ops' string table
 };
-struct JoinedLess {
-  bool operator()(const JoinedRow& x, const JoinedRow& y) const {
-    return std::tie(x.start, x.launch) < std::tie(y.start, y.launch);
-  }
-};
+using JoinedLess = By<[](const JoinedRow& r) { return std::tie(r.start, r.launch); }>;
 
 // A launch's correlation and step: the activities take their launch's step (assign_steps).
 struct CorrStep {
@@ -93,11 +80,7 @@ struct CorrStep {
   int32_t step;
   uint32_t seq;  // the launch's number in the file: of equal correlations the last one wins
 };
-struct CorrLess {
-  bool operator()(const CorrStep& x, const CorrStep& y) const {
-    return std::tie(x.corr, x.seq) < std::tie(y.corr, y.seq);
-  }
-};
+using CorrLess = By<[](const CorrStep& r) { return std::tie(r.corr, r.seq); }>;
 
 constexpr size_t kBatchRows = size_t{1} << 16;  // rows per append to the store
 
