@@ -313,37 +313,51 @@ void add_slice(const Store& s, const DiffOptions& opt, const std::string& label,
   add_sides(launched, &side->launched);
 }
 
-// Under mpirun: every process's part of one side (its slices' figures, the ledger's rows, whether
-// the filter applied to any slice, its first error), merged in process order, which is rank order,
-// on every process. A failure on any process is every process's, the first one's message.
-void share(const Spread& spread, Side* side, Store* ledger_rows, bool* any, std::string* error) {
+// Under mpirun: every process's part (put) read on every process in process order, which is rank
+// order (get, once per process), and the first process's error, if any, thrown on every process:
+// nobody throws before the exchange, so no process is left waiting in it.
+void exchange(const Spread& spread, std::string* error, const std::function<void(Archive&)>& put,
+              const std::function<void(Archive&)>& get) {
   Archive mine;
   mine.put(*error);
-  mine.put(static_cast<uint8_t>(*any));
-  mine.put(side->kernels);
-  mine.put(side->steps);
-  mine.put(side->unions);
-  mine.put(side->idle);
-  put_launched(mine, side->launched);
+  put(mine);
   Archive all(spread.all_gather(mine.bytes()));
-  Side merged;
-  *any = false;
   error->clear();
   for (int p = 0; p < spread.processes; ++p) {
     const auto e = all.get<std::string>();
     if (error->empty()) *error = e;
-    *any = all.get<uint8_t>() || *any;
-    add_sides(all.get<std::map<std::string, KernelSide>>(), &merged.kernels);
-    add_steps(all.get<std::map<int32_t, StepSide>>(), &merged.steps);
-    const auto unions = all.get<std::vector<RankUnion>>();
-    merged.unions.insert(merged.unions.end(), unions.begin(), unions.end());
-    const auto idle = all.get<std::vector<StreamIdle>>();
-    merged.idle.insert(merged.idle.end(), idle.begin(), idle.end());
-    add_sides(get_launched(all), &merged.launched);
+    get(all);
   }
   if (!error->empty()) throw Error(*error);
+}
+
+// One side's figures of every process, merged (the ledger's rows gathered too).
+void share(const Spread& spread, Side* side, Store* ledger_rows, bool* any, std::string* error) {
+  Side merged;
+  bool any_process = false;
+  exchange(
+      spread, error,
+      [&](Archive& ar) {
+        ar.put(static_cast<uint8_t>(*any));
+        ar.put(side->kernels);
+        ar.put(side->steps);
+        ar.put(side->unions);
+        ar.put(side->idle);
+        put_launched(ar, side->launched);
+      },
+      [&](Archive& ar) {
+        any_process = ar.get<uint8_t>() || any_process;
+        add_sides(ar.get<std::map<std::string, KernelSide>>(), &merged.kernels);
+        add_steps(ar.get<std::map<int32_t, StepSide>>(), &merged.steps);
+        const auto unions = ar.get<std::vector<RankUnion>>();
+        merged.unions.insert(merged.unions.end(), unions.begin(), unions.end());
+        const auto idle = ar.get<std::vector<StreamIdle>>();
+        merged.idle.insert(merged.idle.end(), idle.begin(), idle.end());
+        add_sides(get_launched(ar), &merged.launched);
+      });
   all_gather_tables(*ledger_rows, spread);
   *side = std::move(merged);
+  *any = any_process;
 }
 
 // One pass over a side's slices; `launcher_names`: the names whose launchers to gather.
@@ -407,17 +421,11 @@ void add_launchers(const DiffInput& in, const DiffOptions& opt, const std::strin
     error = e.what();
   }
   if (in.spread) {
-    Archive ar;
-    ar.put(error);
-    put_launched(ar, mine);
-    Archive all(in.spread->all_gather(ar.bytes()));
-    mine.clear();
-    for (int p = 0; p < in.spread->processes; ++p) {
-      const auto e = all.get<std::string>();
-      if (error.empty()) error = e;
-      add_sides(get_launched(all), &mine);
-    }
-    if (!error.empty()) throw Error(error);
+    std::map<LaunchedKey, KernelSide> all;
+    exchange(
+        *in.spread, &error, [&](Archive& ar) { put_launched(ar, mine); },
+        [&](Archive& ar) { add_sides(get_launched(ar), &all); });
+    mine = std::move(all);
   }
   add_sides(mine, out);
 }
