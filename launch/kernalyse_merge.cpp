@@ -226,9 +226,16 @@ int run(Options& o) {
     LoadOptions spread_lo = lo;  // each process imports its share of the files (inputs.h)
     spread_lo.import.spread = spread.get();
     spread_lo.output_only = !analyse && !exporting && o.power_logs.empty();
-    if (!first_process) spread_lo.info = spread_lo.warn = nullptr;
+    if (!first_process) {  // an import's errors reach every process: said once, by the first
+      spread_lo.info = spread_lo.warn = nullptr;
+      try {
+        import_run(files, spread_lo);
+      } catch (const Error&) {
+        return kExitBadInput;
+      }
+      return 0;
+    }
     run = import_run(files, spread_lo);
-    if (!first_process) return 0;
   }
   Store& store = run.store;
   for (const auto& spec : o.power_logs) {

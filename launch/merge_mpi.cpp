@@ -42,6 +42,11 @@ std::unique_ptr<Spread> mpi_spread() {
                                                const std::vector<size_t>& counts) {
     f(mine, all, counts.data());
   };
+  s->all_to_all = [f = m.all_to_all, n = s->processes](const std::vector<std::string>& to) {
+    if (to.size() != static_cast<size_t>(n))
+      throw Error("MPI: all_to_all needs one part a process");
+    return f(to.data());
+  };
   return s;
 }
 

@@ -79,6 +79,23 @@ void all_gather_into(const void* mine, void* all, const size_t* counts) {
                  MPI_COMM_WORLD);
 }
 
+std::string all_to_all(const std::string* to) {
+  int procs = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &procs);
+  std::vector<int> out(static_cast<size_t>(procs)), in(static_cast<size_t>(procs));
+  for (size_t p = 0; p < out.size(); ++p) out[p] = byte_count(to[p].size());
+  MPI_Alltoall(out.data(), 1, MPI_INT, in.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  size_t sent = 0, total = 0;
+  const std::vector<int> out_at = displacements(out, &sent), in_at = displacements(in, &total);
+  std::string send;
+  send.reserve(sent);
+  for (size_t p = 0; p < out.size(); ++p) send += to[p];
+  std::string all(total, '\0');
+  MPI_Alltoallv(send.data(), out.data(), out_at.data(), MPI_BYTE, all.data(), in.data(),
+                in_at.data(), MPI_BYTE, MPI_COMM_WORLD);
+  return all;
+}
+
 void init(int* process, int* processes) {
   int ready = 0;
   MPI_Initialized(&ready);
@@ -95,8 +112,8 @@ void init(int* process, int* processes) {
   MPI_Comm_size(MPI_COMM_WORLD, processes);
 }
 
-const detail::MpiModule kModule = {detail::kMpiModuleVersion, init, all_gather, gather,
-                                   all_gather_into};
+const detail::MpiModule kModule = {detail::kMpiModuleVersion, init,      all_gather, gather,
+                                   all_gather_into,           all_to_all};
 
 }  // namespace
 

@@ -9,7 +9,7 @@ namespace kernalyse::detail {
 
 // The module and kernalyse-merge are built together; the version guards against a module left
 // over from another build.
-inline constexpr int kMpiModuleVersion = 2;
+inline constexpr int kMpiModuleVersion = 3;
 
 struct MpiModule {
   int version;
@@ -20,6 +20,8 @@ struct MpiModule {
   std::string (*gather)(const std::string&);
   // Spread::all_gather_into: counts[0 .. processes) bytes, this process's at `mine`.
   void (*all_gather_into)(const void* mine, void* all, const size_t* counts);
+  // Spread::all_to_all: to[0 .. processes), the bytes for each process.
+  std::string (*all_to_all)(const std::string* to);
 };
 
 }  // namespace kernalyse::detail

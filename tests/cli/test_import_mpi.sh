@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # `mpirun -n P kernalyse-merge TRACES -o run.h5` (issue 28): each process imports its share of the
-# files and sends them to the first, which ranks, merges, aligns and writes as one process does:
-# the store holds the one-process import's data (bench/h5_compare.py: every dataset and attribute
-# but the run's wall clock and command line), for Kineto and Nsight Systems sets, 2 and 3
-# processes and more processes than files; an import + analysis prints the one-process bytes; a
-# bad file on another process than the first is one line naming it, exit 2, no output; an existing
-# output is refused by every process.
+# files; with -o alone the files move so that each process holds a run of ranks, and all of them
+# write the store together (parallel HDF5); with an analysis, or when the files' ranks interleave,
+# process 0 gets every file and goes on as one process does. Either way the store holds the
+# one-process import's data (bench/h5_compare.py: every dataset and attribute but the run's wall
+# clock and command line), for Kineto and Nsight Systems sets, 2, 3 and 5 processes and more
+# processes than files, files whose name order is not their rank order, and one file alone; an
+# import + analysis prints the one-process bytes; a bad file on another process than the first,
+# or two files of one rank, is the one-process run's line, exit 2, no output; an existing output
+# is refused by every process.
 source "$(dirname "$0")/lib.sh"
 use_mpi
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
@@ -37,6 +40,58 @@ same_store 6 "$TMP/kineto" # more processes than files: some import nothing
 same_store 2 "$TMP/nsys"   # Nsight Systems: the ranks from every report's evidence, together
 expect_eq "one 'wrote' line (the first process)" "$(grep -c '^wrote' "$TMP/mpi.err")" "1"
 expect_contains "process 0's share in its progress line" "$(cat "$TMP/mpi.err")" "of 3 files"
+expect_contains "-n 2 nsys: written by both processes" "$(cat "$TMP/mpi.err")" \
+  "(2 processes, each its ranks' rows: parallel HDF5)"
+same_store 3 "$TMP/nsys"
+
+# 12 ranks: in name order rank-10 and rank-11 come before rank-2, so the files move between the
+# processes before the write (each holds a run of ranks).
+kernalyse-tracegen --ranks 12 --kernels 600 --steps 3 --seed 9 --ranks-per-host 4 \
+  --host-skew-us 1:900 --out "$TMP/twelve" >/dev/null 2>&1
+expect_eq "tracegen made 12 files, rank-10 listed before rank-2" \
+  "$(ls "$TMP/twelve" | head -4 | tr '\n' ' ')" "rank-0.json rank-1.json rank-10.json rank-11.json "
+same_store 2 "$TMP/twelve"
+expect_contains "-n 2 twelve: parallel HDF5" "$(cat "$TMP/mpi.err")" "parallel HDF5"
+expect_contains "-n 2 twelve: the clocks inferred, said once" \
+  "$(grep -c '^clocks inferred from' "$TMP/mpi.err")" "1"
+same_store 5 "$TMP/twelve"
+
+# One file: process 0 imports it alone, streamed (the others have nothing to do).
+mkdir -p "$TMP/one"
+cp "$TMP/kineto/rank-2.json" "$TMP/one/"
+same_store 2 "$TMP/one"
+
+# Two files of one rank: the one-process run's line, exit 2, no store.
+mkdir -p "$TMP/dup"
+cp "$TMP"/kineto/rank-{0,1,2,3}.json "$TMP/dup/"
+cp "$TMP/kineto/rank-1.json" "$TMP/dup/rank-1-again.json"
+"${MPIRUN[@]}" -n 2 "$BIN/kernalyse-merge" "$TMP/dup" -o "$TMP/dup.h5" >/dev/null 2>"$TMP/dup.err"
+rc=$?
+expect_eq "two files of rank 1: mpirun fails" "$([ "$rc" != 0 ] && echo failed)" "failed"
+expect_eq "two files of rank 1: the one-process line, once" "$(grep '^kernalyse-merge: ' "$TMP/dup.err")" \
+  "$(kernalyse-merge "$TMP/dup" -o "$TMP/dup1.h5" 2>&1 >/dev/null | grep '^kernalyse-merge: ')"
+expect_eq "two files of rank 1: no store" "$(ls "$TMP"/dup*.h5 2>/dev/null | wc -l)" "0"
+
+# Ranks that interleave across files (the shared four-rank merged file split into ranks 0 and 2,
+# and 1 and 3): every file goes to process 0, which writes the one-process store.
+MERGED=$TRACES/kineto/merged_4rank_rocm/merged_nccl_only.json.gz
+if [ -f "$MERGED" ]; then
+  mkdir -p "$TMP/interleaved"
+  /usr/bin/python3 - "$MERGED" "$TMP/interleaved" <<'PY'
+import gzip, json, sys
+doc = json.load(gzip.open(sys.argv[1]))
+for name, keep in (("even.json", (0, 2)), ("odd.json", (1, 3))):
+    ev = [e for e in doc["traceEvents"] if int(e.get("pid", 0)) // 100000000 in keep]
+    json.dump({"traceEvents": ev}, open(sys.argv[2] + "/" + name, "w"))
+PY
+  same_store 2 "$TMP/interleaved"
+  expect_eq "interleaved ranks: written by process 0 alone" \
+    "$(grep -c 'parallel HDF5' "$TMP/mpi.err")" "0"
+  expect_contains "interleaved ranks: the two files are 4 ranks" "$(cat "$TMP/mpi.err")" \
+    "imported 2 file(s), 4 rank(s)"
+else
+  echo "SKIP (not counted): $MERGED absent, the interleaved-ranks case"
+fi
 
 # Import and analyse in one command: the first process analyses the merged store.
 kernalyse-merge "$TMP/kineto" --all --json -q >"$TMP/one.json"

@@ -166,6 +166,21 @@ Store make_part(int p, int np) {
         s.strings.intern(k == 0 ? "ProfilerStep#0" : "nvtx_range_" + std::to_string(k)));
     an.step.push_back(k == 0 ? 0 : kNoStep);
   }
+  // PyTorch ops (/ops, an optional table): out of order, none on process 1.
+  for (int k = p == 1 ? 0 : 3 + p; k > 0; --k) {
+    Ops& o = s.ops;
+    o.rank.push_back(rank);
+    o.pid.push_back(4000 + p);
+    o.tid.push_back(5000);
+    o.start_ns.push_back(100 * k);
+    o.end_ns.push_back(100 * k + 50);
+    o.name_id.push_back(s.strings.intern(k % 2 ? "aten::mm" : "aten::op_of_" + std::to_string(p)));
+    o.external_id.push_back(k);
+    o.correlation.push_back(int64_t(rank) * 1000000 + k);
+    o.dims_id.push_back(s.strings.intern("[[" + std::to_string(k) + ", 4]]"));
+    o.types_id.push_back(s.strings.intern("['float']"));
+    o.concrete_id.push_back(0);
+  }
   return s;
 }
 
@@ -259,6 +274,19 @@ void expect_same(const Store& x, const Store& y) {
   expect_col(kx.ts_ns, ky.ts_ns, "counters.ts_ns");
   expect_col(kx.value, ky.value, "counters.value");
 
+  const Ops &ox = x.ops, &oy = y.ops;
+  expect_col(ox.rank, oy.rank, "ops.rank");
+  expect_col(ox.pid, oy.pid, "ops.pid");
+  expect_col(ox.tid, oy.tid, "ops.tid");
+  expect_col(ox.start_ns, oy.start_ns, "ops.start_ns");
+  expect_col(ox.end_ns, oy.end_ns, "ops.end_ns");
+  expect_names(x, ox.name_id, y, oy.name_id, "ops.name_id");
+  expect_col(ox.external_id, oy.external_id, "ops.external_id");
+  expect_col(ox.correlation, oy.correlation, "ops.correlation");
+  expect_names(x, ox.dims_id, y, oy.dims_id, "ops.dims_id");
+  expect_names(x, ox.types_id, y, oy.types_id, "ops.types_id");
+  expect_names(x, ox.concrete_id, y, oy.concrete_id, "ops.concrete_id");
+
   ASSERT_EQ(x.ranks.size(), y.ranks.size());
   for (size_t i = 0; i < x.ranks.size(); ++i) {
     const RankInfo &r = x.ranks[i], &q = y.ranks[i];
@@ -341,6 +369,7 @@ TEST_F(StoreMpi, MatchesSerialWriteOfMergedParts) {
     EXPECT_EQ(par.ranks.size(), size_t(np));
     EXPECT_GT(par.nccl.size(), 0u);
     EXPECT_EQ(par.counters.size(), size_t(6 * np));
+    EXPECT_GT(par.ops.size(), 0u);  // /ops, written by the processes that have rows for it
     EXPECT_NE(std::find(par.nccl.peer.begin(), par.nccl.peer.end(), -1), par.nccl.peer.end());
     EXPECT_NE(
         std::find_if(par.nccl.peer.begin(), par.nccl.peer.end(), [](int32_t x) { return x >= 0; }),
@@ -363,7 +392,8 @@ TEST_F(StoreMpi, MatchesSerialWriteOfMergedParts) {
       const std::string py =
           "/usr/bin/python3 -c \"import h5py, sys\n"
           "a, b = (h5py.File(p, 'r') for p in sys.argv[1:])\n"
-          "for g in ('activities', 'launches', 'annotations', 'nccl', 'counters', 'ranks'):\n"
+          "for g in ('activities', 'launches', 'annotations', 'nccl', 'counters', 'ops', "
+          "'ranks'):\n"
           "    assert list(a[g]) == list(b[g]), (g, list(a[g]), list(b[g]))\n"
           "assert list(a['strings'].asstr()[:]) == list(b['strings'].asstr()[:])\n"
           "assert list(a['ranks']['host'].asstr()[:]) == [" +
@@ -423,6 +453,15 @@ TEST_F(StoreMpi, AllPartsEmpty) {
     ASSERT_EQ(par.ranks.size(), size_t(np));
     EXPECT_EQ(par.ranks.front().rank, 10);
     expect_same(par, read_store(path("serial.h5")));
+    // No process has /ops rows: no /ops group, as the serial writer (a collector's store).
+    for (const char* f : {"empty.h5", "serial.h5"}) {
+      const std::string ls = "h5ls '" + path(f) + "' > '" + path("ls.txt") + "' 2>&1";
+      EXPECT_EQ(std::system(ls.c_str()), 0);
+      std::ifstream in(path("ls.txt"));
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_NE(text.find("activities"), std::string::npos) << f << ": " << text;
+      EXPECT_EQ(text.find("ops"), std::string::npos) << f << ": " << text;
+    }
   }
 }
 

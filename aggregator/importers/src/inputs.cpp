@@ -2,7 +2,9 @@
 #include "kernalyse/inputs.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 
 #include "kernalyse/error.h"
 #include "kernalyse/import.h"
@@ -77,18 +79,20 @@ std::vector<int> file_owners(const std::vector<int64_t>& bytes, const Spread* sp
   return owner;
 }
 
-// What the import of one file left (import_files' per-file vectors), as bytes and back: what a
-// process sends to the first one.
-struct FileResults {
-  std::vector<Store>& parts;
-  std::vector<ImportStats>& st;
-  std::vector<std::string>& errors;
-  std::vector<char>& rankless;
-  std::vector<std::vector<NsysProcess>>& procs;
+// What the import of each file left, by file index; under mpirun a process fills its own files'
+// entries and receives the others' (their outcome always, their rows when they come to it).
+struct FileSet {
+  explicit FileSet(size_t n) : parts(n), st(n), errors(n), rankless(n, 0), procs(n) {}
+  std::vector<Store> parts;
+  std::vector<ImportStats> st;
+  std::vector<std::string> errors;
+  std::vector<char> rankless;
+  std::vector<std::vector<NsysProcess>> procs;  // Nsight Systems: ranked together
 
-  void put(Archive& ar, size_t i) const {
+  // File i's outcome, and its rows when `rows`.
+  void put(Archive& ar, size_t i, bool rows) const {
     ar.put(static_cast<uint64_t>(i));
-    put_store(ar, parts[i]);
+    if (rows) put_store(ar, parts[i]);
     ar.put(st[i].bytes), ar.put(st[i].events), ar.put(st[i].malformed);
     ar.put(st[i].warnings), ar.put(st[i].notes), ar.put(errors[i]), ar.put(rankless[i]);
     ar.put(static_cast<uint64_t>(procs[i].size()));
@@ -98,10 +102,10 @@ struct FileResults {
       for (const RankClaim& c : p.claims) ar.put(c.rank), ar.put(c.source);
     }
   }
-  void get(Archive& ar) {
+  void get(Archive& ar, bool rows) {
     const auto i = ar.get<uint64_t>();
     if (i >= parts.size()) throw Error("MPI import: a file index out of range");
-    get_store(ar, parts[i]);
+    if (rows) get_store(ar, parts[i]);
     ar.get(st[i].bytes), ar.get(st[i].events), ar.get(st[i].malformed);
     ar.get(st[i].warnings), ar.get(st[i].notes), ar.get(errors[i]), ar.get(rankless[i]);
     procs[i].resize(ar.get<uint64_t>());
@@ -113,20 +117,214 @@ struct FileResults {
   }
 };
 
-// Every process's files to the first one. False on the others (they are done).
-bool gather_files(const Spread& spread, const std::vector<int>& owner, FileResults& r) {
+// This process's files (`mine`), one per task on the pool; a failure is kept with its file.
+void import_each(const std::vector<std::string>& files, const std::vector<size_t>& mine,
+                 const std::vector<char>& nsys, const ImportOptions& iopt, FileSet& fs) {
+  parallel_for(mine.size(), [&](size_t k) {
+    const size_t i = mine[k];
+    try {
+      fs.parts[i] = nsys[i] ? import_nsys_report(files[i], iopt, &fs.st[i], &fs.procs[i])
+                            : import_trace_file(files[i], iopt, &fs.st[i]);  // Kineto or rocprof
+    } catch (const NoRankError& e) {
+      fs.errors[i] = e.what();
+      fs.rankless[i] = 1;
+    } catch (const std::exception& e) {
+      fs.errors[i] = import_error(files[i], e);
+    }
+  });
+}
+
+// Every process's files (`rows`: with their rows) to the first one (`to_all`: to every one).
+// False on the processes that get nothing.
+bool share_files(const Spread& spread, const std::vector<int>& owner, FileSet& fs, bool rows,
+                 bool to_all) {
   Archive mine;
   const auto own = static_cast<uint64_t>(std::count(owner.begin(), owner.end(), spread.process));
   mine.put(own);
   for (size_t i = 0; i < owner.size(); ++i)
-    if (owner[i] == spread.process) r.put(mine, i);
-  std::string all = spread.gather(mine.bytes());
+    if (owner[i] == spread.process) fs.put(mine, i, rows);
+  std::string all = to_all ? spread.all_gather(mine.bytes()) : spread.gather(mine.bytes());
   mine = Archive();
-  if (spread.process != 0) return false;
+  if (!to_all && spread.process != 0) return false;
   Archive in(std::move(all));
   for (int p = 0; p < spread.processes; ++p)
-    for (auto n = in.get<uint64_t>(); n > 0; --n) r.get(in);
+    for (auto n = in.get<uint64_t>(); n > 0; --n) fs.get(in, rows);
   return true;
+}
+
+// The run's failure, as one process says it: several files that do not say their rank in one
+// line that lists them all, else the first failing file's line.
+void check_failures(const std::vector<std::string>& files, const FileSet& fs) {
+  const auto n_rankless = std::count(fs.rankless.begin(), fs.rankless.end(), 1);
+  if (n_rankless > 1) {
+    std::string list;
+    for (size_t i = 0; i < files.size(); ++i)
+      if (fs.rankless[i]) list += (list.empty() ? "" : ", ") + files[i];
+    throw Error("cannot tell the ranks of " + std::to_string(n_rankless) +
+                " traces (no distributedInfo.rank, no rank in the file names): " + list +
+                "; name them rank-N.json or import them one by one with --rank N");
+  }
+  for (const auto& e : fs.errors)
+    if (!e.empty()) throw Error(e);
+}
+
+void add_stats(const FileSet& fs, ImportStats* stats) {
+  for (const auto& s : fs.st) {
+    stats->bytes += s.bytes;
+    stats->events += s.events;
+    stats->malformed += s.malformed;
+    stats->warnings.insert(stats->warnings.end(), s.warnings.begin(), s.warnings.end());
+    stats->notes.insert(stats->notes.end(), s.notes.begin(), s.notes.end());
+  }
+}
+
+// What one run of import_files sets up: the files' kind, size and owner, this process's share
+// and its progress bar (in on-disk bytes: parallel imports advance it together).
+struct ImportRun {
+  const std::vector<std::string>& files;
+  std::vector<char> nsys;
+  std::vector<int64_t> bytes;
+  const Spread* spread;
+  std::vector<int> owner;
+  std::vector<size_t> mine;
+  std::unique_ptr<Progress> progress;
+  ImportOptions iopt;
+  FileSet fs;
+
+  ImportRun(const std::vector<std::string>& f, const ImportFilesOptions& opt)
+      : files(f),
+        nsys(one_kind(f, opt.step_range)),
+        bytes(f.size()),
+        spread(opt.spread && opt.spread->processes > 1 ? opt.spread : nullptr),
+        fs(f.size()) {
+    for (size_t i = 0; i < files.size(); ++i) bytes[i] = input_bytes(files[i]);
+    owner = file_owners(bytes, spread);
+    const int me = spread ? spread->process : 0;
+    int64_t total = 0;
+    for (size_t i = 0; i < files.size(); ++i)
+      if (owner[i] == me) mine.push_back(i), total += bytes[i];
+    const std::string several =
+        spread ? std::to_string(mine.size()) + " of " + std::to_string(files.size()) + " files"
+               : std::to_string(files.size()) + " files";
+    progress = std::make_unique<Progress>(
+        files.size() == 1 ? "importing " + fs::path(files[0]).filename().string()
+                          : "importing " + several,
+        total, "bytes", me == 0 ? opt.progress : ProgressMode::Off);
+    iopt = file_options(opt, files.size(), progress.get());
+    import_each(files, mine, nsys, iopt, fs);
+  }
+  // After every file's outcome is known here: the errors, the Nsight Systems ranks, the stats.
+  void conclude(ImportStats* stats) {
+    check_failures(files, fs);
+    if (!files.empty() && nsys[0])
+      rank_nsys_reports(fs.parts, fs.procs, iopt.only_input, &fs.st[0]);
+    add_stats(fs, stats);
+  }
+};
+
+// A file's ranks as merge_stores orders and write_store_world places them: its merge key (the
+// first rank), the range of rank numbers its rows and /ranks rows use, and its /ranks rows.
+struct FileRanks {
+  int64_t key = INT64_MAX, lo = INT64_MAX, hi = INT64_MIN;
+  std::vector<int32_t> ranks;
+  explicit FileRanks(const Store& s) {
+    for (const RankInfo& r : s.ranks) ranks.push_back(r.rank), see(r.rank);
+    if (!ranks.empty()) key = *std::min_element(ranks.begin(), ranks.end());
+    const auto& a = s.activities.rank;
+    if (ranks.empty() && !a.empty()) key = *std::min_element(a.begin(), a.end());
+    for (const auto* col :
+         {&a, &s.launches.rank, &s.annotations.rank, &s.counters.rank, &s.ops.rank})
+      if (!col->empty()) {
+        auto [lo_it, hi_it] = std::minmax_element(col->begin(), col->end());
+        see(*lo_it), see(*hi_it);
+      }
+  }
+  FileRanks() = default;
+  void see(int64_t r) { lo = std::min(lo, r), hi = std::max(hi, r); }
+};
+
+// Under mpirun, -o alone: the process each file goes to so that every process holds a run of
+// files in merge order (by first rank) whose ranks lie between the runs before and after it, of
+// about equal bytes; then each writes its rows of the store (write_store_world). When two files
+// share a rank number or their ranks interleave (a merged multi-rank trace, say), every file goes
+// to process 0 (*whole), which goes on as one process would.
+std::vector<int> place_files(const Spread& spread, const std::vector<int>& owner, const FileSet& fs,
+                             const std::vector<int64_t>& bytes, bool* whole) {
+  const size_t n = owner.size();
+  Archive mine;
+  for (size_t i = 0; i < n; ++i)
+    if (owner[i] == spread.process) {
+      const FileRanks f(fs.parts[i]);
+      mine.put(static_cast<uint64_t>(i)), mine.put(f.key), mine.put(f.lo), mine.put(f.hi);
+      mine.put(f.ranks);
+    }
+  mine.put(UINT64_MAX);
+  std::vector<FileRanks> all(n);
+  Archive in(spread.all_gather(mine.bytes()));
+  for (int p = 0; p < spread.processes; ++p)
+    for (auto i = in.get<uint64_t>(); i != UINT64_MAX; i = in.get<uint64_t>()) {
+      if (i >= n) throw Error("MPI import: a file index out of range");
+      FileRanks& f = all[i];
+      in.get(f.key), in.get(f.lo), in.get(f.hi), in.get(f.ranks);
+    }
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return all[x].key < all[y].key; });
+  std::vector<int32_t> seen;
+  for (const FileRanks& f : all) seen.insert(seen.end(), f.ranks.begin(), f.ranks.end());
+  std::sort(seen.begin(), seen.end());
+  *whole = std::adjacent_find(seen.begin(), seen.end()) != seen.end();
+  int64_t before = INT64_MIN;  // the highest rank of the files before, in merge order
+  for (size_t i : order) {
+    if (all[i].lo > all[i].hi) continue;  // no rows, no ranks
+    if (all[i].lo <= before) *whole = true;
+    before = all[i].hi;
+  }
+  if (*whole) return std::vector<int>(n, 0);
+  std::vector<int64_t> in_order(n);
+  for (size_t k = 0; k < n; ++k) in_order[k] = bytes[order[k]];
+  const std::vector<int> by_order = file_owners(in_order, &spread);
+  std::vector<int> target(n);
+  for (size_t k = 0; k < n; ++k) target[order[k]] = by_order[k];
+  return target;
+}
+
+// Sends each file this process imported to the process `target` names (one all-to-all).
+void move_files(const Spread& spread, const std::vector<int>& owner, const std::vector<int>& target,
+                FileSet& fs) {
+  std::vector<Archive> out(static_cast<size_t>(spread.processes));
+  for (size_t i = 0; i < owner.size(); ++i)
+    if (owner[i] == spread.process && target[i] != spread.process) {
+      Archive& ar = out[static_cast<size_t>(target[i])];
+      ar.put(static_cast<uint64_t>(i));
+      put_store(ar, fs.parts[i]);
+      fs.parts[i] = Store();
+    }
+  std::vector<std::string> to;
+  for (Archive& ar : out) {
+    ar.put(UINT64_MAX);
+    to.push_back(ar.bytes());
+    ar = Archive();
+  }
+  Archive in(spread.all_to_all(to));
+  to.clear();
+  for (int p = 0; p < spread.processes; ++p)
+    for (auto i = in.get<uint64_t>(); i != UINT64_MAX; i = in.get<uint64_t>()) {
+      if (i >= fs.parts.size()) throw Error("MPI import: a file index out of range");
+      get_store(in, fs.parts[i]);
+    }
+}
+
+// Collective: the first process's error, if any has one, thrown on every process.
+void agree_error(const Spread& spread, const std::string& mine) {
+  Archive ar;
+  ar.put(mine);
+  Archive all(spread.all_gather(ar.bytes()));
+  for (int p = 0; p < spread.processes; ++p) {
+    const auto e = all.get<std::string>();
+    if (!e.empty()) throw Error(e);
+  }
 }
 
 }  // namespace
@@ -154,66 +352,43 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& in) {
 
 Store import_files(const std::vector<std::string>& files, const ImportFilesOptions& opt,
                    ImportStats* stats) {
-  std::vector<Store> parts(files.size());
-  std::vector<ImportStats> st(files.size());
-  std::vector<std::string> errors(files.size());
-  std::vector<char> rankless(files.size(), 0);
-  const std::vector<char> nsys = one_kind(files, opt.step_range);
-  std::vector<std::vector<NsysProcess>> procs(files.size());  // Nsight Systems: ranked together
-  std::vector<int64_t> bytes(files.size());
-  for (size_t i = 0; i < files.size(); ++i) bytes[i] = input_bytes(files[i]);
-  const Spread* spread = opt.spread && opt.spread->processes > 1 ? opt.spread : nullptr;
-  const std::vector<int> owner = file_owners(bytes, spread);
-  const int me = spread ? spread->process : 0;
-  std::vector<size_t> mine;
+  ImportRun run(files, opt);
+  if (run.spread && !share_files(*run.spread, run.owner, run.fs, true, false)) return Store();
+  run.conclude(stats);
+  Store merged = merge_stores(std::move(run.fs.parts));
+  run.progress->finish();
+  return merged;
+}
+
+Store import_files_spread(const std::vector<std::string>& files, const ImportFilesOptions& opt,
+                          ImportStats* stats, bool* whole) {
+  ImportRun run(files, opt);
+  *whole = true;
+  if (!run.spread) {  // one process: import_files
+    run.conclude(stats);
+    Store merged = merge_stores(std::move(run.fs.parts));
+    run.progress->finish();
+    return merged;
+  }
+  const Spread& spread = *run.spread;
+  share_files(spread, run.owner, run.fs, false, true);  // every file's outcome, everywhere
+  run.conclude(stats);  // the same errors, ranks and stats on every process
+  const std::vector<int> target = place_files(spread, run.owner, run.fs, run.bytes, whole);
+  move_files(spread, run.owner, target, run.fs);
+  if (*whole && spread.process != 0) return Store();
+  std::vector<Store> keep;
   for (size_t i = 0; i < files.size(); ++i)
-    if (owner[i] == me) mine.push_back(i);
-  // One bar for this process's files, in on-disk bytes: parallel imports advance it together.
-  int64_t total = 0;
-  for (size_t i : mine) total += bytes[i];
-  const std::string several =
-      spread ? std::to_string(mine.size()) + " of " + std::to_string(files.size()) + " files"
-             : std::to_string(files.size()) + " files";
-  Progress progress(files.size() == 1 ? "importing " + fs::path(files[0]).filename().string()
-                                      : "importing " + several,
-                    total, "bytes", me == 0 ? opt.progress : ProgressMode::Off);
-  const ImportOptions iopt = file_options(opt, files.size(), &progress);
-  parallel_for(mine.size(), [&](size_t k) {
-    const size_t i = mine[k];
-    try {
-      parts[i] = nsys[i] ? import_nsys_report(files[i], iopt, &st[i], &procs[i])
-                         : import_trace_file(files[i], iopt, &st[i]);  // Kineto or rocprof
-    } catch (const NoRankError& e) {
-      errors[i] = e.what();
-      rankless[i] = 1;
-    } catch (const std::exception& e) {
-      errors[i] = import_error(files[i], e);
-    }
-  });
-  FileResults results{parts, st, errors, rankless, procs};
-  if (spread && !gather_files(*spread, owner, results)) return Store();
-  // Several files that do not say their rank: one error that lists them all.
-  const auto n_rankless = std::count(rankless.begin(), rankless.end(), 1);
-  if (n_rankless > 1) {
-    std::string list;
-    for (size_t i = 0; i < files.size(); ++i)
-      if (rankless[i]) list += (list.empty() ? "" : ", ") + files[i];
-    throw Error("cannot tell the ranks of " + std::to_string(n_rankless) +
-                " traces (no distributedInfo.rank, no rank in the file names): " + list +
-                "; name them rank-N.json or import them one by one with --rank N");
+    if (target[i] == spread.process) keep.push_back(std::move(run.fs.parts[i]));
+  Store merged;
+  std::string err;
+  try {
+    merged = merge_stores(std::move(keep));
+  } catch (const std::exception& e) {
+    if (*whole) throw;
+    err = e.what();
   }
-  for (const auto& e : errors)
-    if (!e.empty()) throw Error(e);
-  if (!files.empty() && nsys[0]) rank_nsys_reports(parts, procs, iopt.only_input, &st[0]);
-  for (const auto& s : st) {
-    stats->bytes += s.bytes;
-    stats->events += s.events;
-    stats->malformed += s.malformed;
-    stats->warnings.insert(stats->warnings.end(), s.warnings.begin(), s.warnings.end());
-    stats->notes.insert(stats->notes.end(), s.notes.begin(), s.notes.end());
-  }
-  Store merged = merge_stores(std::move(parts));
-  progress.finish();
+  if (!*whole) agree_error(spread, err);  // the others are writing with this one next
+  run.progress->finish();
   return merged;
 }
 

@@ -35,7 +35,8 @@ void stream_commit(void* s, const Store& header) { static_cast<StoreStream*>(s)-
 constexpr H5Module kModule{kH5ModuleVersion, write_store,   read_store,  slices_open,
                            slices_close,     slices_header, slices_size, slices_read,
                            slices_for_each,  slices_narrow, stream_open, stream_close,
-                           stream_begin,     stream_append, stream_rows, stream_commit};
+                           stream_begin,     stream_append, stream_rows, stream_commit,
+                           write_store_world};
 
 }  // namespace
 }  // namespace kernalyse::detail

@@ -20,7 +20,7 @@ namespace kernalyse::detail {
 
 // The module and kernalyse-merge are built together; the version guards against a module left
 // over from another build.
-inline constexpr int kH5ModuleVersion = 4;
+inline constexpr int kH5ModuleVersion = 5;
 
 struct H5Module {
   int version;
@@ -41,6 +41,8 @@ struct H5Module {
   void (*stream_append)(void*, const Store&);
   size_t (*stream_rows)(const void*, const std::string&);
   void (*stream_commit)(void*, const Store&);
+  // write_store_world (store_mpi.cpp).
+  void (*write_world)(const Store&, const std::string&, const WriteOptions&);
 };
 
 }  // namespace kernalyse::detail

@@ -34,6 +34,10 @@ void write_store(const Store& store, const std::string& path, const WriteOptions
   h5().write_store(store, path, opt);
 }
 
+void write_store_world(const Store& local, const std::string& path, const WriteOptions& opt) {
+  h5().write_world(local, path, opt);
+}
+
 Store read_store(const std::string& path, const ColumnSelection& sel) {
   return h5().read_store(path, sel);
 }

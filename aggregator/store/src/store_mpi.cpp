@@ -170,16 +170,17 @@ StoreAttrs get_attrs(In& in) {
   return a;
 }
 
-// The tables the collective writer writes: every row table but the optional ones (/ops, which
-// collector stores do not have).
-constexpr size_t kTables = 5;
+// The tables the collective writer writes: every row table, in file order. An optional one
+// (/ops, which collector stores do not have) gets no group when no process has rows for it, as
+// write_store writes it.
+constexpr size_t kTables = 6;
 
 // What one process holds; exchanged with MPI_Allgather. Row counts (per table, in file order),
 // the merge order key and the range of rank numbers its rows use.
 struct Summary {
   int64_t rows[kTables];
   int64_t key;     // first rank, as merge_stores orders its parts
-  int64_t lo, hi;  // min/max rank number over its RankInfo, activity, launch, annotation rows
+  int64_t lo, hi;  // min/max rank number over its RankInfo rows and every table's rows
   int64_t blob;    // bytes of its serialised metadata
   int64_t failed;  // 1: its preparation failed, 2: rank 0 could not set up the output
 };
@@ -190,9 +191,7 @@ static_assert(sizeof(Summary) == kSummaryWords * sizeof(int64_t));
 template <class S, class F>
 void written_tables(S& s, F&& f) {
   size_t i = 0;
-  for_each_table(s, [&](const char* table, auto& t) {
-    if (!table_optional(table)) f(i++, table, t);
-  });
+  for_each_table(s, [&](const char* table, auto& t) { f(i++, table, t); });
 }
 
 template <class T>
@@ -258,7 +257,9 @@ bool ready_as_is(const Store& s) {
   }
   const auto& na = s.nccl.activity;
   if (!std::is_sorted(na.begin(), na.end()) || (!na.empty() && na.back() >= a.size())) return false;
-  if (!sorted_by_rank_start(s.launches) || !sorted_by_rank_start(s.annotations)) return false;
+  if (!sorted_by_rank_start(s.launches) || !sorted_by_rank_start(s.annotations) ||
+      !sorted_by_rank_start(s.ops))
+    return false;
   const Counters& k = s.counters;  // ordered by name text, as sort_counters orders them
   auto ckey = [&](size_t i) {
     return std::make_tuple(k.rank[i], k.device[i], std::string_view(s.strings.at(k.name_id[i])),
@@ -333,7 +334,7 @@ Summary summarise(const Part& part) {
   };
   // Every table is sorted by rank first: its extremes are its first and last rows.
   for (const auto* col :
-       {&s.activities.rank, &s.launches.rank, &s.annotations.rank, &s.counters.rank})
+       {&s.activities.rank, &s.launches.rank, &s.annotations.rank, &s.counters.rank, &s.ops.rank})
     if (!col->empty()) {
       see(col->front());
       see(col->back());
@@ -576,6 +577,7 @@ void write_phase1(MPI_Comm comm, const std::string& tmp, const Part& part, const
   written_tables(*part.src, [&](size_t i, const char* name, const auto& tab) {
     size_t rows = 0;
     for (const Summary& x : plan.all) rows += static_cast<size_t>(x.rows[i]);
+    if (table_optional(name) && !rows) return;  // as write_store: no group at all
     const auto off = static_cast<size_t>(plan.offset.rows[i]);
     Handle g = create_group(w.file(), name);
     named(name, tab, [&](const std::string& what, const auto& col) {
@@ -665,6 +667,14 @@ std::string write_store_parallel(const Store& local, MPI_Comm comm,
   }
   if (std::string e = agree(comm, err); !e.empty()) throw Error(e);
   return path;
+}
+
+void write_store_world(const Store& local, const std::string& path, const WriteOptions& opt) {
+  ParallelWriteOptions p;
+  p.path = path;
+  p.force = opt.force;
+  p.pick_free_name = false;  // kernalyse-merge -o: an existing output is refused, never renamed
+  write_store_parallel(local, MPI_COMM_WORLD, p);
 }
 
 }  // namespace kernalyse

@@ -7,12 +7,14 @@
 #include <future>
 #include <set>
 
+#include "cross_rows.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/error.h"
 #include "kernalyse/import.h"
 #include "kernalyse/inputs.h"
 #include "kernalyse/nsys.h"
 #include "kernalyse/pipeline.h"
+#include "kernalyse/store_archive.h"
 #include "kernalyse/store_io.h"
 #include "kernalyse/utc.h"
 
@@ -148,6 +150,78 @@ LoadedRun import_streamed(const std::string& file, const LoadOptions& opt) {
   return run;
 }
 
+// What one process does after the import: the import's lines, the clocks aligned, the store
+// written to -o (when given).
+void finish_import(LoadedRun& out, size_t files, const ImportStats& stats, double secs,
+                   TraceFormat format, const LoadOptions& opt) {
+  Store& store = out.store;
+  say_stats(stats, opt);
+  stamp(store, format, opt);
+  out.inference = align_clocks(store, opt, &out.match);
+  say_imported(files, store.ranks.size(), store.activities.size(), stats,
+               format == TraceFormat::Nsys, secs, opt);
+  if (!opt.output.empty()) {
+    write_store(store, opt.output, WriteOptions{opt.force, opt.import.progress});
+    say(opt.info, "wrote " + opt.output);
+  }
+}
+
+// Every process's cross-rank rows (cross_rows.h), merged on every process into one store: the
+// whole run's /ranks rows and clock evidence. *activities: the run's activity rows.
+Store all_cross_rows(const Store& part, const Spread& spread, uint64_t* activities) {
+  detail::CrossRows c(part);
+  c.add(part);
+  Archive mine;
+  mine.put(static_cast<uint64_t>(part.activities.size()));
+  put_store(mine, c.store);
+  c.store = Store();
+  Archive all(spread.all_gather(mine.bytes()));
+  mine = Archive();
+  std::vector<Store> parts(static_cast<size_t>(spread.processes));
+  *activities = 0;
+  for (Store& p : parts) {
+    *activities += all.get<uint64_t>();
+    get_store(all, p);
+  }
+  return merge_stores(std::move(parts));
+}
+
+// `mpirun -n P kernalyse-merge TRACES -o OUT` and nothing else (issue 28): each process imports
+// its share of the files, keeps a run of ranks (import_files_spread) and writes their rows of the
+// store with the others (write_store_world: parallel HDF5); the clocks are aligned as one process
+// aligns them, on every process from everyone's cross-rank rows. No process holds the whole
+// store. The same lines (said by process 0) and the same store as one process's import.
+LoadedRun import_spread(const std::vector<std::string>& files, const LoadOptions& opt) {
+  const Spread& spread = *opt.import.spread;
+  const auto t0 = std::chrono::steady_clock::now();
+  ImportStats stats;
+  bool whole = false;
+  LoadedRun out;
+  Store part = import_files_spread(files, opt.import, &stats, &whole);
+  const TraceFormat format = trace_format(files[0]);
+  if (whole) {  // ranks that repeat or interleave across files: process 0 holds the store
+    if (spread.process != 0) return out;
+    out.store = std::move(part);
+    finish_import(out, files.size(), stats, seconds_since(t0), format, opt);
+    return out;
+  }
+  const double secs = seconds_since(t0);
+  say_stats(stats, opt);
+  stamp(part, format, opt);
+  uint64_t activities = 0;
+  Store cross = all_cross_rows(part, spread, &activities);
+  stamp(cross, format, opt);
+  out.inference = align_clocks(cross, opt, nullptr);  // the same inference on every process
+  if (out.inference) apply_clock_inference(part, *out.inference);
+  part.attrs.clock_domain = cross.attrs.clock_domain;  // said of every rank, not this part's
+  say_imported(files.size(), cross.ranks.size(), activities, stats, format == TraceFormat::Nsys,
+               secs, opt);
+  write_store_world(part, opt.output, WriteOptions{opt.force, opt.import.progress});
+  say(opt.info, "wrote " + opt.output + " (" + std::to_string(spread.processes) +
+                    " processes, each its ranks' rows: parallel HDF5)");
+  return out;
+}
+
 }  // namespace
 
 LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& opt) {
@@ -155,26 +229,18 @@ LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& o
   // missing or unwritable directory.
   if (!opt.output.empty()) check_output_path(opt.output, opt.force);
   const bool one_process = !opt.import.spread || opt.import.spread->processes < 2;
-  if (opt.output_only && !opt.output.empty() && files.size() == 1 && one_process &&
-      trace_format(files[0]) == TraceFormat::Kineto)
+  const bool output_only = opt.output_only && !opt.output.empty();
+  if (output_only && files.size() == 1 && trace_format(files[0]) == TraceFormat::Kineto) {
+    if (!one_process && opt.import.spread->process != 0) return LoadedRun();  // nothing to share
     return import_streamed(files[0], opt);
-  ImportStats stats;
-  auto t0 = std::chrono::steady_clock::now();
-  LoadedRun out;
-  Store& store = out.store;
-  store = import_files(files, opt.import, &stats);
-  if (opt.import.spread && opt.import.spread->process != 0) return out;  // process 0 goes on
-  const double secs = seconds_since(t0);
-  say_stats(stats, opt);
-  const TraceFormat format = trace_format(files[0]);
-  stamp(store, format, opt);
-  out.inference = align_clocks(store, opt, &out.match);
-  say_imported(files.size(), store.ranks.size(), store.activities.size(), stats,
-               format == TraceFormat::Nsys, secs, opt);
-  if (!opt.output.empty()) {
-    write_store(store, opt.output, WriteOptions{opt.force, opt.import.progress});
-    say(opt.info, "wrote " + opt.output);
   }
+  if (output_only && !one_process) return import_spread(files, opt);
+  auto t0 = std::chrono::steady_clock::now();
+  ImportStats stats;
+  LoadedRun out;
+  out.store = import_files(files, opt.import, &stats);
+  if (opt.import.spread && opt.import.spread->process != 0) return out;  // process 0 goes on
+  finish_import(out, files.size(), stats, seconds_since(t0), trace_format(files[0]), opt);
   return out;
 }
 

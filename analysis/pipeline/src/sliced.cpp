@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <future>
 
+#include "cross_rows.h"
 #include "kernalyse/error.h"
 #include "kernalyse/parallel.h"
 #include "kernalyse/store_archive.h"
@@ -12,104 +13,9 @@
 
 namespace kernalyse {
 
+using detail::CrossRows;
+
 namespace {
-
-// Rows `rows` of `src` appended to `dst`, column by column (a column the reader skipped, empty
-// in the slice, stays empty).
-template <class Tab>
-void append_rows(Tab& dst, const Tab& src, const std::vector<uint32_t>& rows) {
-  const size_t n = src.size();
-  for_each_column_pair(dst, src, [&](const auto&, auto& d, const auto& c) {
-    if (c.size() != n) return;
-    for (uint32_t i : rows) d.push_back(c[i]);
-  });
-}
-
-// The cross-rank rows of every slice, gathered in rank order into one store with the header:
-// what the collective match, the clock inference, the ledger and the overview read.
-//   activities: communication kernels and the rows /nccl describes (and a rank's first GPU row
-//     when it has none of them: the match counts the ranks with GPU work);
-//   nccl: their rows; annotations: NCCL's network marks (clock evidence, clock_evidence.cpp);
-//   counters: the GPU memory and power samples (the overview's peaks).
-// Also the name ids of every kernel (the ledger groups the delaying kernels' names).
-class CrossRows {
- public:
-  explicit CrossRows(const Store& header) {
-    store.attrs = header.attrs;
-    store.strings = header.strings;
-    store.ranks = header.ranks;
-    kernel_names.assign(header.strings.size(), 0);
-    mark.assign(header.strings.size(), 0);
-    for (uint32_t id = 0; id < header.strings.size(); ++id) {
-      const std::string& name = header.strings.at(id);
-      mark[id] =
-          name.rfind("ncclNetIsend(): ", 0) == 0 || name.rfind("ncclNetRecvTest(): ", 0) == 0;
-      if (name == kCounterGpuMemory || name == kCounterPower) counter_ids.push_back(id);
-    }
-  }
-
-  void add(const Store& s) {
-    activities(s);
-    std::vector<uint32_t> rows;
-    const Annotations& an = s.annotations;
-    for (uint32_t i = 0; i < an.size(); ++i)
-      if (an.kind[i] == static_cast<uint8_t>(AnnotationKind::Nvtx) && an.name_id[i] < mark.size() &&
-          mark[an.name_id[i]])
-        rows.push_back(i);
-    append_rows(store.annotations, an, rows);
-    rows.clear();
-    const Counters& k = s.counters;
-    for (uint32_t i = 0; i < k.size(); ++i)
-      if (std::find(counter_ids.begin(), counter_ids.end(), k.name_id[i]) != counter_ids.end())
-        rows.push_back(i);
-    append_rows(store.counters, k, rows);
-  }
-
-  Store store;
-  std::vector<uint8_t> kernel_names;
-
- private:
-  void activities(const Store& s) {
-    const Activities& a = s.activities;
-    std::vector<uint8_t> keep(a.size(), 0);
-    for (size_t j = 0; j < s.nccl.size(); ++j)
-      if (s.nccl.activity[j] < a.size()) keep[s.nccl.activity[j]] = 1;
-    const auto kernel = static_cast<uint8_t>(Kind::Kernel);
-    int32_t rank_with_gpu = INT32_MIN;
-    std::vector<std::pair<int32_t, uint32_t>> first_gpu;  // per rank of the slice
-    for (uint32_t i = 0; i < a.size(); ++i) {
-      if (a.kind[i] == kernel && a.name_id[i] < kernel_names.size()) kernel_names[a.name_id[i]] = 1;
-      if (a.kind[i] == kernel && a.category[i] == static_cast<uint8_t>(Category::Communication))
-        keep[i] = 1;
-      if (is_gpu_work(static_cast<Kind>(a.kind[i])) && a.rank[i] != rank_with_gpu) {
-        rank_with_gpu = a.rank[i];
-        first_gpu.emplace_back(a.rank[i], i);
-      }
-    }
-    for (auto [r, i] : first_gpu) {
-      bool any = false;
-      for (uint32_t j = 0; j < a.size() && !any; ++j) any = keep[j] && a.rank[j] == r;
-      if (!any) keep[i] = 1;
-    }
-    std::vector<uint32_t> rows;
-    std::vector<uint64_t> at(a.size(), UINT64_MAX);  // slice row → cross row
-    const size_t base = store.activities.size();
-    for (uint32_t i = 0; i < a.size(); ++i)
-      if (keep[i]) at[i] = base + rows.size(), rows.push_back(i);
-    append_rows(store.activities, a, rows);
-    std::vector<uint32_t> nrows(s.nccl.size());
-    for (uint32_t j = 0; j < nrows.size(); ++j) nrows[j] = j;
-    const size_t nbase = store.nccl.size();
-    append_rows(store.nccl, s.nccl, nrows);
-    for (size_t j = nbase; j < store.nccl.size(); ++j)
-      store.nccl.activity[j] = s.nccl.activity[j - nbase] < a.size()
-                                   ? at[s.nccl.activity[j - nbase]]
-                                   : UINT64_MAX;  // out of range, as it was
-  }
-
-  std::vector<uint8_t> mark;
-  std::vector<uint32_t> counter_ids;
-};
 
 // Slices [first, last) in rank order, the next one read on another thread while f runs on this one
 // (RankSlices::for_each), with the clocks moved by `inf` when given. `buf`: the two slices'

@@ -38,6 +38,17 @@ struct ImportFilesOptions {
 Store import_files(const std::vector<std::string>& files, const ImportFilesOptions& opt,
                    ImportStats* stats);
 
+// Under mpirun with -o alone (issue 28): each process imports its share of the files, every
+// process learns every file's outcome (the same error on all of them; the Nsight Systems reports
+// ranked together; the whole run's stats in *stats), and the files move so that each process holds
+// a run of them whose ranks no other process's lie between (place_files in inputs.cpp), merged:
+// its part of the store, for write_store_world (store_io.h). When the files' ranks repeat or
+// interleave, every file goes to process 0 instead, which returns the whole merged store with
+// *whole set (the others an empty one): then process 0 goes on as one process does. One process
+// (no spread): import_files, *whole set.
+Store import_files_spread(const std::vector<std::string>& files, const ImportFilesOptions& opt,
+                          ImportStats* stats, bool* whole);
+
 // One Kineto trace imported straight into the store file `out` (import_kineto_streamed): what
 // import_files does for that one file, in memory that does not grow with it. Returns the rest of
 // the store for out.commit(): its header and small tables, or the whole store when the file had

@@ -6,7 +6,9 @@
 //   same clocks and makes the same match) and send their analyses' states to process 0, which
 //   merges them in rank order and writes the output.
 //   Importing traces (import_files, kernalyse/inputs.h): each process imports its share of the
-//   files and sends them to process 0, which ranks, merges, aligns and writes as one process does.
+//   files and sends them to process 0, which ranks, merges, aligns and writes as one process does;
+//   with -o alone (import_files_spread) the files are moved so that each process holds a run of
+//   ranks, and all of them write the store together (write_store_world, store_io.h).
 #pragma once
 
 #include <functional>
@@ -27,6 +29,9 @@ struct Spread {
   // room for their sum. Straight into the caller's memory (a column), no string in between.
   std::function<void(const void* mine, void* all, const std::vector<size_t>& counts)>
       all_gather_into;
+  // to[p]: the bytes for process p (one string per process). Returns what every process sent
+  // to this one, concatenated in process order (self-delimiting archives, as all_gather's).
+  std::function<std::string(const std::vector<std::string>& to)> all_to_all;
 };
 
 }  // namespace kernalyse

@@ -21,6 +21,14 @@ struct WriteOptions {
 // Writes to "<path>.tmp.<pid>" and renames on success; nothing is left behind on failure.
 void write_store(const Store& store, const std::string& path, const WriteOptions& opt = {});
 
+// Under mpirun (MPI initialised, as kernalyse-merge's MPI module does): one store written by every
+// process of MPI_COMM_WORLD together, each its own ranks' rows (write_store_parallel, store_mpi.h:
+// parallel HDF5). `local` is this process's part, merged (merge_stores) and holding only ranks that
+// no other process holds and none between two of another's. Collective: every process calls it,
+// and a failure is the same Error on every one. The file reads back as write_store of
+// merge_stores of the parts. opt.progress is not drawn.
+void write_store_world(const Store& local, const std::string& path, const WriteOptions& opt = {});
+
 // A store written a batch of rows at a time, for an import whose rows never all sit in memory
 // (one huge trace, issue 28). The same file as write_store of the whole store: tables begun
 // here are appended to in batches; commit() writes the attributes, strings and /ranks of

@@ -1,0 +1,38 @@
+// The cross-rank rows of a run gathered into one small store: what the collective match, the
+// clock inference, the ledger and the overview read, so that a run read a rank at a time
+// (sliced.cpp) or imported by several processes (load.cpp) infers and matches on them alone.
+// Internal to the pipeline.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernalyse/store.h"
+
+namespace kernalyse::detail {
+
+// The cross-rank rows of every slice (or part), gathered in rank order into one store with the
+// header: what the collective match, the clock inference, the ledger and the overview read.
+//   activities: communication kernels and the rows /nccl describes (and a rank's first GPU row
+//     when it has none of them: the match counts the ranks with GPU work);
+//   nccl: their rows; annotations: NCCL's network marks (clock evidence, clock_evidence.cpp);
+//   counters: the GPU memory and power samples (the overview's peaks).
+// Also the name ids of every kernel (the ledger groups the delaying kernels' names).
+class CrossRows {
+ public:
+  // Its header's attributes, strings and /ranks rows, and no rows yet.
+  explicit CrossRows(const Store& header);
+  // Appends the cross-rank rows of `s` (a slice or part with the header's strings).
+  void add(const Store& s);
+
+  Store store;
+  std::vector<uint8_t> kernel_names;
+
+ private:
+  void activities(const Store& s);
+
+  std::vector<uint8_t> mark;
+  std::vector<uint32_t> counter_ids;
+};
+
+}  // namespace kernalyse::detail
