@@ -61,6 +61,18 @@ log "  python3 json.load on the same file: $(awk -v mb="$one_mb" -v s="$wall" 'B
 timed import_all "$bin/kernalyse-merge" "$dir/traces" -o "$dir/run.h5" --force -q
 log "  import rate, $ranks files on $(nproc) cores: $(awk -v mb="$all_mb" -v s="$wall" 'BEGIN {printf "%.0f", mb / s}') MB/s ($(awk -v mb="$all_mb" -v s="$wall" -v c="$(nproc)" 'BEGIN {printf "%.0f", mb / s / c}') MB/s per core)"
 log "  store size: $(( $(stat -c %s "$dir/run.h5") / 1000000 )) MB"
+# The same files under `mpirun -n 2` (issue 28): each process imports its half and writes its
+# ranks' rows of the store (parallel HDF5); wall time and peak RSS per process, same store.
+(
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  export OMPI_MCA_btl='^openib,ofi' OMPI_MCA_mtl='^ofi' OMPI_MCA_pml=ob1
+  rm -f "$dir/rss_mpi"
+  /usr/bin/time -f '%e' -o "$dir/t_mpi" mpirun --bind-to core -n 2 /usr/bin/time -f '%M' -a \
+    -o "$dir/rss_mpi" "$bin/kernalyse-merge" "$dir/traces" -o "$dir/run_mpi.h5" --force -q
+)
+same=$(/usr/bin/python3 "$(dirname "$0")/h5_compare.py" "$dir/run.h5" "$dir/run_mpi.h5" >/dev/null 2>&1 && echo identical || echo DIFFERENT)
+log "  mpirun -n 2 import of the same files: $(cat "$dir/t_mpi") s, peak RSS per process: $(awk '{printf "%s%d MB", (NR > 1 ? ", " : ""), $1 / 1024}' "$dir/rss_mpi"); store $same"
+rm -f "$dir/run_mpi.h5"
 
 rows=$(/usr/bin/python3 -c "import h5py,sys; print(h5py.File(sys.argv[1])['activities/start_ns'].shape[0])" "$dir/run.h5")
 # Columns the summary + gaps read: rank, device, stream, step (4 B), kind, category (1 B),

@@ -26,8 +26,8 @@ struct ImportFilesOptions {
   std::function<void(const std::string& path, int32_t stream, int64_t correlation)> gpu_event;
   bool ops = true;  // ImportOptions::ops
   // Under mpirun (spread.h): each process imports its share of the files (contiguous, about equal
-  // bytes) and sends them to process 0, which goes on as one process would; the others get an
-  // empty store back.
+  // bytes); import_files sends them to process 0, which goes on as one process would (the others
+  // get an empty store back); import_files_spread keeps them spread.
   const Spread* spread = nullptr;
   size_t chunk_rows = size_t{1} << 12;  // import_file_streamed: ImportOptions::chunk_rows
 };
