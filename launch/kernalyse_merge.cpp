@@ -96,11 +96,21 @@ int run_diff(const Options& o, const Spread* spread) {
 }
 
 // --html, --perfetto, --export-kineto.
-void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
+ExportOptions export_options(const Options& o) {
   ExportOptions eo;
   eo.rank = o.rank, eo.step = o.step, eo.force = o.force, eo.progress = o.mode;
   if (!o.from.empty()) eo.from_ns = parse_time_to_ns(o.from);
   if (!o.to.empty()) eo.to_ns = parse_time_to_ns(o.to);
+  return eo;
+}
+
+void say_kineto_export(const ExportStats& es, const Options& o) {
+  std::cerr << "wrote " << es.files << " Kineto trace(s) into " << o.export_kineto << " ("
+            << es.events << " events)\n";
+}
+
+void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
+  const ExportOptions eo = export_options(o);
   if (!o.html.empty()) {
     HtmlOptions ho;
     ho.analysis = o.ao, ho.match = run.match;
@@ -123,9 +133,7 @@ void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
   }
   if (!o.export_kineto.empty()) {
     ExportStats es = export_kineto(store, o.export_kineto, eo);
-    if (!o.quiet)
-      std::cerr << "wrote " << es.files << " Kineto trace(s) into " << o.export_kineto << " ("
-                << es.events << " events)\n";
+    if (!o.quiet) say_kineto_export(es, o);
   }
 }
 
@@ -211,6 +219,21 @@ int run(Options& o) {
       return store_has_ranges(read_store(files[0], probe));
     });
     if (exports) sel = ColumnSelection::all();  // exports write every column
+    // The Kineto export alone: a rank's file at a time (sliced.h); under mpirun each process
+    // writes its ranks' files. Its errors reach every process: said once, by the first.
+    if (!o.export_kineto.empty() && o.perfetto.empty() && o.html.empty() && which.empty() &&
+        o.power_logs.empty()) {
+      std::optional<ExportStats> es;
+      try {
+        es = export_kineto_by_rank(files[0], o.export_kineto, export_options(o), may_align, lo,
+                                   spread.get());
+      } catch (const Error&) {
+        if (!first_process) return kExitBadInput;
+        throw;
+      }
+      if (es && first_process && !o.quiet) say_kineto_export(*es, o);
+      if (es || !first_process) return 0;
+    }
     // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
     // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h); what
     // cannot be spread (exports, --html, --power-log, --critical-path, ...) runs whole on it.

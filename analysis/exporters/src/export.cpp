@@ -268,17 +268,7 @@ std::string rank_label(const RankInfo* ri, int32_t rank) {
 
 }  // namespace
 
-int64_t export_base_ns(const Store& s) {
-  int64_t m = INT64_MAX;
-  for (int64_t t : s.activities.start_ns) m = std::min(m, t);
-  for (int64_t t : s.launches.start_ns) m = std::min(m, t);
-  for (int64_t t : s.annotations.start_ns) m = std::min(m, t);
-  for (int64_t t : s.counters.ts_ns) m = std::min(m, t);
-  if (m == INT64_MAX) return 0;
-  int64_t f = m / 1000 * 1000;
-  if (f > m) f -= 1000;  // negative times: round down
-  return f;
-}
+int64_t export_base_ns(const Store& s) { return export_base_of(earliest_ns(s)); }
 
 bool clocks_as_recorded(const Store& s) {
   if (s.ranks.empty()) return false;
@@ -928,70 +918,122 @@ struct KinetoRankFile {
   }
 };
 
-}  // namespace
+// What a store's rows are to the Kineto export, worked out once per store: each table sorted by
+// rank (the store's order: a rank's rows found by bisection), the activities' /nccl rows, the
+// activity columns written as args.
+struct KinetoRows {
+  explicit KinetoRows(const Store& s)
+      : a_sorted(sorted(s.activities.rank)),
+        l_sorted(sorted(s.launches.rank)),
+        n_sorted(sorted(s.annotations.rank)),
+        c_sorted(sorted(s.counters.rank)),
+        nccl_of(nccl_index(s)),
+        extra(s) {}
+  static bool sorted(const std::vector<int32_t>& v) { return std::is_sorted(v.begin(), v.end()); }
+  bool a_sorted, l_sorted, n_sorted, c_sorted;
+  std::vector<int32_t> nccl_of;
+  ExtraActivityArgs extra;
+};
 
-// --------------------------------------------------------------------------------- Kineto
-ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOptions& opt) {
+// One rank's file: what export_kineto and export_kineto_rank write, from a store holding the
+// rank's rows (the whole store or its slice); `rows` is s's.
+void write_rank_file(const Store& s, const RankInfo& ri, const KinetoExport& k,
+                     const std::string& dir, const ExportOptions& opt, const KinetoRows& rows,
+                     ProgressTicker& ticker, ExportStats* st) {
   const auto& a = s.activities;
   const auto& l = s.launches;
   const auto& an = s.annotations;
-  int64_t base = export_base_ns(s);
-  Selection sel{s, opt, base};
-  std::vector<int32_t> nccl_of = nccl_index(s);
-  const ExtraActivityArgs extra(s);
+  const Selection sel{s, opt, k.base};
+  const int32_t r = ri.rank;
+  std::string p = (fs::path(dir) / ("rank-" + std::to_string(r) + ".json")).string();
+  Writer w(p, opt.force);
+  ++st->files;
+  // Clocks as recorded (an import not aligned): each file keeps its source's own base time, so
+  // that its ts are the source's, digit for digit (HTA reads ts and ignores the base).
+  // Otherwise one origin for all: the alignment is baked into ts.
+  const int64_t rbase = k.recorded ? ri.base_time_ns : k.base;
+  KinetoRankFile f{s, sel, rows.extra, rows.nccl_of, &ri, r, rbase, w, ticker, *st};
+  f.header(k.world);
+  auto [a_lo, a_hi] = rank_rows(a.rank, r, rows.a_sorted);
+  auto [l_lo, l_hi] = rank_rows(l.rank, r, rows.l_sorted);
+  f.link_launches(a_lo, a_hi, l_lo, l_hi);
+  f.activities(a_lo, a_hi);
+  f.launches(l_lo, l_hi);
+  auto [n_lo, n_hi] = rank_rows(an.rank, r, rows.n_sorted);
+  f.annotations(n_lo, n_hi);
+  f.memory(rows.c_sorted);
+  w << "\n]}\n";
+  w.commit();
+}
+
+}  // namespace
+
+int64_t earliest_ns(const Store& s) {
+  int64_t m = INT64_MAX;
+  for (int64_t t : s.activities.start_ns) m = std::min(m, t);
+  for (int64_t t : s.launches.start_ns) m = std::min(m, t);
+  for (int64_t t : s.annotations.start_ns) m = std::min(m, t);
+  for (int64_t t : s.counters.ts_ns) m = std::min(m, t);
+  return m;
+}
+
+int64_t export_base_of(int64_t earliest) {
+  if (earliest == INT64_MAX) return 0;
+  int64_t f = earliest / 1000 * 1000;
+  if (f > earliest) f -= 1000;  // negative times: round down
+  return f;
+}
+
+KinetoExport kineto_export(const Store& header, int64_t earliest) {
+  KinetoExport k;
+  k.base = export_base_of(earliest);
+  for (const auto& r : header.ranks)
+    k.world = std::max(k.world, std::max(r.world_size, r.rank + 1));
+  k.recorded = clocks_as_recorded(header);
+  return k;
+}
+
+std::vector<const RankInfo*> kineto_files(const Store& header, const std::string& dir,
+                                          const ExportOptions& opt) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw Error(dir + ": cannot create directory: " + ec.message());
-
   std::vector<const RankInfo*> ranks;
-  for (const auto& r : s.ranks)
-    if (sel.rank_ok(r.rank)) ranks.push_back(&r);
-  int32_t world = 0;
-  for (const auto& r : s.ranks) world = std::max(world, std::max(r.world_size, r.rank + 1));
+  for (const auto& r : header.ranks)
+    if (!opt.rank || *opt.rank == r.rank) ranks.push_back(&r);
   // Refuse before writing anything if any output exists.
   if (!opt.force)
     for (const RankInfo* ri : ranks) {
       std::string p = (fs::path(dir) / ("rank-" + std::to_string(ri->rank) + ".json")).string();
       if (fs::exists(p, ec)) throw Error(p + ": exists (use --force to replace it)");
     }
-  bool a_sorted = std::is_sorted(a.rank.begin(), a.rank.end());
-  bool l_sorted = std::is_sorted(l.rank.begin(), l.rank.end());
-  bool n_sorted = std::is_sorted(an.rank.begin(), an.rank.end());
-  bool c_sorted = std::is_sorted(s.counters.rank.begin(), s.counters.rank.end());
-  int64_t rows = 0;  // progress total: the selected ranks' rows, visited once each
+  return ranks;
+}
+
+void export_kineto_rank(const Store& s, const RankInfo& ri, const KinetoExport& k,
+                        const std::string& dir, const ExportOptions& opt, Progress& progress,
+                        ExportStats* st) {
+  ProgressTicker ticker(progress);
+  write_rank_file(s, ri, k, dir, opt, KinetoRows(s), ticker, st);
+}
+
+// --------------------------------------------------------------------------------- Kineto
+ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOptions& opt) {
+  const KinetoExport k = kineto_export(s, earliest_ns(s));
+  const KinetoRows rows(s);
+  const std::vector<const RankInfo*> ranks = kineto_files(s, dir, opt);
+  int64_t total = 0;  // progress total: the selected ranks' rows, visited once each
   for (const RankInfo* ri : ranks) {
-    auto [a0, a1] = rank_rows(a.rank, ri->rank, a_sorted);
-    auto [l0, l1] = rank_rows(l.rank, ri->rank, l_sorted);
-    auto [n0, n1] = rank_rows(an.rank, ri->rank, n_sorted);
-    rows += static_cast<int64_t>((a1 - a0) + (l1 - l0) + (n1 - n0));
+    auto [a0, a1] = rank_rows(s.activities.rank, ri->rank, rows.a_sorted);
+    auto [l0, l1] = rank_rows(s.launches.rank, ri->rank, rows.l_sorted);
+    auto [n0, n1] = rank_rows(s.annotations.rank, ri->rank, rows.n_sorted);
+    total += static_cast<int64_t>((a1 - a0) + (l1 - l0) + (n1 - n0));
   }
-  Progress progress("writing " + dir + " (" + std::to_string(ranks.size()) + " rank files)", rows,
+  Progress progress("writing " + dir + " (" + std::to_string(ranks.size()) + " rank files)", total,
                     "events", opt.progress);
   ProgressTicker ticker(progress);
   ExportStats st;
-  const bool recorded = clocks_as_recorded(s);
-  for (const RankInfo* ri : ranks) {
-    int32_t r = ri->rank;
-    std::string p = (fs::path(dir) / ("rank-" + std::to_string(r) + ".json")).string();
-    Writer w(p, opt.force);
-    ++st.files;
-    // Clocks as recorded (an import not aligned): each file keeps its source's own base time, so
-    // that its ts are the source's, digit for digit (HTA reads ts and ignores the base).
-    // Otherwise one origin for all: the alignment is baked into ts.
-    const int64_t rbase = recorded ? ri->base_time_ns : base;
-    KinetoRankFile f{s, sel, extra, nccl_of, ri, r, rbase, w, ticker, st};
-    f.header(world);
-    auto [a_lo, a_hi] = rank_rows(a.rank, r, a_sorted);
-    auto [l_lo, l_hi] = rank_rows(l.rank, r, l_sorted);
-    f.link_launches(a_lo, a_hi, l_lo, l_hi);
-    f.activities(a_lo, a_hi);
-    f.launches(l_lo, l_hi);
-    auto [n_lo, n_hi] = rank_rows(an.rank, r, n_sorted);
-    f.annotations(n_lo, n_hi);
-    f.memory(c_sorted);
-    w << "\n]}\n";
-    w.commit();
-  }
+  for (const RankInfo* ri : ranks) write_rank_file(s, *ri, k, dir, opt, rows, ticker, &st);
   ticker.flush();
   progress.finish();
   return st;

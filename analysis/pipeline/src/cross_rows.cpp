@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <string>
 
+#include "kernalyse/archive.h"
+#include "kernalyse/store_archive.h"
+
 namespace kernalyse::detail {
 
 namespace {
@@ -90,6 +93,20 @@ void CrossRows::activities(const Store& s) {
     store.nccl.activity[j] = s.nccl.activity[j - nbase] < a.size()
                                  ? at[s.nccl.activity[j - nbase]]
                                  : UINT64_MAX;  // out of range, as it was
+}
+
+// The cross-rank rows of every process, in rank order, on every process (all_gather_tables), and
+// the kernels' name marks.
+void exchange_cross(CrossRows& c, const Spread& spread) {
+  Archive mine;
+  mine.put(c.kernel_names);
+  Archive all(spread.all_gather(mine.bytes()));
+  for (int p = 0; p < spread.processes; ++p) {
+    const auto names = all.get<std::vector<uint8_t>>();
+    for (size_t i = 0; i < names.size() && i < c.kernel_names.size(); ++i)
+      c.kernel_names[i] |= names[i];
+  }
+  all_gather_tables(c.store, spread);
 }
 
 }  // namespace kernalyse::detail

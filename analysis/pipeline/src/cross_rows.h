@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernalyse/spread.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse::detail {
@@ -34,5 +35,9 @@ class CrossRows {
   std::vector<uint8_t> mark;
   std::vector<uint32_t> counter_ids;
 };
+
+// Collective: every process's cross-rank rows, in rank order, on every process
+// (all_gather_tables), and the kernels' name marks.
+void exchange_cross(CrossRows& c, const Spread& spread);
 
 }  // namespace kernalyse::detail

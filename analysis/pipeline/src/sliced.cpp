@@ -14,6 +14,7 @@
 namespace kernalyse {
 
 using detail::CrossRows;
+using detail::exchange_cross;
 
 namespace {
 
@@ -55,6 +56,11 @@ size_t registry_position(const Analysis* a) {
 
 }  // namespace
 
+bool whole_store_forced() {
+  const char* e = std::getenv("KERNALYSE_WHOLE_STORE");
+  return e && *e && std::string(e) != "0";
+}
+
 bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions& opt) {
   if (opt.filter.rank || opt.filter.step || opt.compat != Compat::Native) return false;
   return !which.empty() &&
@@ -62,20 +68,6 @@ bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions&
 }
 
 namespace {
-
-// The cross-rank rows of every process, in rank order, on every process (all_gather_tables), and
-// the kernels' name marks.
-void exchange_cross(CrossRows& c, const Spread& spread) {
-  Archive mine;
-  mine.put(c.kernel_names);
-  Archive all(spread.all_gather(mine.bytes()));
-  for (int p = 0; p < spread.processes; ++p) {
-    const auto names = all.get<std::vector<uint8_t>>();
-    for (size_t i = 0; i < names.size() && i < c.kernel_names.size(); ++i)
-      c.kernel_names[i] |= names[i];
-  }
-  all_gather_tables(c.store, spread);
-}
 
 // One run of analyse_by_rank: the passes over this process's slices.
 struct SlicedPipeline {
@@ -189,9 +181,7 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               const ColumnSelection& sel, bool may_align,
                                               const LoadOptions& lo, const Spread* spread) {
   if (!sliceable(which, opt)) return std::nullopt;
-  // KERNALYSE_WHOLE_STORE=1: the store read whole, as before (the comparisons of tests and bench).
-  if (const char* e = std::getenv("KERNALYSE_WHOLE_STORE"); e && *e && std::string(e) != "0")
-    return std::nullopt;
+  if (whole_store_forced()) return std::nullopt;
   std::sort(which.begin(), which.end(), [](const Analysis* x, const Analysis* y) {
     return registry_position(x) < registry_position(y);
   });

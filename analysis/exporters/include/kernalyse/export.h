@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernalyse/progress.h"
 #include "kernalyse/store.h"
@@ -45,5 +46,26 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
 
 // Kineto-style JSON per rank: DIR/rank-<r>.json (created if absent). Throws Error.
 ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOptions& opt);
+
+// export_kineto in parts, for a store read a rank at a time (export_kineto_by_rank, sliced.h):
+// what each rank's file takes from the whole store, then one file at a time from the rank's rows.
+// The earliest time of a store's rows (INT64_MAX when none): the minimum over the slices is the
+// whole store's, and export_base_of rounds it as export_base_ns does.
+int64_t earliest_ns(const Store& s);
+int64_t export_base_of(int64_t earliest);
+struct KinetoExport {
+  int64_t base = 0;       // export_base_ns of the whole store
+  int32_t world = 0;      // the world size every file states
+  bool recorded = false;  // clocks_as_recorded
+};
+KinetoExport kineto_export(const Store& header, int64_t earliest);
+// The ranks whose files export_kineto writes (header's /ranks rows, opt.rank); creates `dir` and
+// refuses (Error) an existing file among them without opt.force, before anything is written.
+std::vector<const RankInfo*> kineto_files(const Store& header, const std::string& dir,
+                                          const ExportOptions& opt);
+// Rank ri's file from `s`, which holds the rank's rows (its slice, or the whole store).
+void export_kineto_rank(const Store& s, const RankInfo& ri, const KinetoExport& k,
+                        const std::string& dir, const ExportOptions& opt, Progress& progress,
+                        ExportStats* st);
 
 }  // namespace kernalyse

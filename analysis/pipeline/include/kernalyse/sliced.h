@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernalyse/clock_infer.h"
+#include "kernalyse/export.h"
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/spread.h"
@@ -32,6 +33,10 @@ struct SlicedAnalysis {
   bool writer = true;       // false on the MPI processes but the first: they write nothing
 };
 
+// KERNALYSE_WHOLE_STORE=1: every store read whole, as before the rank-at-a-time forms (the
+// comparisons of tests and bench/).
+bool whole_store_forced();
+
 // Whether these analyses can run a rank at a time with these options: each has a sliced form,
 // no --rank / --step filter, the store's own view (not --compat hta).
 bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions& opt);
@@ -45,5 +50,17 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               const ColumnSelection& sel, bool may_align,
                                               const LoadOptions& lo,
                                               const Spread* spread = nullptr);
+
+// --export-kineto DIR of the store `file` a rank at a time (issue 28): two passes over the slices
+// (their earliest time, the files' common origin; then each rank's file from its rows), so that
+// peak memory is a slice, not the store. Under mpirun each process writes its slices' files (the
+// first one also the files of ranks without rows); every process returns the run's totals. The
+// files are export_kineto's of the whole store, byte for byte. Empty when the clocks are to be
+// inferred (may_align, per lo.align) or the store's rows are not grouped by rank: the caller
+// reads the store whole. Throws Error (the same on every process) for an existing file.
+std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const std::string& dir,
+                                                 const ExportOptions& eo, bool may_align,
+                                                 const LoadOptions& lo,
+                                                 const Spread* spread = nullptr);
 
 }  // namespace kernalyse
