@@ -50,6 +50,15 @@ LoadOptions load_options(const Options& o, const Classifier* cls) {
                   ": not a row count from 1 to 4294967296");
     lo.import.chunk_rows = static_cast<size_t>(v);
   }
+  // The memory an import of several traces may hold before its files' rows go to disk.
+  if (const char* c = std::getenv(env_name(RunEnv::ImportMemoryMb))) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(c, &end, 10);
+    if (!*c || *end || v == 0 || v > (1ull << 40))
+      throw Error(std::string(env_name(RunEnv::ImportMemoryMb)) + "=" + c +
+                  ": not a size in MB from 1 to 1099511627776");
+    lo.import.memory_bytes = static_cast<uint64_t>(v) << 20;
+  }
   if (!o.quiet) lo.info = [](const std::string& l) { std::cerr << l << "\n"; };
   lo.warn = [](const std::string& l) { std::cerr << l << "\n"; };
   return lo;
@@ -107,6 +116,24 @@ ExportOptions export_options(const Options& o) {
 void say_kineto_export(const ExportStats& es, const Options& o) {
   std::cerr << "wrote " << es.files << " Kineto trace(s) into " << o.export_kineto << " ("
             << es.events << " events)\n";
+}
+
+// The Kineto export of a store alone: a rank's file at a time (sliced.h); under mpirun each
+// process writes its ranks' files. Its errors reach every process: said once, by the first.
+// The exit status, or none when the store is to be read whole (and the others are done).
+std::optional<int> kineto_by_rank(const std::string& store, const Options& o, bool may_align,
+                                  const LoadOptions& lo, const Spread* spread) {
+  const bool first_process = !spread || spread->process == 0;
+  std::optional<ExportStats> es;
+  try {
+    es = export_kineto_by_rank(store, o.export_kineto, export_options(o), may_align, lo, spread);
+  } catch (const Error&) {
+    if (!first_process) return kExitBadInput;
+    throw;
+  }
+  if (es && first_process && !o.quiet) say_kineto_export(*es, o);
+  if (es || !first_process) return 0;
+  return std::nullopt;
 }
 
 void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
@@ -219,21 +246,9 @@ int run(Options& o) {
       return store_has_ranges(read_store(files[0], probe));
     });
     if (exports) sel = ColumnSelection::all();  // exports write every column
-    // The Kineto export alone: a rank's file at a time (sliced.h); under mpirun each process
-    // writes its ranks' files. Its errors reach every process: said once, by the first.
     if (!o.export_kineto.empty() && o.perfetto.empty() && o.html.empty() && which.empty() &&
-        o.power_logs.empty()) {
-      std::optional<ExportStats> es;
-      try {
-        es = export_kineto_by_rank(files[0], o.export_kineto, export_options(o), may_align, lo,
-                                   spread.get());
-      } catch (const Error&) {
-        if (!first_process) return kExitBadInput;
-        throw;
-      }
-      if (es && first_process && !o.quiet) say_kineto_export(*es, o);
-      if (es || !first_process) return 0;
-    }
+        o.power_logs.empty())
+      if (auto rc = kineto_by_rank(files[0], o, may_align, lo, spread.get())) return *rc;
     // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
     // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h); what
     // cannot be spread (exports, --html, --power-log, --critical-path, ...) runs whole on it.

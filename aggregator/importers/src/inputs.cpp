@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
 
 #include "kernalyse/error.h"
 #include "kernalyse/import.h"
 #include "kernalyse/nsys.h"
 #include "kernalyse/nsys_ranks.h"
 #include "kernalyse/parallel.h"
+#include "kernalyse/spill.h"
 #include "kernalyse/store_archive.h"
 
 namespace fs = std::filesystem;
@@ -88,6 +91,8 @@ struct FileSet {
   std::vector<std::string> errors;
   std::vector<char> rankless;
   std::vector<std::vector<NsysProcess>> procs;  // Nsight Systems: ranked together
+  // When set, each imported part is handed over here (on the pool's thread) instead of kept.
+  std::function<void(size_t file, Store& part)> keep;
 
   // File i's outcome, and its rows when `rows`.
   void put(Archive& ar, size_t i, bool rows) const {
@@ -125,6 +130,10 @@ void import_each(const std::vector<std::string>& files, const std::vector<size_t
     try {
       fs.parts[i] = nsys[i] ? import_nsys_report(files[i], iopt, &fs.st[i], &fs.procs[i])
                             : import_trace_file(files[i], iopt, &fs.st[i]);  // Kineto or rocprof
+      if (fs.keep) {
+        fs.keep(i, fs.parts[i]);
+        fs.parts[i] = Store();
+      }
     } catch (const NoRankError& e) {
       fs.errors[i] = e.what();
       fs.rankless[i] = 1;
@@ -191,7 +200,8 @@ struct ImportRun {
   ImportOptions iopt;
   FileSet fs;
 
-  ImportRun(const std::vector<std::string>& f, const ImportFilesOptions& opt)
+  ImportRun(const std::vector<std::string>& f, const ImportFilesOptions& opt,
+            std::function<void(size_t, Store&)> keep = nullptr)
       : files(f),
         nsys(one_kind(f, opt.step_range)),
         bytes(f.size()),
@@ -211,6 +221,7 @@ struct ImportRun {
                           : "importing " + several,
         total, "bytes", me == 0 ? opt.progress : ProgressMode::Off);
     iopt = file_options(opt, files.size(), progress.get());
+    fs.keep = std::move(keep);
     import_each(files, mine, nsys, iopt, fs);
   }
   // After every file's outcome is known here: the errors, the Nsight Systems ranks, the stats.
@@ -243,6 +254,27 @@ struct FileRanks {
   void see(int64_t r) { lo = std::min(lo, r), hi = std::max(hi, r); }
 };
 
+// The files in merge order (by first rank, as merge_stores orders its parts) into *order; false
+// when two files share a rank number or their ranks interleave (a file's rows are then not one
+// run of the merged tables).
+bool merge_order(const std::vector<FileRanks>& all, std::vector<size_t>* order) {
+  order->resize(all.size());
+  for (size_t i = 0; i < all.size(); ++i) (*order)[i] = i;
+  std::stable_sort(order->begin(), order->end(),
+                   [&](size_t x, size_t y) { return all[x].key < all[y].key; });
+  std::vector<int32_t> seen;
+  for (const FileRanks& f : all) seen.insert(seen.end(), f.ranks.begin(), f.ranks.end());
+  std::sort(seen.begin(), seen.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return false;
+  int64_t before = INT64_MIN;  // the highest rank of the files before, in merge order
+  for (size_t i : *order) {
+    if (all[i].lo > all[i].hi) continue;  // no rows, no ranks
+    if (all[i].lo <= before) return false;
+    before = all[i].hi;
+  }
+  return true;
+}
+
 // Under mpirun, -o alone: the process each file goes to so that every process holds a run of
 // files in merge order (by first rank) whose ranks lie between the runs before and after it, of
 // about equal bytes; then each writes its rows of the store (write_store_world). When two files
@@ -267,20 +299,8 @@ std::vector<int> place_files(const Spread& spread, const std::vector<int>& owner
       FileRanks& f = all[i];
       in.get(f.key), in.get(f.lo), in.get(f.hi), in.get(f.ranks);
     }
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return all[x].key < all[y].key; });
-  std::vector<int32_t> seen;
-  for (const FileRanks& f : all) seen.insert(seen.end(), f.ranks.begin(), f.ranks.end());
-  std::sort(seen.begin(), seen.end());
-  *whole = std::adjacent_find(seen.begin(), seen.end()) != seen.end();
-  int64_t before = INT64_MIN;  // the highest rank of the files before, in merge order
-  for (size_t i : order) {
-    if (all[i].lo > all[i].hi) continue;  // no rows, no ranks
-    if (all[i].lo <= before) *whole = true;
-    before = all[i].hi;
-  }
+  std::vector<size_t> order;
+  *whole = !merge_order(all, &order);
   if (*whole) return std::vector<int>(n, 0);
   std::vector<int64_t> in_order(n);
   for (size_t k = 0; k < n; ++k) in_order[k] = bytes[order[k]];
@@ -390,6 +410,66 @@ Store import_files_spread(const std::vector<std::string>& files, const ImportFil
   if (!*whole) agree_error(spread, err);  // the others are writing with this one next
   run.progress->finish();
   return merged;
+}
+
+struct SpilledImport::Impl {
+  explicit Impl(const std::string& dir) : file(dir) {}
+  SpillFile file;
+  std::mutex mutex;                 // the pool's threads append to one file
+  std::vector<uint64_t> at, bytes;  // by file: where its part is in `file`
+  std::vector<FileRanks> ranks;     // by file
+  std::vector<size_t> order;        // merge order
+  bool ordered = false;
+};
+
+SpilledImport::SpilledImport(const std::vector<std::string>& files, const ImportFilesOptions& opt,
+                             ImportStats* stats, const std::string& dir)
+    : impl_(std::make_unique<Impl>(dir)) {
+  Impl& m = *impl_;
+  m.at.assign(files.size(), 0), m.bytes.assign(files.size(), 0), m.ranks.resize(files.size());
+  ImportRun run(files, opt, [&m, &files](size_t i, Store& part) {
+    std::vector<Store> one;  // in the form merge_stores gives it: sorted, every column whole
+    one.push_back(std::move(part));
+    Store ready = merge_stores(std::move(one));
+    m.ranks[i] = FileRanks(ready);
+    Archive ar;
+    put_store(ar, ready);
+    ready = Store();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.bytes[i] = ar.bytes().size();
+    try {
+      m.at[i] = m.file.append(ar.bytes().data(), ar.bytes().size());
+    } catch (const Error& e) {  // a full disk: the file it was for, and the directory
+      throw Error(files[i] + ": " + e.what());
+    }
+  });
+  if (!files.empty() && run.nsys[0])
+    throw Error("internal error: Nsight Systems reports are ranked together, not kept on disk");
+  run.conclude(stats);
+  m.ordered = merge_order(m.ranks, &m.order);
+  run.progress->finish();
+}
+
+SpilledImport::~SpilledImport() = default;
+
+bool SpilledImport::in_rank_order() const { return impl_->ordered; }
+
+size_t SpilledImport::size() const { return impl_->order.size(); }
+
+uint64_t SpilledImport::disk_bytes() const {
+  uint64_t n = 0;
+  for (uint64_t b : impl_->bytes) n += b;
+  return n;
+}
+
+Store SpilledImport::read(size_t k) const {
+  const size_t i = impl_->order.at(k);
+  std::string bytes(impl_->bytes[i], '\0');
+  impl_->file.read(impl_->at[i], bytes.data(), bytes.size());
+  Archive ar(std::move(bytes));
+  Store s;
+  get_store(ar, s);
+  return s;
 }
 
 Store import_file_streamed(const std::string& file, const ImportFilesOptions& opt,

@@ -30,6 +30,7 @@ enum class RunEnv {
   CuptiFlushMs,     // CUPTI periodic flush interval in ms
   CuptiSkip,        // diagnostic: CUPTI parts left off, to attribute the collection overhead
   ImportChunkRows,  // kernalyse-merge TRACE -o OUT: rows of each sorted run on disk
+  ImportMemoryMb,   // kernalyse-merge TRACES -o OUT: the memory an import may take in memory
   Count
 };
 
@@ -58,6 +59,7 @@ inline constexpr RunEnvVar kRunEnvVars[] = {
     {RunEnv::CuptiFlushMs, "KERNALYSE_CUPTI_FLUSH_MS", "user"},
     {RunEnv::CuptiSkip, "KERNALYSE_CUPTI_SKIP", "user"},
     {RunEnv::ImportChunkRows, "KERNALYSE_IMPORT_CHUNK_ROWS", "user"},
+    {RunEnv::ImportMemoryMb, "KERNALYSE_IMPORT_MEMORY_MB", "user"},
 };
 
 namespace detail {

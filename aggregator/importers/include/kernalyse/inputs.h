@@ -2,6 +2,7 @@
 // set of trace files into one store (one file per task, on the shared pool).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ImportFilesOptions {
   // get an empty store back); import_files_spread keeps them spread.
   const Spread* spread = nullptr;
   size_t chunk_rows = size_t{1} << 12;  // import_file_streamed: ImportOptions::chunk_rows
+  // What an import of several traces to a store may hold in memory (KERNALYSE_IMPORT_MEMORY_MB;
+  // 0: half the physical memory); above it, SpilledImport (load.cpp).
+  uint64_t memory_bytes = 0;
 };
 
 // Imports trace files (Kineto JSON or Nsight Systems reports: one kind per run) into one store,
@@ -48,6 +52,29 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
 // (no spread): import_files, *whole set.
 Store import_files_spread(const std::vector<std::string>& files, const ImportFilesOptions& opt,
                           ImportStats* stats, bool* whole);
+
+// Several trace files (Kineto or rocprofv3; not Nsight Systems reports, which are ranked
+// together) imported with at most the pool's width of files' rows in memory (issue 28): each
+// file's part, in the form merge_stores takes it, goes to an unlinked temporary file in `dir` as
+// soon as it is imported; read() brings one back. import_files' errors and stats. When the
+// files' ranks neither repeat nor interleave, the parts in merge order are the merged store's
+// rows in order (a store written part by part: load.cpp); otherwise merge_stores of them all.
+class SpilledImport {
+ public:
+  SpilledImport(const std::vector<std::string>& files, const ImportFilesOptions& opt,
+                ImportStats* stats, const std::string& dir);
+  ~SpilledImport();
+  SpilledImport(const SpilledImport&) = delete;
+  SpilledImport& operator=(const SpilledImport&) = delete;
+  bool in_rank_order() const;
+  size_t size() const;          // parts
+  Store read(size_t k) const;   // part k in merge order (by first rank)
+  uint64_t disk_bytes() const;  // of the temporary file
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // One Kineto trace imported straight into the store file `out` (import_kineto_streamed): what
 // import_files does for that one file, in memory that does not grow with it. Returns the rest of
