@@ -261,6 +261,10 @@ int run(Options& o) {
     if (!first_process) return 0;
     run = read_run(files[0], sel, may_align, lo);
   } else {
+    // One large trace analysed, nothing written: through a temporary store, a rank at a time.
+    if (files.size() == 1 && !spread && !exporting && o.power_logs.empty() && o.output.empty())
+      if (auto sliced = analyse_trace_by_rank(files[0], which, o.ao, lo))
+        return print_sliced(*sliced, o);
     LoadOptions spread_lo = lo;  // each process imports its share of the files (inputs.h)
     spread_lo.import.spread = spread.get();
     spread_lo.output_only = !analyse && !exporting && o.power_logs.empty();

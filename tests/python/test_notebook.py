@@ -17,7 +17,9 @@ def test_notebook_runs_clean(tmp_path):
     pytest.importorskip("ipykernel", reason="python3-ipykernel absent (.ci/install-deps)")
     pytest.importorskip("matplotlib", reason="python3-matplotlib absent (.ci/install-deps)")
     nb = os.path.join(SRC, "examples", "notebooks", "kernalyse.ipynb")
-    env = dict(os.environ, KERNALYSE_BIN=BIN, MPLBACKEND="Agg")
+    # TMPDIR: the notebook's generated job (tempfile.mkdtemp) lands in tmp_path, removed after,
+    # instead of one more /tmp/kernalyse-nb-* per run.
+    env = dict(os.environ, KERNALYSE_BIN=BIN, MPLBACKEND="Agg", TMPDIR=str(tmp_path))
     env.pop("KERNALYSE_DEMO_RUN", None)
     # The notebook's cells run in its own folder; its output goes to tmp_path.
     p = subprocess.run([nbconvert, "--to", "notebook", "--execute", nb, "--output-dir",

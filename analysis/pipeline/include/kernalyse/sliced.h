@@ -51,6 +51,17 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               const LoadOptions& lo,
                                               const Spread* spread = nullptr);
 
+// The analyses of one large Kineto trace (past the rows a streamed import keeps in memory) when
+// they all run a rank at a time: the trace imported streamed into a temporary store (in TMPDIR,
+// removed after), then analysed a rank at a time, so that memory does not grow with the trace.
+// The report is the in-memory import's (the import's clock inference, its lines on lo.info but
+// the temporary store's "wrote"). Empty otherwise (a small trace, another format, analyses
+// without a rank-at-a-time form): the caller imports it in memory.
+std::optional<SlicedAnalysis> analyse_trace_by_rank(const std::string& trace,
+                                                    const std::vector<const Analysis*>& which,
+                                                    const AnalysisOptions& opt,
+                                                    const LoadOptions& lo);
+
 // --export-kineto DIR of the store `file` a rank at a time (issue 28): two passes over the slices
 // (their earliest time, the files' common origin; then each rank's file from its rows), so that
 // peak memory is a slice, not the store. Under mpirun each process writes its slices' files (the

@@ -1,0 +1,80 @@
+// The analyses of one large trace a rank at a time (analyse_trace_by_rank, kernalyse/sliced.h).
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "kernalyse/error.h"
+#include "kernalyse/import.h"
+#include "kernalyse/kineto.h"
+#include "kernalyse/sliced.h"
+
+namespace fs = std::filesystem;
+
+namespace kernalyse {
+
+namespace {
+
+// A directory of its own in TMPDIR (or /tmp), removed with everything in it when this ends.
+class TempDir {
+ public:
+  TempDir() {
+    const char* t = std::getenv("TMPDIR");
+    const std::string base = t && *t ? t : "/tmp";
+    std::string tmpl = (fs::path(base) / "kernalyse-XXXXXX").string();
+    if (!mkdtemp(tmpl.data()))
+      throw Error("cannot create a temporary directory in " + base + ": " +
+                  std::generic_category().message(errno));
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::optional<SlicedAnalysis> analyse_trace_by_rank(const std::string& trace,
+                                                    const std::vector<const Analysis*>& which,
+                                                    const AnalysisOptions& opt,
+                                                    const LoadOptions& lo) {
+  if (!sliceable(which, opt) || whole_store_forced() || trace_format(trace) != TraceFormat::Kineto)
+    return std::nullopt;
+  // Large: past the rows the streamed import keeps in memory (64 runs of chunk_rows rows), at
+  // about 448 bytes of JSON a row (the benchmark's traces).
+  if (static_cast<uint64_t>(std::max<int64_t>(input_bytes(trace), 0)) <=
+      64 * 448 * static_cast<uint64_t>(lo.import.chunk_rows))
+    return std::nullopt;
+  const TempDir dir;
+  if (lo.info)
+    lo.info(trace + ": a large trace: imported into a temporary store in " + dir.path() +
+            " (removed after), then analysed a rank at a time");
+  LoadOptions to_store = lo;
+  to_store.output = (fs::path(dir.path()) / "trace.h5").string();
+  to_store.output_only = true;
+  to_store.force = false;
+  if (lo.info)  // the import's lines, but not the temporary store's "wrote"
+    to_store.info = [&lo, wrote = "wrote " + to_store.output](const std::string& line) {
+      if (line != wrote) lo.info(line);
+    };
+  LoadedRun run = import_run({trace}, to_store);
+  // The clocks are the import's (aligned as the in-memory import aligns them): not again.
+  const ColumnSelection sel = columns_for(which, opt.compat, false, [&] {
+    ColumnSelection probe;
+    probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
+    return store_has_ranges(read_store(to_store.output, probe));
+  });
+  std::optional<SlicedAnalysis> out =
+      analyse_by_rank(to_store.output, which, opt, sel, false, lo, nullptr);
+  if (!out) throw Error(trace + ": internal error: its store cannot be read a rank at a time");
+  if (!out->inference) out->inference = std::move(run.inference);
+  return out;
+}
+
+}  // namespace kernalyse
