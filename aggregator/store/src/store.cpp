@@ -470,14 +470,29 @@ namespace {
 
 template <class T>
 void append(std::vector<T>& dst, std::vector<T>& src) {
-  dst.insert(dst.end(), src.begin(), src.end());
+  // The only part (its rows fill the reservation): taken over, not copied (a one-file import).
+  if (dst.empty() && src.size() >= dst.capacity()) {
+    dst.swap(src);
+  } else {
+    dst.insert(dst.end(), src.begin(), src.end());
+  }
   std::vector<T>().swap(src);  // release the part's memory as we go
 }
 
 struct Remapper {
   std::vector<uint32_t> map;
   const std::string* where;
+  bool identity = false;  // map[i] == i: the part's ids are out's
   void operator()(std::vector<uint32_t>& dst, std::vector<uint32_t>& src) {
+    if (identity && dst.empty() && src.size() >= dst.capacity()) {  // the only part: checked, kept
+      uint32_t top = 0;
+      for (uint32_t id : src) top = std::max(top, id);
+      if (src.empty() || top < map.size()) {
+        dst.swap(src);
+        std::vector<uint32_t>().swap(src);
+        return;
+      }
+    }
     size_t base = dst.size();
     dst.resize(base + src.size());
     for (size_t i = 0; i < src.size(); ++i) {
@@ -496,7 +511,11 @@ struct Remapper {
 void append_part(Store& out, Store& p, const std::string& where) {
   Remapper remap{{}, &where};
   remap.map.resize(p.strings.size());
-  for (size_t i = 0; i < p.strings.size(); ++i) remap.map[i] = out.strings.intern(p.strings.at(i));
+  remap.identity = true;
+  for (size_t i = 0; i < p.strings.size(); ++i) {
+    remap.map[i] = out.strings.intern(p.strings.at(i));
+    remap.identity = remap.identity && remap.map[i] == i;
+  }
   fill_unknown_columns(p);  // columns the part's producer did not know
   try {
     check_activity_columns(p.activities);
