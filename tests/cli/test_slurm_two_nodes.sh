@@ -59,5 +59,17 @@ for per_node in 1 2; do
   show_on_fail "$f0" "$TMP/analyse-$per_node.log"
 done
 
+# 3. The Kineto export of the store as an analysis job over both nodes (2 x 2 processes): each
+#    process writes its ranks' files (docs/analyses.md); the set is the one-process export's.
+f0=$FAILS
+kernalyse-merge run.h5 --export-kineto kin1 -q || fail "one-process --export-kineto"
+slurm_run_job "$TMP/export.log" --chdir="$TMP" -N 2 --ntasks-per-node=2 \
+  "$SRC/launch/slurm/kernalyse-analyse.sbatch" run.h5 --export-kineto kin4
+expect_eq "export job: job exit code" "$SLURM_JOB_RC" "0"
+expect_eq "export job: the one-process files ($(ls kin1 | wc -l))" \
+  "$(diff -r kin1 kin4 >/dev/null && echo identical)" "identical"
+expect_contains "export job: said once with the run's totals" "$(grep -c '^wrote 6 Kineto' "$TMP/export.log")" "1"
+show_on_fail "$f0" "$TMP/export.log"
+
 echo "total $((SECONDS - t0)) s"
 finish
