@@ -140,6 +140,7 @@ add_input() {
   if [ "$full" = full ]; then analysis_cases "$label" "$input"; fi
   import_cases "$label" "$input"
   analysis_cases "${label}.h5" "$st"
+  add "${label}.h5__export_kineto" "$st" --export-kineto kineto -q # a store's: a rank at a time
 }
 is_trace() { [[ $1 =~ \.(json|json\.gz|sqlite)$ ]]; }
 label_of() { local l=${1#"$traces"/}; l=${l//\//_}; echo "${l%%.*}"; }
