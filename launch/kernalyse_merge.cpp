@@ -177,6 +177,59 @@ int print_sliced(SlicedAnalysis& r, const Options& o) {
   return 0;
 }
 
+// The store every process wrote under mpirun (`run`: the import, its clock inference), analysed
+// a rank at a time by all of them: the report the one-process import and analysis prints.
+int analyse_written(const std::string& store, LoadedRun& run, const Options& o,
+                    const std::vector<const Analysis*>& which, const LoadOptions& lo,
+                    const Spread& spread) {
+  // The clocks are the import's: not inferred again.
+  const ColumnSelection sel = columns_for(which, o.ao.compat, false, [&] {
+    ColumnSelection probe;
+    probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
+    return store_has_ranges(read_store(store, probe));
+  });
+  std::optional<SlicedAnalysis> sliced =
+      analyse_by_rank(store, which, o.ao, sel, false, lo, &spread);
+  if (!sliced) throw Error(store + ": internal error: the store written cannot be read by rank");
+  if (!sliced->inference) sliced->inference = std::move(run.inference);
+  return sliced->writer ? print_sliced(*sliced, o) : 0;
+}
+
+// Traces imported (and, under mpirun with -o, written by every process and perhaps analysed by
+// all of them): the exit status when that is all, else none with *run the import for the
+// analyses and exports (on the first process; the others have returned 0).
+std::optional<int> import_traces(const std::vector<std::string>& files, const Options& o,
+                                 const std::vector<const Analysis*>& which, const LoadOptions& lo,
+                                 const Spread* spread, LoadedRun* out) {
+  const bool first_process = !spread || spread->process == 0;
+  const bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
+  const bool analyse = !which.empty();
+  LoadedRun& run = *out;
+  // One large trace analysed, nothing written: through a temporary store, a rank at a time.
+  if (files.size() == 1 && !spread && !exporting && o.power_logs.empty() && o.output.empty())
+    if (auto sliced = analyse_trace_by_rank(files[0], which, o.ao, lo))
+      return print_sliced(*sliced, o);
+  LoadOptions spread_lo = lo;  // each process imports its share of the files (inputs.h)
+  spread_lo.import.spread = spread;
+  spread_lo.output_only = !analyse && !exporting && o.power_logs.empty();
+  // Under mpirun, -o and analyses that all run a rank at a time: the store written by every
+  // process, then analysed by all of them.
+  const bool write_then_analyse = spread && !o.output.empty() && files.size() > 1 && analyse &&
+                                  !exporting && o.power_logs.empty() && sliceable(which, o.ao);
+  spread_lo.output_only = spread_lo.output_only || write_then_analyse;
+  if (!first_process) spread_lo.info = spread_lo.warn = nullptr;
+  try {  // an import's errors reach every process: said once, by the first
+    run = import_run(files, spread_lo);
+  } catch (const Error&) {
+    if (!first_process) return kExitBadInput;
+    throw;
+  }
+  if (run.written_by_all && write_then_analyse)
+    return analyse_written(o.output, run, o, which, spread_lo, *spread);
+  if (!first_process) return 0;
+  return std::nullopt;
+}
+
 int run(Options& o) {
   for (const auto& w : o.what_if) o.ao.what_if.push_back(parse_what_if(w));  // before any input
   // Under mpirun: the first process writes; the others help with what can be spread (the
@@ -260,24 +313,8 @@ int run(Options& o) {
     }
     if (!first_process) return 0;
     run = read_run(files[0], sel, may_align, lo);
-  } else {
-    // One large trace analysed, nothing written: through a temporary store, a rank at a time.
-    if (files.size() == 1 && !spread && !exporting && o.power_logs.empty() && o.output.empty())
-      if (auto sliced = analyse_trace_by_rank(files[0], which, o.ao, lo))
-        return print_sliced(*sliced, o);
-    LoadOptions spread_lo = lo;  // each process imports its share of the files (inputs.h)
-    spread_lo.import.spread = spread.get();
-    spread_lo.output_only = !analyse && !exporting && o.power_logs.empty();
-    if (!first_process) {  // an import's errors reach every process: said once, by the first
-      spread_lo.info = spread_lo.warn = nullptr;
-      try {
-        import_run(files, spread_lo);
-      } catch (const Error&) {
-        return kExitBadInput;
-      }
-      return 0;
-    }
-    run = import_run(files, spread_lo);
+  } else if (auto rc = import_traces(files, o, which, lo, spread.get(), &run)) {
+    return *rc;
   }
   Store& store = run.store;
   for (const auto& spec : o.power_logs) {

@@ -99,6 +99,31 @@ kernalyse-merge "$TMP/kineto" --all --json -q >"$TMP/one.json"
 expect_eq "-n 2 import + --all --json: the one-process bytes" \
   "$(cmp -s "$TMP/one.json" "$TMP/mpi.json" && echo identical)" "identical"
 
+# With -o and analyses that all run a rank at a time: every process writes the store, then all
+# of them analyse it a rank at a time; the one-process run's report and store.
+# write_analyse N DIR ARGS...
+write_analyse() {
+  local n=$1 dir=$2
+  shift 2
+  kernalyse-merge "$dir" -o "$TMP/wa1.h5" --force "$@" >"$TMP/wa1.out" 2>"$TMP/wa1.err"
+  "${MPIRUN[@]}" -n "$n" "$BIN/kernalyse-merge" "$dir" -o "$TMP/wan.h5" --force "$@" \
+    >"$TMP/wan.out" 2>"$TMP/wan.err"
+  local rc=$?
+  if [ "$rc" = 0 ] && [ -s "$TMP/wa1.out" ] && cmp -s "$TMP/wa1.out" "$TMP/wan.out" &&
+    compare "$TMP/wa1.h5" "$TMP/wan.h5" && grep -q "parallel HDF5" "$TMP/wan.err"; then
+    pass "-n $n $(basename "$dir") -o $*: the one-process report and store, written by all"
+  else
+    fail "-n $n $(basename "$dir") -o $*: exit $rc; $(diff "$TMP/wa1.out" "$TMP/wan.out" | head -4; head -3 "$TMP/cmp.txt"; tail -3 "$TMP/wan.err")"
+  fi
+}
+write_analyse 2 "$TMP/kineto" --all --json
+write_analyse 3 "$TMP/kineto" --all
+write_analyse 2 "$TMP/twelve" --all --json
+write_analyse 5 "$TMP/twelve" --stragglers --verbose
+write_analyse 2 "$TMP/nsys" --summary --gaps --json
+expect_eq "the clock inference said once" "$(grep -c '^clocks inferred from' "$TMP/wan.err")" \
+  "$(grep -c '^clocks inferred from' "$TMP/wa1.err")"
+
 # A truncated file in the second process's share: one line naming it, exit 2, no store.
 mkdir -p "$TMP/bad"
 cp "$TMP"/kineto/rank-{0,1,2}.json "$TMP/bad/"

@@ -219,6 +219,7 @@ LoadedRun import_spread(const std::vector<std::string>& files, const LoadOptions
   say_imported(files.size(), cross.ranks.size(), activities, stats, format == TraceFormat::Nsys,
                secs, opt);
   write_store_world(part, opt.output, WriteOptions{opt.force, opt.import.progress});
+  out.written_by_all = true;
   say(opt.info, "wrote " + opt.output + " (" + std::to_string(spread.processes) +
                     " processes, each its ranks' rows: parallel HDF5)");
   return out;

@@ -37,6 +37,9 @@ struct LoadedRun {
   Store store;
   std::optional<ClockInference> inference;       // set when clocks were inferred and applied
   std::shared_ptr<const CollectiveMatch> match;  // the inference's matching of this store
+  // Under mpirun with -o alone: every process wrote its ranks' rows of the store (parallel
+  // HDF5), which none holds whole (`store` is empty); false when process 0 holds it.
+  bool written_by_all = false;
 };
 
 // Whether --align infers the clocks of this store (auto: when the ranks' clocks are not aligned;
