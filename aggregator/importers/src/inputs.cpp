@@ -423,15 +423,17 @@ struct SpilledImport::Impl {
 };
 
 SpilledImport::SpilledImport(const std::vector<std::string>& files, const ImportFilesOptions& opt,
-                             ImportStats* stats, const std::string& dir)
+                             ImportStats* stats, const std::string& dir,
+                             const std::function<void(size_t, const Store&)>& seen)
     : impl_(std::make_unique<Impl>(dir)) {
   Impl& m = *impl_;
   m.at.assign(files.size(), 0), m.bytes.assign(files.size(), 0), m.ranks.resize(files.size());
-  ImportRun run(files, opt, [&m, &files](size_t i, Store& part) {
+  ImportRun run(files, opt, [&m, &files, &seen](size_t i, Store& part) {
     std::vector<Store> one;  // in the form merge_stores gives it: sorted, every column whole
     one.push_back(std::move(part));
     Store ready = merge_stores(std::move(one));
     m.ranks[i] = FileRanks(ready);
+    if (seen) seen(i, ready);
     Archive ar;
     put_store(ar, ready);
     ready = Store();

@@ -239,8 +239,13 @@ void write_parts(const SpilledImport& imp, const Store& header, const std::vecto
   });
   StringTable global = header.strings;  // every string is there: intern only looks up
   uint64_t activities = 0;              // the rows of the parts before
+  // The next part read from the temporary file while this one is written.
+  std::future<Store> next;
+  if (imp.size()) next = std::async(std::launch::async, [&imp] { return imp.read(0); });
   for (size_t k = 0; k < imp.size(); ++k) {
-    Store p = imp.read(k);
+    Store p = next.get();
+    if (k + 1 < imp.size())
+      next = std::async(std::launch::async, [&imp, k] { return imp.read(k + 1); });
     std::vector<uint32_t> id(p.strings.size());
     for (size_t i = 0; i < id.size(); ++i)
       id[i] = global.intern(p.strings.at(static_cast<uint32_t>(i)));
@@ -274,7 +279,16 @@ LoadedRun import_spilled(const std::vector<std::string>& files, const LoadOption
   const auto t0 = std::chrono::steady_clock::now();
   ImportStats stats;
   const std::string dir = fs::path(opt.output).parent_path().string();
-  const SpilledImport imp(files, opt.import, &stats, dir.empty() ? "." : dir);
+  // Each part's cross-rank rows and table sizes, taken while it is in memory.
+  std::vector<Store> cross_parts(files.size());
+  std::vector<std::vector<size_t>> sizes(files.size());
+  const SpilledImport imp(
+      files, opt.import, &stats, dir.empty() ? "." : dir, [&](size_t i, const Store& p) {
+        detail::CrossRows c(p);
+        c.add(p);
+        cross_parts[i] = std::move(c.store);
+        for_each_table(p, [&](const char*, const auto& t) { sizes[i].push_back(t.size()); });
+      });
   LoadedRun out;
   const TraceFormat format = trace_format(files[0]);
   if (!imp.in_rank_order()) {
@@ -286,20 +300,14 @@ LoadedRun import_spilled(const std::vector<std::string>& files, const LoadOption
   }
   const double secs = seconds_since(t0);
   say_stats(stats, opt);
-  std::vector<Store> cross_parts;
   std::vector<size_t> rows;  // per table
-  for (size_t k = 0; k < imp.size(); ++k) {
-    const Store p = imp.read(k);
-    detail::CrossRows c(p);
-    c.add(p);
-    cross_parts.push_back(std::move(c.store));
-    size_t t = 0;
-    for_each_table(p, [&](const char*, const auto& tab) {
+  for (const auto& v : sizes)
+    for (size_t t = 0; t < v.size(); ++t) {
       if (rows.size() <= t) rows.push_back(0);
-      rows[t++] += tab.size();
-    });
-  }
-  Store cross = merge_stores(std::move(cross_parts));  // every part's strings, in merge order
+      rows[t] += v[t];
+    }
+  // Every part's strings, in merge order (merge_stores orders the parts as it orders the files).
+  Store cross = merge_stores(std::move(cross_parts));
   stamp(cross, format, opt);
   out.inference = align_clocks(cross, opt, nullptr);
   say_imported(files.size(), cross.ranks.size(), rows.empty() ? 0 : rows[0], stats, false, secs,

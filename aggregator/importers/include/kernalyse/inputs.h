@@ -2,6 +2,7 @@
 // set of trace files into one store (one file per task, on the shared pool).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,8 +62,11 @@ Store import_files_spread(const std::vector<std::string>& files, const ImportFil
 // rows in order (a store written part by part: load.cpp); otherwise merge_stores of them all.
 class SpilledImport {
  public:
+  // `seen`, when set, is shown each file's part (by file index, in the form read() returns it)
+  // on the pool's thread before it goes to disk: what a caller gathers from every part.
   SpilledImport(const std::vector<std::string>& files, const ImportFilesOptions& opt,
-                ImportStats* stats, const std::string& dir);
+                ImportStats* stats, const std::string& dir,
+                const std::function<void(size_t file, const Store& part)>& seen = nullptr);
   ~SpilledImport();
   SpilledImport(const SpilledImport&) = delete;
   SpilledImport& operator=(const SpilledImport&) = delete;
