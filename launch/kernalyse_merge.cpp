@@ -34,6 +34,18 @@ namespace {
 
 constexpr int kExitBadInput = 2;
 
+// A KERNALYSE_* count from 1 to `max`, when set; anything else is one line naming it.
+std::optional<uint64_t> env_count(RunEnv var, uint64_t max, const char* what) {
+  const char* c = std::getenv(env_name(var));
+  if (!c) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(c, &end, 10);
+  if (!*c || *end || v == 0 || v > max)
+    throw Error(std::string(env_name(var)) + "=" + c + ": not " + what + " from 1 to " +
+                std::to_string(max));
+  return v;
+}
+
 LoadOptions load_options(const Options& o, const Classifier* cls) {
   LoadOptions lo;
   lo.import = {o.rank, o.step_range, cls, o.mode, {}, true};
@@ -42,23 +54,11 @@ LoadOptions load_options(const Options& o, const Classifier* cls) {
   lo.command_line = o.command_line;
   // Rows of each big table a streamed import holds before they go to disk (docs/limits.md);
   // the tests set it small to stream small traces through the same code.
-  if (const char* c = std::getenv(env_name(RunEnv::ImportChunkRows))) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(c, &end, 10);
-    if (!*c || *end || v == 0 || v > (1ull << 32))
-      throw Error(std::string(env_name(RunEnv::ImportChunkRows)) + "=" + c +
-                  ": not a row count from 1 to 4294967296");
-    lo.import.chunk_rows = static_cast<size_t>(v);
-  }
+  if (auto v = env_count(RunEnv::ImportChunkRows, uint64_t{1} << 32, "a row count"))
+    lo.import.chunk_rows = static_cast<size_t>(*v);
   // The memory an import of several traces may hold before its files' rows go to disk.
-  if (const char* c = std::getenv(env_name(RunEnv::ImportMemoryMb))) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(c, &end, 10);
-    if (!*c || *end || v == 0 || v > (1ull << 40))
-      throw Error(std::string(env_name(RunEnv::ImportMemoryMb)) + "=" + c +
-                  ": not a size in MB from 1 to 1099511627776");
-    lo.import.memory_bytes = static_cast<uint64_t>(v) << 20;
-  }
+  if (auto v = env_count(RunEnv::ImportMemoryMb, uint64_t{1} << 40, "a size in MB"))
+    lo.import.memory_bytes = *v << 20;
   if (!o.quiet) lo.info = [](const std::string& l) { std::cerr << l << "\n"; };
   lo.warn = [](const std::string& l) { std::cerr << l << "\n"; };
   return lo;
