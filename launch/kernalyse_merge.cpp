@@ -183,11 +183,7 @@ int analyse_written(const std::string& store, LoadedRun& run, const Options& o,
                     const std::vector<const Analysis*>& which, const LoadOptions& lo,
                     const Spread& spread) {
   // The clocks are the import's: not inferred again.
-  const ColumnSelection sel = columns_for(which, o.ao.compat, false, [&] {
-    ColumnSelection probe;
-    probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
-    return store_has_ranges(read_store(store, probe));
-  });
+  const ColumnSelection sel = columns_for_store(store, which, o.ao.compat, false);
   std::optional<SlicedAnalysis> sliced =
       analyse_by_rank(store, which, o.ao, sel, false, lo, &spread);
   if (!sliced) throw Error(store + ": internal error: the store written cannot be read by rank");
@@ -293,11 +289,7 @@ int run(Options& o) {
     if (!o.html.empty())
       for (const Analysis* a : analyses())
         if (a->in_page) reads.push_back(a);
-    ColumnSelection sel = columns_for(reads, o.ao.compat, may_align, [&] {
-      ColumnSelection probe;  // a small read of the annotations tells
-      probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
-      return store_has_ranges(read_store(files[0], probe));
-    });
+    ColumnSelection sel = columns_for_store(files[0], reads, o.ao.compat, may_align);
     if (exports) sel = ColumnSelection::all();  // exports write every column
     if (!o.export_kineto.empty() && o.perfetto.empty() && o.html.empty() && which.empty() &&
         o.power_logs.empty())

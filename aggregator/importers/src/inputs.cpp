@@ -382,14 +382,9 @@ Store import_files(const std::vector<std::string>& files, const ImportFilesOptio
 
 Store import_files_spread(const std::vector<std::string>& files, const ImportFilesOptions& opt,
                           ImportStats* stats, bool* whole) {
-  ImportRun run(files, opt);
   *whole = true;
-  if (!run.spread) {  // one process: import_files
-    run.conclude(stats);
-    Store merged = merge_stores(std::move(run.fs.parts));
-    run.progress->finish();
-    return merged;
-  }
+  if (!opt.spread || opt.spread->processes < 2) return import_files(files, opt, stats);
+  ImportRun run(files, opt);
   const Spread& spread = *run.spread;
   share_files(spread, run.owner, run.fs, false, true);  // every file's outcome, everywhere
   run.conclude(stats);  // the same errors, ranks and stats on every process

@@ -95,6 +95,12 @@ void CrossRows::activities(const Store& s) {
                                  : UINT64_MAX;  // out of range, as it was
 }
 
+std::pair<size_t, size_t> own_slices(size_t n, const Spread* spread) {
+  const size_t p = spread ? static_cast<size_t>(spread->process) : 0;
+  const size_t procs = spread ? static_cast<size_t>(std::max(spread->processes, 1)) : 1;
+  return {n * p / procs, n * (p + 1) / procs};
+}
+
 // The cross-rank rows of every process, in rank order, on every process (all_gather_tables), and
 // the kernels' name marks.
 void exchange_cross(CrossRows& c, const Spread& spread) {

@@ -1,10 +1,13 @@
 // The cross-rank rows of a run gathered into one small store: what the collective match, the
 // clock inference, the ledger and the overview read, so that a run read a rank at a time
-// (sliced.cpp) or imported by several processes (load.cpp) infers and matches on them alone.
+// (sliced.cpp) or imported by several processes (load.cpp) infers and matches on them alone; and
+// which slices a process takes.
 // Internal to the pipeline.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kernalyse/spread.h"
@@ -35,6 +38,9 @@ class CrossRows {
   std::vector<uint8_t> mark;
   std::vector<uint32_t> counter_ids;
 };
+
+// Process p's slices of n under mpirun: [n p / P, n (p + 1) / P) (all of them without one).
+std::pair<size_t, size_t> own_slices(size_t n, const Spread* spread);
 
 // Collective: every process's cross-rank rows, in rank order, on every process
 // (all_gather_tables), and the kernels' name marks.

@@ -1,7 +1,6 @@
 // The Kineto export of a store a rank at a time (export_kineto_by_rank, kernalyse/sliced.h).
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 
 #include "cross_rows.h"
 #include "kernalyse/archive.h"
@@ -13,13 +12,6 @@
 namespace kernalyse {
 
 namespace {
-
-// Process p's slices of n under mpirun: [n p / P, n (p + 1) / P), as the sliced analyses take them.
-std::pair<size_t, size_t> own_range(size_t n, const Spread* spread) {
-  const size_t p = spread ? static_cast<size_t>(spread->process) : 0;
-  const size_t procs = spread ? static_cast<size_t>(std::max(spread->processes, 1)) : 1;
-  return {n * p / procs, n * (p + 1) / procs};
-}
 
 // Every process's values, concatenated in process order, on every process.
 std::vector<int64_t> all_values(const Spread* spread, std::vector<int64_t> mine) {
@@ -68,17 +60,20 @@ std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const 
                                                  const LoadOptions& lo, const Spread* spread) {
   if (whole_store_forced()) return std::nullopt;
   const bool first_process = !spread || spread->process == 0;
-  // Pass 1 (its columns depend on the header: a first reader for it alone is cheap).
+  // Pass 1's columns depend on whether the clocks are to be inferred: the header tells.
   std::unique_ptr<RankSlices> slices;
+  bool infer = false;
   try {
-    slices = std::make_unique<RankSlices>(file, first_pass(false), spread);
+    ColumnSelection none;
+    none.activities = none.launches = none.annotations = none.nccl = none.counters = none.ops =
+        false;
+    infer = may_align && infers_clocks(read_store(file, none), lo);
+    slices = std::make_unique<RankSlices>(file, first_pass(infer), spread);
   } catch (const Error&) {
     return std::nullopt;  // the whole-store read says what is wrong, or reads it unsorted
   }
-  const bool infer = may_align && infers_clocks(slices->header(), lo);
-  if (infer) slices = std::make_unique<RankSlices>(file, first_pass(true), spread);
   kineto_files(slices->header(), dir, eo);  // refused before any work if a file exists
-  const auto [first, last] = own_range(slices->size(), spread);
+  const auto [first, last] = detail::own_slices(slices->size(), spread);
   // Pass 1: each rank's earliest time (the files' common origin is the whole store's) and, when
   // the clocks are to be inferred, the cross-rank rows.
   detail::CrossRows cross(slices->header());

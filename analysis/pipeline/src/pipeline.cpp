@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernalyse/parallel.h"
+#include "kernalyse/store_io.h"
 #include "registry/registry.h"
 
 namespace kernalyse {
@@ -121,6 +122,16 @@ ColumnSelection columns_for(const std::vector<const Analysis*>& which, Compat co
   sel.ops = need.ops;
   sel.ops_detail = false;
   return sel;
+}
+
+ColumnSelection columns_for_store(const std::string& store,
+                                  const std::vector<const Analysis*>& which, Compat compat,
+                                  bool may_align) {
+  return columns_for(which, compat, may_align, [&] {
+    ColumnSelection probe;
+    probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
+    return store_has_ranges(read_store(store, probe));
+  });
 }
 
 bool store_has_ranges(const Store& s) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <future>
+#include <tuple>
 
 #include "cross_rows.h"
 #include "kernalyse/error.h"
@@ -86,12 +87,7 @@ struct SlicedPipeline {
     for (const Analysis* a : which) out.push_back(a->sliced(ctx));
     return out;
   }
-  void own_slices() {
-    const size_t n = slices->size();
-    const size_t p = spread ? static_cast<size_t>(spread->process) : 0;
-    const size_t procs = spread ? static_cast<size_t>(std::max(spread->processes, 1)) : 1;
-    first = n * p / procs, last = n * (p + 1) / procs;
-  }
+  void own_slices() { std::tie(first, last) = detail::own_slices(slices->size(), spread); }
   // Pass 1: the cross-rank rows, and the analyses that need no match (on the recorded clocks:
   // redone in pass 2 if the inference moves them).
   void pass1(CrossRows& cross) {

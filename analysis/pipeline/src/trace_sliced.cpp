@@ -65,11 +65,7 @@ std::optional<SlicedAnalysis> analyse_trace_by_rank(const std::string& trace,
     };
   LoadedRun run = import_run({trace}, to_store);
   // The clocks are the import's (aligned as the in-memory import aligns them): not again.
-  const ColumnSelection sel = columns_for(which, opt.compat, false, [&] {
-    ColumnSelection probe;
-    probe.activities = probe.launches = probe.nccl = probe.counters = probe.ops = false;
-    return store_has_ranges(read_store(to_store.output, probe));
-  });
+  const ColumnSelection sel = columns_for_store(to_store.output, which, opt.compat, false);
   std::optional<SlicedAnalysis> out =
       analyse_by_rank(to_store.output, which, opt, sel, false, lo, nullptr);
   if (!out) throw Error(trace + ": internal error: its store cannot be read a rank at a time");

@@ -178,4 +178,10 @@ ColumnSelection columns_for(const std::vector<const Analysis*>& which, Compat co
 // Whether the store has NVTX or user ranges (a small read of the annotations tells).
 bool store_has_ranges(const Store& annotations_only);
 
+// columns_for of the store file `store`, its ranges told by a read of its annotations alone when
+// an analysis asks.
+ColumnSelection columns_for_store(const std::string& store,
+                                  const std::vector<const Analysis*>& which, Compat compat,
+                                  bool may_align);
+
 }  // namespace kernalyse
