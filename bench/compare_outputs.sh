@@ -141,6 +141,7 @@ add_input() {
   import_cases "$label" "$input"
   analysis_cases "${label}.h5" "$st"
   add "${label}.h5__export_kineto" "$st" --export-kineto kineto -q # a store's: a rank at a time
+  add "${label}.h5__perfetto" "$st" --perfetto perfetto.json -q      # the same
 }
 is_trace() { [[ $1 =~ \.(json|json\.gz|sqlite)$ ]]; }
 label_of() { local l=${1#"$traces"/}; l=${l//\//_}; echo "${l%%.*}"; }
@@ -165,6 +166,9 @@ add "tg__align_off.json" "$in/pair/base" --align off --all --json -q
 add "tg__rank1_step2" "$in/pair/base" --rank 1 --step 2 --all -q
 add "tg__window_exports" "$in/pair/base" --from 1ms --to 20ms --perfetto perfetto.json --export-kineto kineto -q
 add "tg.h5__rank1_step2.json" "$in/stores/tg.h5" --rank 1 --step 2 --all --json -q
+add "tg.h5__window_exports" "$in/stores/tg.h5" --from 1ms --to 20ms --perfetto perfetto.json.gz --export-kineto kineto -q
+add "tg.h5__step2_perfetto" "$in/stores/tg.h5" --step 2 --perfetto perfetto.json -q
+add "tg.h5__rank1_from_perfetto" "$in/stores/tg.h5" --rank 1 --from 5ms --perfetto perfetto.json -q
 add_input tg_nsys full "$in/tg_nsys"
 add_input shapes_hints some "$in/shapes/hints.json"
 add_input shapes_clean some "$in/shapes/clean.json"

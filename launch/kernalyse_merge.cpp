@@ -121,6 +121,11 @@ void say_kineto_export(const ExportStats& es, const Options& o) {
 // The Kineto export of a store alone: a rank's file at a time (sliced.h); under mpirun each
 // process writes its ranks' files. Its errors reach every process: said once, by the first.
 // The exit status, or none when the store is to be read whole (and the others are done).
+void say_perfetto(const ExportStats& es, const Options& o) {
+  std::cerr << "wrote " << o.perfetto << " (" << es.events << " events, " << es.flows
+            << " collective flows)\n";
+}
+
 std::optional<int> kineto_by_rank(const std::string& store, const Options& o, bool may_align,
                                   const LoadOptions& lo, const Spread* spread) {
   const bool first_process = !spread || spread->process == 0;
@@ -134,6 +139,20 @@ std::optional<int> kineto_by_rank(const std::string& store, const Options& o, bo
   if (es && first_process && !o.quiet) say_kineto_export(*es, o);
   if (es || !first_process) return 0;
   return std::nullopt;
+}
+
+// Exports alone of a store, a rank at a time: the Perfetto file by the first process, the
+// Kineto files by every process. Empty: the store is to be read whole (by the first process).
+std::optional<int> exports_by_rank(const std::string& store, const Options& o, bool may_align,
+                                   const LoadOptions& lo, const Spread* spread) {
+  const bool first_process = !spread || spread->process == 0;
+  if (!o.perfetto.empty() && first_process) {
+    auto es = export_perfetto_by_rank(store, o.perfetto, export_options(o), may_align, lo);
+    if (!es) return std::nullopt;  // not sliceable: neither is the Kineto export
+    if (!o.quiet) say_perfetto(*es, o);
+  }
+  if (!o.export_kineto.empty()) return kineto_by_rank(store, o, may_align, lo, spread);
+  return 0;
 }
 
 void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
@@ -154,9 +173,7 @@ void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
   }
   if (!o.perfetto.empty()) {
     ExportStats es = export_perfetto(store, o.perfetto, eo);
-    if (!o.quiet)
-      std::cerr << "wrote " << o.perfetto << " (" << es.events << " events, " << es.flows
-                << " collective flows)\n";
+    if (!o.quiet) say_perfetto(es, o);
   }
   if (!o.export_kineto.empty()) {
     ExportStats es = export_kineto(store, o.export_kineto, eo);
@@ -291,9 +308,8 @@ int run(Options& o) {
         if (a->in_page) reads.push_back(a);
     ColumnSelection sel = columns_for_store(files[0], reads, o.ao.compat, may_align);
     if (exports) sel = ColumnSelection::all();  // exports write every column
-    if (!o.export_kineto.empty() && o.perfetto.empty() && o.html.empty() && which.empty() &&
-        o.power_logs.empty())
-      if (auto rc = kineto_by_rank(files[0], o, may_align, lo, spread.get())) return *rc;
+    if (exports && o.html.empty() && which.empty() && o.power_logs.empty())
+      if (auto rc = exports_by_rank(files[0], o, may_align, lo, spread.get())) return *rc;
     // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
     // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h); what
     // cannot be spread (exports, --html, --power-log, --critical-path, ...) runs whole on it.

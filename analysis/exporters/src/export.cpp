@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -55,6 +56,8 @@ class Writer {
     if (f_) std::fclose(f_);
     if (gz_) gzclose(gz_);
   }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
   Writer& operator<<(std::string_view s) {
     buf_.append(s);
     if (buf_.size() >= kCap) flush();
@@ -302,9 +305,12 @@ CollectiveMatch match_all(const Store& s) {
   return match_collectives(s, all_rows);
 }
 
-// The Perfetto export: what is planned before the file is opened (ranks, tracks, collective
-// waits), then one step per kind of event, all writing through one event writer.
-struct PerfettoExport {
+}  // namespace
+
+// The Perfetto export in its steps (PerfettoParts, export.h): tracks planned from every part, then
+// the file's header and metadata, then each section of events for every part in turn, then the
+// flows.
+struct PerfettoParts::Impl {
   // Tracks (tid) per rank: 1 steps, 2 collective waits, 10+ streams by (device, stream), then
   // GPU annotation tracks, CPU annotation/NVTX threads and CPU launch threads.
   using TrackKey = std::tuple<int32_t, int, int64_t, int64_t>;  // rank, group, a, b
@@ -313,75 +319,49 @@ struct PerfettoExport {
     int64_t start, end, coll;
     int32_t last;
   };
-
-  const Store& s;
-  const ExportOptions& opt;
-  const Activities& a;
-  const LaunchCalls& l;
-  const Annotations& an;
-  int64_t base;
-  Selection sel;
-  std::vector<int32_t> nccl_of;
-  const ExtraActivityArgs extra;
-  // Collective ids over the whole store (the ledger's ids; --rank/--step/--from cut events only).
-  const CollectiveMatch cm;
-  const std::vector<Collective>& matched;
-  const std::vector<int64_t> coll_of;
+  const std::string path;
+  const ExportOptions opt;
+  Writer out;
+  // Known at start(): the header with the rows the match reads, the origin, the instances.
+  const Store* cross = nullptr;
+  int64_t base = 0;
+  CollectiveMatch cm;
+  std::vector<int64_t> coll_of_cross;
+  std::set<int32_t> activity_ranks;  // ranks of selected activities (some may lack /ranks rows)
   std::map<int32_t, const RankInfo*> rinfo;
   std::vector<int32_t> ranks;
+  std::set<int32_t> rank_set;
   std::map<TrackKey, int64_t> tid_of;
   std::map<TrackKey, std::string> tname;
   std::vector<Wait> waits;
-  // While writing: the file, the progress, the counts, whether the next event is the first.
-  Writer* out_ = nullptr;
-  ProgressTicker* ticker_ = nullptr;
+  std::map<int32_t, std::pair<int64_t, int64_t>> step_span;  // --step: a rank's selected work
+  std::optional<Progress> progress;
+  std::optional<ProgressTicker> ticker;
   ExportStats st;
-  bool first = true;
+  bool first = true;  // no event in the file yet
 
-  PerfettoExport(const Store& store, const ExportOptions& o)
-      : s(store),
-        opt(o),
-        a(store.activities),
-        l(store.launches),
-        an(store.annotations),
-        base(export_base_ns(store)),
-        sel{store, o, base},
-        nccl_of(nccl_index(store)),
-        extra(store),
-        cm(match_all(store)),
-        matched(cm.matched),
-        coll_of(collective_of_row(store, cm)) {
-    plan_ranks();
-    plan_tracks();
-    plan_waits();
-    number_tracks();
-  }
-
-  void plan_ranks() {
-    for (const auto& r : s.ranks) rinfo[r.rank] = &r;
-    for (const auto& r : s.ranks)
-      if (sel.rank_ok(r.rank)) ranks.push_back(r.rank);
-    for (int32_t r : a.rank)
-      if (sel.rank_ok(r) && !rinfo.count(r)) rinfo[r] = nullptr, ranks.push_back(r);
-    std::sort(ranks.begin(), ranks.end());
-    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  }
+  Impl(const std::string& p, const ExportOptions& o) : path(p), opt(o), out(p, o.force) {}
 
   template <class F>
-  int64_t track(int32_t r, int g, int64_t x, int64_t y, F&& name) {
+  void track(int32_t r, int g, int64_t x, int64_t y, F&& name) {
     TrackKey k{r, g, x, y};
-    auto it = tid_of.find(k);
-    if (it != tid_of.end()) return it->second;
+    if (tid_of.count(k)) return;
     tname[k] = name();
-    return tid_of[k] = 0;  // numbered below
+    tid_of[k] = 0;  // numbered by start()
   }
 
-  void plan_tracks() {
-    for (size_t i = 0; i < a.size(); ++i)
+  void plan(const Store& s, int64_t at) {
+    const Selection sel{s, opt, at};
+    const Activities& a = s.activities;
+    const Annotations& an = s.annotations;
+    const LaunchCalls& l = s.launches;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (sel.rank_ok(a.rank[i])) activity_ranks.insert(a.rank[i]);
       if (sel.activity(i))
         track(a.rank[i], 10, a.device[i], a.stream[i], [&] {
           return "GPU " + std::to_string(a.device[i]) + " stream " + std::to_string(a.stream[i]);
         });
+    }
     for (size_t i = 0; i < an.size(); ++i) {
       if (!sel.annotation(i)) continue;
       auto k = static_cast<AnnotationKind>(an.kind[i]);
@@ -404,10 +384,23 @@ struct PerfettoExport {
               [&] { return "CPU thread " + std::to_string(l.tid[i]) + " (CUDA API)"; });
   }
 
+  void plan_ranks() {
+    for (const auto& r : cross->ranks) rinfo[r.rank] = &r;
+    for (const auto& r : cross->ranks)
+      if (!opt.rank || *opt.rank == r.rank) ranks.push_back(r.rank);
+    for (int32_t r : activity_ranks)
+      if (!rinfo.count(r)) rinfo[r] = nullptr, ranks.push_back(r);
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    rank_set.insert(ranks.begin(), ranks.end());
+  }
+
   // Waits at matched collectives: each rank waits from its own arrival until the last arrival
   // (clamped to its kernel), on the rank's "collective wait" track.
   void plan_waits() {
-    for (const auto& m : matched) {
+    const Activities& a = cross->activities;
+    const Selection sel{*cross, opt, base};
+    for (const auto& m : cm.matched) {
       int64_t smax = INT64_MIN;
       int32_t last = -1;
       for (auto& [r, i, nccl_row] : m.arrivals)
@@ -435,8 +428,7 @@ struct PerfettoExport {
     }
   }
 
-  void begin(std::string_view ph, int32_t pid, int64_t tid) {
-    Writer& w = *out_;
+  void begin(Writer& w, std::string_view ph, int32_t pid, int64_t tid) {
     w << (first ? "" : ",\n") << "{\"ph\":\"" << ph << "\",\"pid\":";
     first = false;
     w.num(pid);
@@ -445,10 +437,9 @@ struct PerfettoExport {
     ++st.events;
   }
 
-  void xev(int32_t pid, int64_t tid, int64_t start, int64_t end, std::string_view name,
+  void xev(Writer& w, int32_t pid, int64_t tid, int64_t start, int64_t end, std::string_view name,
            std::string_view cat) {
-    Writer& w = *out_;
-    begin("X", pid, tid);
+    begin(w, "X", pid, tid);
     w << ",\"ts\":";
     w.us(start - base);
     w << ",\"dur\":";
@@ -458,41 +449,74 @@ struct PerfettoExport {
     w << ",\"cat\":\"" << cat << "\",\"args\":{";
   }
 
+  void header() {
+    Writer& w = out;
+    w << "{\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":";
+    w.num(base);
+    if (ranks.size() == 1) {
+      const RankInfo* ri = rinfo[ranks[0]];
+      w << ",\"distributedInfo\":{\"rank\": ";  // the space: HTA's rank regex, see export_kineto
+      w.num(ranks[0]);
+      w << ",\"world_size\":";
+      w.num(ri ? ri->world_size : -1);
+      w << "}";
+    }
+    if (cross->attrs.emulated) w << ",\"kernalyseSynthetic\":true";
+    w << ",\"otherData\":{\"producer\":\"kernalyse export\",\"clock_domain\":";
+    w.str(cross->attrs.clock_domain);
+    w << ",\"ts_origin_epoch_ns\":";
+    w.num(base);
+    w << ",\"clocks\":[";
+    for (size_t k = 0; k < ranks.size(); ++k) {
+      w << (k ? ",{\"rank\":" : "{\"rank\":");
+      w.num(ranks[k]);
+      if (const RankInfo* ri = rinfo[ranks[k]]) {
+        w << ',';
+        clock_record(w, *ri);
+      }
+      w << '}';
+    }
+    w << "]},\n\"traceEvents\":[\n";
+  }
+
   void metadata() {
-    Writer& w = *out_;
+    Writer& w = out;
     // Metadata: one process per rank, one thread per track, sorted by rank and track.
     for (int32_t r : ranks) {
-      begin("M", r, 0);
+      begin(w, "M", r, 0);
       w << ",\"name\":\"process_name\",\"args\":{\"name\":";
       w.str(rank_label(rinfo[r], r));
       w << "}}";
-      begin("M", r, 0);
+      begin(w, "M", r, 0);
       w << ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":";
       w.num(r);
       w << "}}";
     }
     for (auto& [k, tid] : tid_of) {
-      begin("M", std::get<0>(k), tid);
+      begin(w, "M", std::get<0>(k), tid);
       w << ",\"name\":\"thread_name\",\"args\":{\"name\":";
       w.str(tname[k]);
       w << "}}";
-      begin("M", std::get<0>(k), tid);
+      begin(w, "M", std::get<0>(k), tid);
       w << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":";
       w.num(tid);
       w << "}}";
     }
   }
 
-  void activities() {
-    Writer& w = *out_;
-    ProgressTicker& ticker = *ticker_;
-    // GPU activities, per (rank, device, stream) in time order (the store's sort order).
+  // GPU activities, per (rank, device, stream) in time order (the store's sort order).
+  void activities(Writer& w, const Store& s, const std::vector<int64_t>& coll_of) {
+    const Activities& a = s.activities;
+    const Selection sel{s, opt, base};
+    const std::vector<int32_t> nccl_of = nccl_index(s);
+    const ExtraActivityArgs extra(s);
     for (size_t i = 0; i < a.size(); ++i) {
-      ticker.tick();
+      ticker->tick();
       if (!sel.activity(i)) continue;
       int64_t tid = tid_of[{a.rank[i], 10, a.device[i], a.stream[i]}];
       auto kind = static_cast<Kind>(a.kind[i]);
-      xev(a.rank[i], tid, a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]), kineto_cat(kind));
+      xev(w, a.rank[i], tid, a.start_ns[i], a.end_ns[i], s.strings.at(a.name_id[i]),
+          kineto_cat(kind));
       w << "\"" << arg::kDevice << "\":";
       w.num(a.device[i]);
       w << ",\"" << arg::kStream << "\":";
@@ -508,12 +532,12 @@ struct PerfettoExport {
     }
   }
 
-  void annotations() {
-    Writer& w = *out_;
-    ProgressTicker& ticker = *ticker_;
-    // Annotations (steps, user ranges, GPU annotations, NVTX), per rank in start order.
+  // Annotations (steps, user ranges, GPU annotations, NVTX), per rank in start order.
+  void annotations(Writer& w, const Store& s) {
+    const Annotations& an = s.annotations;
+    const Selection sel{s, opt, base};
     for (size_t i = 0; i < an.size(); ++i) {
-      ticker.tick();
+      ticker->tick();
       if (!sel.annotation(i)) continue;
       auto k = static_cast<AnnotationKind>(an.kind[i]);
       int64_t tid =
@@ -524,7 +548,7 @@ struct PerfettoExport {
       const char* cat = k == AnnotationKind::GpuUser ? "gpu_user_annotation"
                         : k == AnnotationKind::Nvtx  ? "nvtx"
                                                      : "user_annotation";
-      xev(an.rank[i], tid, an.start_ns[i], an.end_ns[i], s.strings.at(an.name_id[i]), cat);
+      xev(w, an.rank[i], tid, an.start_ns[i], an.end_ns[i], s.strings.at(an.name_id[i]), cat);
       // GPU annotations carry no device/stream args: with a stream arg the importer (like HTA)
       // would take them for GPU work; the track name says where they ran.
       if (k != AnnotationKind::GpuUser) {
@@ -537,14 +561,14 @@ struct PerfettoExport {
     }
   }
 
-  void launches() {
-    Writer& w = *out_;
-    ProgressTicker& ticker = *ticker_;
-    // CUDA API calls (launches), per CPU thread in start order.
+  // CUDA API calls (launches), per CPU thread in start order.
+  void launches(Writer& w, const Store& s) {
+    const LaunchCalls& l = s.launches;
+    const Selection sel{s, opt, base};
     for (size_t i = 0; i < l.size(); ++i) {
-      ticker.tick();
+      ticker->tick();
       if (!sel.launch(i)) continue;
-      xev(l.rank[i], tid_of[{l.rank[i], 40, l.pid[i], l.tid[i]}], l.start_ns[i], l.end_ns[i],
+      xev(w, l.rank[i], tid_of[{l.rank[i], 40, l.pid[i], l.tid[i]}], l.start_ns[i], l.end_ns[i],
           s.strings.at(l.name_id[i]), "cuda_runtime");
       w << "\"os pid\":";
       w.num(l.pid[i]);
@@ -557,13 +581,11 @@ struct PerfettoExport {
   }
 
   void collective_waits() {
-    Writer& w = *out_;
-    ProgressTicker& ticker = *ticker_;
-    // Collective waits.
+    Writer& w = out;
     for (const auto& x : waits) {
-      ticker.tick();
-      const Collective& m = matched[static_cast<size_t>(x.coll)];
-      xev(x.rank, tid_of[{x.rank, 2, 0, 0}], x.start, x.end,
+      ticker->tick();
+      const Collective& m = cm.matched[static_cast<size_t>(x.coll)];
+      xev(w, x.rank, tid_of[{x.rank, 2, 0, 0}], x.start, x.end,
           "wait for rank " + std::to_string(x.last) + " (" + m.op + ")", "wait");
       w << "\"collective id\":";
       w.num(x.coll);
@@ -575,43 +597,50 @@ struct PerfettoExport {
     }
   }
 
-  void counters() {
-    Writer& w = *out_;
-    // Counters (GPU memory in use, power) on the rank's process: one counter track per device
-    // and name. With --step only samples inside the rank's selected GPU work count.
+  // --step: each rank's selected GPU work's span (its counter samples outside it are left out).
+  void add_step_spans(const Store& s) {
+    const Activities& a = s.activities;
+    const Selection sel{s, opt, base};
+    for (size_t i = 0; i < a.size(); ++i)
+      if (sel.activity(i)) {
+        auto [it, fresh] = step_span.try_emplace(a.rank[i], a.start_ns[i], a.end_ns[i]);
+        if (!fresh)
+          it->second = {std::min(it->second.first, a.start_ns[i]),
+                        std::max(it->second.second, a.end_ns[i])};
+      }
+  }
+
+  // Counters (GPU memory in use, power) on the rank's process: one counter track per device
+  // and name. With --step only samples inside the rank's selected GPU work count. A counter is a
+  // step function: with --from, the value in effect when the window opens is written at its
+  // start (the last sample before it), so every track starts with its level: `entries` writes
+  // those (every part's before any part's samples), else the samples.
+  void counters(Writer& w, const Store& s, bool entries) {
     const Counters& c = s.counters;
-    std::map<int32_t, std::pair<int64_t, int64_t>> step_span;
-    if (opt.step)
-      for (size_t i = 0; i < a.size(); ++i)
-        if (sel.activity(i)) {
-          auto [it, fresh] = step_span.try_emplace(a.rank[i], a.start_ns[i], a.end_ns[i]);
-          if (!fresh)
-            it->second = {std::min(it->second.first, a.start_ns[i]),
-                          std::max(it->second.second, a.end_ns[i])};
-        }
-    std::set<int32_t> rank_set(ranks.begin(), ranks.end());
-    bool complete = c.rank.size() == c.size() && c.device.size() == c.size() &&
-                    c.name_id.size() == c.size() && c.value.size() == c.size();
-    // A counter is a step function: with --from, the value in effect when the window opens is
-    // written at its start (the last sample before it), so every track starts with its level.
-    std::map<std::tuple<int32_t, int32_t, uint32_t>, size_t> entry;  // track → last row before
-    if (opt.from_ns && !opt.step)
-      for (size_t i = 0; complete && i < c.size(); ++i)
+    const bool complete = c.rank.size() == c.size() && c.device.size() == c.size() &&
+                          c.name_id.size() == c.size() && c.value.size() == c.size();
+    if (!complete) return;
+    struct Row {
+      size_t i;
+      int64_t ts;  // when to write it: its own time, or the window's start for an entry value
+    };
+    std::vector<Row> rows;
+    if (entries) {
+      if (!opt.from_ns || opt.step) return;
+      std::map<std::tuple<int32_t, int32_t, uint32_t>, size_t> entry;  // track → last row before
+      for (size_t i = 0; i < c.size(); ++i)
         if (rank_set.count(c.rank[i]) && c.ts_ns[i] - base < *opt.from_ns) {
           auto [it, fresh] = entry.try_emplace({c.rank[i], c.device[i], c.name_id[i]}, i);
           if (!fresh && c.ts_ns[i] >= c.ts_ns[it->second]) it->second = i;
         }
-    struct Row {
-      size_t i;
-      int64_t ts;  // when to write it: its own time, or the window's start for an entry value
-      bool entry;
-    };
-    std::vector<Row> rows;
-    for (const auto& [track, i] : entry) rows.push_back({i, base + *opt.from_ns, true});
-    for (size_t i = 0; complete && i < c.size(); ++i) rows.push_back({i, c.ts_ns[i], false});
-    for (const auto& [i, ts, is_entry] : rows) {
+      for (const auto& [track, i] : entry) rows.push_back({i, base + *opt.from_ns});
+    } else {
+      for (size_t i = 0; i < c.size(); ++i) rows.push_back({i, c.ts_ns[i]});
+    }
+    const Selection sel{s, opt, base};
+    for (const auto& [i, ts] : rows) {
       int32_t r = c.rank[i];
-      if (!rank_set.count(r) || (!is_entry && !sel.time_ok(ts, ts))) continue;
+      if (!rank_set.count(r) || (!entries && !sel.time_ok(ts, ts))) continue;
       if (opt.step) {
         auto it = step_span.find(r);
         if (it == step_span.end() || c.ts_ns[i] < it->second.first ||
@@ -626,7 +655,7 @@ struct PerfettoExport {
         track = dev + " memory allocated", unit = "bytes";
       else if (name == kCounterPower)
         track = dev + " power", unit = "mW";
-      begin("C", r, 0);
+      begin(w, "C", r, 0);
       w << ",\"ts\":";
       w.us(ts - base);
       w << ",\"name\":";
@@ -638,11 +667,13 @@ struct PerfettoExport {
     }
   }
 
+  // Flows: from the last arriver's kernel to each other rank's kernel of the same instance.
   void flows() {
-    Writer& w = *out_;
-    // Flows: from the last arriver's kernel to each other rank's kernel of the same instance.
+    Writer& w = out;
+    const Activities& a = cross->activities;
+    const Selection sel{*cross, opt, base};
     int64_t flow_id = 0;
-    for (const auto& m : matched) {
+    for (const auto& m : cm.matched) {
       uint32_t li = m.arrivals[0].row;
       int32_t lr = m.arrivals[0].rank;
       for (auto& [r, i, nccl_row] : m.arrivals)
@@ -652,7 +683,7 @@ struct PerfettoExport {
       for (auto& [r, i, nccl_row] : m.arrivals) {
         if (i == li || !sel.activity(i)) continue;
         ++flow_id;
-        begin("s", lr, tid_of[{lr, 10, a.device[li], a.stream[li]}]);
+        begin(w, "s", lr, tid_of[{lr, 10, a.device[li], a.stream[li]}]);
         w << ",\"ts\":";
         w.us(a.start_ns[li] - base);
         w << ",\"id\":";
@@ -662,7 +693,7 @@ struct PerfettoExport {
         w << ",\"cat\":\"collective\",\"args\":{\"collective id\":";
         w.num(m.id);
         w << "}}";
-        begin("f", r, tid_of[{r, 10, a.device[i], a.stream[i]}]);
+        begin(w, "f", r, tid_of[{r, 10, a.device[i], a.stream[i]}]);
         w << ",\"ts\":";
         w.us(a.start_ns[i] - base);
         w << ",\"id\":";
@@ -678,61 +709,76 @@ struct PerfettoExport {
   }
 };
 
-}  // namespace
+PerfettoParts::PerfettoParts(const std::string& path, const ExportOptions& opt)
+    : impl_(std::make_unique<Impl>(path, opt)) {}
+
+PerfettoParts::~PerfettoParts() = default;
+
+void PerfettoParts::plan(const Store& part, int64_t earliest) {
+  impl_->plan(part, export_base_of(earliest));
+}
+
+void PerfettoParts::start(const Store& cross, int64_t earliest, int64_t rows) {
+  Impl& x = *impl_;
+  x.cross = &cross;
+  x.base = export_base_of(earliest);
+  x.cm = match_all(cross);
+  x.coll_of_cross = collective_of_row(cross, x.cm);
+  x.plan_ranks();
+  x.plan_waits();
+  x.number_tracks();
+  // Rows visited (kept or filtered out), known up front; flows are few and not counted.
+  x.progress.emplace("writing " + x.path, rows + static_cast<int64_t>(x.waits.size()), "events",
+                     x.opt.progress);
+  x.ticker.emplace(*x.progress);
+  x.st.files = 1;
+  x.header();
+  x.metadata();
+}
+
+const std::vector<int64_t>& PerfettoParts::cross_collectives() const {
+  return impl_->coll_of_cross;
+}
+
+void PerfettoParts::activities(const Store& part, const std::vector<int64_t>& coll_of) {
+  if (impl_->opt.step) impl_->add_step_spans(part);
+  impl_->activities(impl_->out, part, coll_of);
+}
+
+void PerfettoParts::annotations(const Store& part) { impl_->annotations(impl_->out, part); }
+
+void PerfettoParts::launches(const Store& part) { impl_->launches(impl_->out, part); }
+
+void PerfettoParts::waits() { impl_->collective_waits(); }
+
+void PerfettoParts::counter_entries(const Store& part) { impl_->counters(impl_->out, part, true); }
+
+void PerfettoParts::counters(const Store& part) { impl_->counters(impl_->out, part, false); }
+
+ExportStats PerfettoParts::finish() {
+  Impl& x = *impl_;
+  x.flows();
+  x.out << "\n]}\n";
+  x.out.commit();
+  x.ticker->flush();
+  x.progress->finish();
+  return x.st;
+}
 
 // ------------------------------------------------------------------------------- Perfetto
 ExportStats export_perfetto(const Store& s, const std::string& path, const ExportOptions& opt) {
-  PerfettoExport x(s, opt);
-  Writer w(path, opt.force);
-  // Rows visited (kept or filtered out), known up front; flows are few and not counted.
-  Progress progress("writing " + path,
-                    static_cast<int64_t>(x.a.size() + x.an.size() + x.l.size() + x.waits.size()),
-                    "events", opt.progress);
-  ProgressTicker ticker(progress);
-  x.out_ = &w, x.ticker_ = &ticker;
-  ExportStats& st = x.st;
-  st.files = 1;
-  const int64_t base = x.base;
-  const std::vector<int32_t>& ranks = x.ranks;
-  std::map<int32_t, const RankInfo*>& rinfo = x.rinfo;
-  w << "{\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":";
-  w.num(base);
-  if (ranks.size() == 1) {
-    const RankInfo* ri = rinfo[ranks[0]];
-    w << ",\"distributedInfo\":{\"rank\": ";  // the space: HTA's rank regex, see export_kineto
-    w.num(ranks[0]);
-    w << ",\"world_size\":";
-    w.num(ri ? ri->world_size : -1);
-    w << "}";
-  }
-  if (s.attrs.emulated) w << ",\"kernalyseSynthetic\":true";
-  w << ",\"otherData\":{\"producer\":\"kernalyse export\",\"clock_domain\":";
-  w.str(s.attrs.clock_domain);
-  w << ",\"ts_origin_epoch_ns\":";
-  w.num(base);
-  w << ",\"clocks\":[";
-  for (size_t k = 0; k < ranks.size(); ++k) {
-    w << (k ? ",{\"rank\":" : "{\"rank\":");
-    w.num(ranks[k]);
-    if (const RankInfo* ri = rinfo[ranks[k]]) {
-      w << ',';
-      clock_record(w, *ri);
-    }
-    w << '}';
-  }
-  w << "]},\n\"traceEvents\":[\n";
-  x.metadata();
-  x.activities();
-  x.annotations();
-  x.launches();
-  x.collective_waits();
-  x.counters();
-  x.flows();
-  w << "\n]}\n";
-  w.commit();
-  ticker.flush();
-  progress.finish();
-  return st;
+  PerfettoParts x(path, opt);
+  const int64_t earliest = earliest_ns(s);
+  x.plan(s, earliest);
+  x.start(s, earliest,
+          static_cast<int64_t>(s.activities.size() + s.annotations.size() + s.launches.size()));
+  x.activities(s, x.cross_collectives());
+  x.annotations(s);
+  x.launches(s);
+  x.waits();
+  x.counter_entries(s);
+  x.counters(s);
+  return x.finish();
 }
 
 namespace {

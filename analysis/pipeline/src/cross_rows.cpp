@@ -54,7 +54,7 @@ void CrossRows::add(const Store& s) {
   append_rows(store.counters, k, rows);
 }
 
-void CrossRows::activities(const Store& s) {
+std::vector<uint32_t> cross_activity_rows(const Store& s) {
   const Activities& a = s.activities;
   std::vector<uint8_t> keep(a.size(), 0);
   for (size_t j = 0; j < s.nccl.size(); ++j)
@@ -63,7 +63,6 @@ void CrossRows::activities(const Store& s) {
   int32_t rank_with_gpu = INT32_MIN;
   std::vector<std::pair<int32_t, uint32_t>> first_gpu;  // per rank of the slice
   for (uint32_t i = 0; i < a.size(); ++i) {
-    if (a.kind[i] == kernel && a.name_id[i] < kernel_names.size()) kernel_names[a.name_id[i]] = 1;
     if (a.kind[i] == kernel && a.category[i] == static_cast<uint8_t>(Category::Communication))
       keep[i] = 1;
     if (is_gpu_work(static_cast<Kind>(a.kind[i])) && a.rank[i] != rank_with_gpu) {
@@ -80,10 +79,20 @@ void CrossRows::activities(const Store& s) {
   for (auto [r, i] : first_gpu)
     if (!std::binary_search(kept_ranks.begin(), kept_ranks.end(), r)) keep[i] = 1;
   std::vector<uint32_t> rows;
+  for (uint32_t i = 0; i < a.size(); ++i)
+    if (keep[i]) rows.push_back(i);
+  return rows;
+}
+
+void CrossRows::activities(const Store& s) {
+  const Activities& a = s.activities;
+  const auto kernel = static_cast<uint8_t>(Kind::Kernel);
+  for (uint32_t i = 0; i < a.size(); ++i)
+    if (a.kind[i] == kernel && a.name_id[i] < kernel_names.size()) kernel_names[a.name_id[i]] = 1;
+  const std::vector<uint32_t> rows = cross_activity_rows(s);
   std::vector<uint64_t> at(a.size(), UINT64_MAX);  // slice row → cross row
   const size_t base = store.activities.size();
-  for (uint32_t i = 0; i < a.size(); ++i)
-    if (keep[i]) at[i] = base + rows.size(), rows.push_back(i);
+  for (size_t k = 0; k < rows.size(); ++k) at[rows[k]] = base + k;
   append_rows(store.activities, a, rows);
   std::vector<uint32_t> nrows(s.nccl.size());
   for (uint32_t j = 0; j < nrows.size(); ++j) nrows[j] = j;

@@ -39,6 +39,9 @@ class CrossRows {
   std::vector<uint32_t> counter_ids;
 };
 
+// The activity rows of `s` (a slice or part) that CrossRows::add keeps, in table order.
+std::vector<uint32_t> cross_activity_rows(const Store& s);
+
 // Process p's slices of n under mpirun: [n p / P, n (p + 1) / P) (all of them without one).
 std::pair<size_t, size_t> own_slices(size_t n, const Spread* spread);
 

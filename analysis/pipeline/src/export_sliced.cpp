@@ -1,6 +1,8 @@
 // The Kineto export of a store a rank at a time (export_kineto_by_rank, kernalyse/sliced.h).
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <memory>
 
 #include "cross_rows.h"
 #include "kernalyse/archive.h"
@@ -53,6 +55,61 @@ int64_t earliest_of(const std::vector<int64_t>& pairs, const ClockInference* inf
   return m;
 }
 
+// Pass 1 of a sliced export over this process's slices: each rank's earliest time, the ranks
+// with a /ranks row, the rows, and the cross-rank rows (when `cross_rows` or the clocks are to be
+// inferred; cross_rows.h), exchanged; then the clock inference (on every process: the same rows,
+// the same inference, as in sliced.cpp). `each` sees every slice as read (recorded clocks).
+struct FirstPass {
+  detail::CrossRows cross;  // its store: the header, its clocks as inferred
+  std::vector<int64_t> with_file;
+  int64_t rows = 0;              // this process's
+  int64_t earliest = INT64_MAX;  // the whole store's, on the inferred clocks
+  std::optional<ClockInference> inf;
+
+  FirstPass(RankSlices& slices, bool infer, bool cross_rows, const LoadOptions& lo,
+            const Spread* spread, const std::function<void(const Store&)>& each)
+      : cross(slices.header()) {
+    const auto [first, last] = detail::own_slices(slices.size(), spread);
+    std::vector<int64_t> pairs;  // (rank, earliest time)
+    Store buf;
+    for (size_t k = first; k < last; ++k) {
+      slices.read(k, buf);
+      const int64_t t = earliest_ns(buf);
+      if (t != INT64_MAX) {  // a slice's rows are one rank's: its time columns' rank
+        const std::vector<int32_t>* rank = nullptr;
+        for (const auto* c :
+             {&buf.activities.rank, &buf.launches.rank, &buf.annotations.rank, &buf.counters.rank})
+          if (!rank && !c->empty()) rank = c;
+        pairs.push_back(rank->front()), pairs.push_back(t);
+      }
+      if (!buf.ranks.empty()) with_file.push_back(buf.ranks[0].rank);
+      rows += static_cast<int64_t>(buf.activities.size() + buf.launches.size() +
+                                   buf.annotations.size());
+      if (infer || cross_rows) cross.add(buf);
+      if (each) each(buf);
+    }
+    if (infer || cross_rows)
+      if (spread && spread->processes > 1) exchange_cross(cross, *spread);
+    if (infer) {
+      const ClockEvidence ev = clock_evidence(cross.store, nullptr);
+      inf = infer_clocks(ev);
+      if (lo.align == "auto") keep_recorded_clocks_unless_evidence(&*inf, ev);
+      apply_clock_inference(cross.store, *inf);
+      if ((!spread || spread->process == 0) && lo.info) lo.info(describe(*inf));
+    }
+    earliest = earliest_of(all_values(spread, std::move(pairs)), inf ? &*inf : nullptr);
+    with_file = all_values(spread, std::move(with_file));
+  }
+};
+
+// Whether the clocks are to be inferred (may_align, per lo.align): the store's header tells.
+bool header_infers(const std::string& file, bool may_align, const LoadOptions& lo) {
+  if (!may_align) return false;
+  ColumnSelection none;
+  none.activities = none.launches = none.annotations = none.nccl = none.counters = none.ops = false;
+  return infers_clocks(read_store(file, none), lo);
+}
+
 }  // namespace
 
 std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const std::string& dir,
@@ -64,10 +121,7 @@ std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const 
   std::unique_ptr<RankSlices> slices;
   bool infer = false;
   try {
-    ColumnSelection none;
-    none.activities = none.launches = none.annotations = none.nccl = none.counters = none.ops =
-        false;
-    infer = may_align && infers_clocks(read_store(file, none), lo);
+    infer = header_infers(file, may_align, lo);
     slices = std::make_unique<RankSlices>(file, first_pass(infer), spread);
   } catch (const Error&) {
     return std::nullopt;  // the whole-store read says what is wrong, or reads it unsorted
@@ -76,46 +130,18 @@ std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const 
   const auto [first, last] = detail::own_slices(slices->size(), spread);
   // Pass 1: each rank's earliest time (the files' common origin is the whole store's) and, when
   // the clocks are to be inferred, the cross-rank rows.
-  detail::CrossRows cross(slices->header());
-  std::vector<int64_t> earliest;   // (rank, earliest time) pairs
-  std::vector<int64_t> with_file;  // the ranks of the slices that have a /ranks row
-  int64_t rows = 0;
-  Store buf;
-  for (size_t k = first; k < last; ++k) {
-    slices->read(k, buf);
-    const int64_t t = earliest_ns(buf);
-    if (t != INT64_MAX) {  // a slice's rows are one rank's: its time columns' rank
-      const std::vector<int32_t>* rank = nullptr;
-      for (const auto* c :
-           {&buf.activities.rank, &buf.launches.rank, &buf.annotations.rank, &buf.counters.rank})
-        if (!rank && !c->empty()) rank = c;
-      earliest.push_back(rank->front()), earliest.push_back(t);
-    }
-    if (!buf.ranks.empty()) with_file.push_back(buf.ranks[0].rank);
-    rows +=
-        static_cast<int64_t>(buf.activities.size() + buf.launches.size() + buf.annotations.size());
-    if (infer) cross.add(buf);
-  }
-  std::optional<ClockInference> inf;
-  if (infer) {  // on every process: the same rows, the same inference (sliced.cpp)
-    if (spread && spread->processes > 1) exchange_cross(cross, *spread);
-    const ClockEvidence ev = clock_evidence(cross.store, nullptr);
-    inf = infer_clocks(ev);
-    if (lo.align == "auto") keep_recorded_clocks_unless_evidence(&*inf, ev);
-    apply_clock_inference(cross.store, *inf);
-    if (first_process && lo.info) lo.info(describe(*inf));
-  }
-  const Store& header = cross.store;  // the store's header, its clocks as inferred
-  const KinetoExport k = kineto_export(
-      header, earliest_of(all_values(spread, std::move(earliest)), inf ? &*inf : nullptr));
+  FirstPass p1(*slices, infer, false, lo, spread, nullptr);
+  const std::optional<ClockInference>& inf = p1.inf;
+  const Store& header = p1.cross.store;  // the store's header, its clocks as inferred
+  const KinetoExport k = kineto_export(header, p1.earliest);
   const std::vector<const RankInfo*> files = kineto_files(header, dir, eo);
-  with_file = all_values(spread, std::move(with_file));
   // Pass 2: every column, a rank's file at a time; the files of ranks without rows (no slice)
   // by the first process.
   slices = std::make_unique<RankSlices>(file, ColumnSelection::all(), spread);
-  Progress progress("writing " + dir + " (" + std::to_string(files.size()) + " rank files)", rows,
-                    "events", first_process ? eo.progress : ProgressMode::Off);
+  Progress progress("writing " + dir + " (" + std::to_string(files.size()) + " rank files)",
+                    p1.rows, "events", first_process ? eo.progress : ProgressMode::Off);
   ExportStats st;
+  Store buf;
   for (size_t s = first; s < last; ++s) {
     slices->read(s, buf);
     if (inf) apply_clock_inference(buf, *inf);
@@ -126,7 +152,7 @@ std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const 
   if (first_process) {
     const Store none;
     for (const RankInfo* ri : files)
-      if (std::find(with_file.begin(), with_file.end(), ri->rank) == with_file.end())
+      if (std::find(p1.with_file.begin(), p1.with_file.end(), ri->rank) == p1.with_file.end())
         export_kineto_rank(none, *ri, k, dir, eo, progress, &st);
   }
   progress.finish();
@@ -135,6 +161,90 @@ std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const 
   for (size_t i = 0; i + 1 < totals.size(); i += 2)
     st.events += totals[i], st.files += totals[i + 1];
   return st;
+}
+
+std::optional<ExportStats> export_perfetto_by_rank(const std::string& file, const std::string& path,
+                                                   const ExportOptions& eo, bool may_align,
+                                                   const LoadOptions& lo) {
+  if (whole_store_forced()) return std::nullopt;
+  // Pass 1 reads what the tracks and the cross-rank rows need: all but the ops and the
+  // activities' correlation ids.
+  ColumnSelection tracks;
+  tracks.ops = false;
+  tracks.activity_correlation = false;
+  std::unique_ptr<RankSlices> slices;
+  bool infer = false;
+  try {
+    infer = header_infers(file, may_align, lo);
+    slices = std::make_unique<RankSlices>(file, tracks, nullptr);
+  } catch (const Error&) {
+    return std::nullopt;  // the whole-store read says what is wrong, or reads it unsorted
+  }
+  PerfettoParts out(path, eo);  // an existing file: refused before any work
+  // Pass 1: the origin, the cross-rank rows (the collective instances, their waits and flows)
+  // and, when no time window needs the origin, each slice's tracks (they read no times then:
+  // the recorded clocks do).
+  const bool window = eo.from_ns || eo.to_ns;
+  FirstPass p1(*slices, infer, true, lo, nullptr, [&](const Store& s) {
+    if (!window) out.plan(s, 0);
+  });
+  const std::optional<ClockInference>& inf = p1.inf;
+  Store buf;
+  // Each slice of one section's table(s), on the clocks as exported.
+  auto each = [&](RankSlices& from, const std::function<void(const Store&)>& f) {
+    buf =
+        Store();  // a section's slices hold only its tables (read() leaves the others as they are)
+    for (size_t k = 0; k < from.size(); ++k) {
+      from.read(k, buf);
+      if (inf) apply_clock_inference(buf, *inf);
+      f(buf);
+    }
+  };
+  if (window) each(*slices, [&](const Store& s) { out.plan(s, p1.earliest); });
+  slices.reset();
+  const Store& cross = p1.cross.store;
+  out.start(cross, p1.earliest, p1.rows);
+  // Then each section: a pass over its table's slices, in the file's order. The activities'
+  // collective ids come through their rows among the cross rows (the cross store holds each
+  // rank's rows in its slice's order).
+  auto only = [&](bool ColumnSelection::*table) {
+    ColumnSelection sel;
+    sel.activities = sel.launches = sel.annotations = sel.nccl = sel.counters = sel.ops = false;
+    sel.*table = true;
+    if (table == &ColumnSelection::activities) sel.nccl = true;
+    return RankSlices(file, sel, nullptr);
+  };
+  const std::vector<int64_t>& cross_coll = out.cross_collectives();
+  const std::vector<int32_t>& cross_rank = cross.activities.rank;
+  std::vector<int64_t> coll_of;
+  {
+    RankSlices acts = only(&ColumnSelection::activities);
+    each(acts, [&](const Store& s) {
+      coll_of.assign(s.activities.size(), -1);
+      if (s.activities.size()) {
+        const size_t at = static_cast<size_t>(
+            std::lower_bound(cross_rank.begin(), cross_rank.end(), s.activities.rank.front()) -
+            cross_rank.begin());
+        const std::vector<uint32_t> rows = detail::cross_activity_rows(s);
+        for (size_t j = 0; j < rows.size() && at + j < cross_coll.size(); ++j)
+          coll_of[rows[j]] = cross_coll[at + j];
+      }
+      out.activities(s, coll_of);
+    });
+  }
+  {
+    RankSlices ann = only(&ColumnSelection::annotations);
+    each(ann, [&](const Store& s) { out.annotations(s); });
+  }
+  {
+    RankSlices calls = only(&ColumnSelection::launches);
+    each(calls, [&](const Store& s) { out.launches(s); });
+  }
+  out.waits();
+  RankSlices samples = only(&ColumnSelection::counters);
+  if (eo.from_ns && !eo.step) each(samples, [&](const Store& s) { out.counter_entries(s); });
+  each(samples, [&](const Store& s) { out.counters(s); });
+  return out.finish();
 }
 
 }  // namespace kernalyse

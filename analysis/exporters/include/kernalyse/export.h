@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,40 @@ bool clocks_as_recorded(const Store& s);
 // Chrome trace-event JSON (.json, or gzip when the name ends in .gz). Written to a temporary name
 // and renamed; refuses an existing file without opt.force. Throws Error.
 ExportStats export_perfetto(const Store& s, const std::string& path, const ExportOptions& opt);
+
+// export_perfetto in steps, for a store read a rank at a time (export_perfetto_by_rank,
+// sliced.h): plan() every part (its tracks), start() (the whole store's origin and collective
+// instances; the file's header and metadata), then each section of events for every part in rank
+// order before the next section (activities, annotations, launches, waits, counter_entries,
+// counters), then finish() (the flows; the file committed). The constructor opens the file: an
+// existing one is refused (Error) without opt.force, before any work.
+class PerfettoParts {
+ public:
+  PerfettoParts(const std::string& path, const ExportOptions& opt);
+  ~PerfettoParts();
+  PerfettoParts(const PerfettoParts&) = delete;
+  PerfettoParts& operator=(const PerfettoParts&) = delete;
+  // `earliest`: the whole store's earliest_ns (read only with opt.from_ns/to_ns).
+  void plan(const Store& part, int64_t earliest);
+  // `cross`: the header (attributes, strings, /ranks with the clocks as exported) and the rows
+  // the collective match reads: the whole store, or its cross-rank rows (the same instances);
+  // it must outlive finish(). `rows`: the parts' rows, for the progress.
+  void start(const Store& cross, int64_t earliest, int64_t rows);
+  // Per row of `cross`'s activities: the collective id the export writes, -1 none.
+  const std::vector<int64_t>& cross_collectives() const;
+  // `coll_of`: per activity row of `part`, its collective id (-1 none).
+  void activities(const Store& part, const std::vector<int64_t>& coll_of);
+  void annotations(const Store& part);
+  void launches(const Store& part);
+  void waits();
+  void counter_entries(const Store& part);  // with --from: each counter's level at the start
+  void counters(const Store& part);
+  ExportStats finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Kineto-style JSON per rank: DIR/rank-<r>.json (created if absent). Throws Error.
 ExportStats export_kineto(const Store& s, const std::string& dir, const ExportOptions& opt);

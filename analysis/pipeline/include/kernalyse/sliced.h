@@ -66,12 +66,23 @@ std::optional<SlicedAnalysis> analyse_trace_by_rank(const std::string& trace,
 // (their earliest time, the files' common origin; then each rank's file from its rows), so that
 // peak memory is a slice, not the store. Under mpirun each process writes its slices' files (the
 // first one also the files of ranks without rows); every process returns the run's totals. The
-// files are export_kineto's of the whole store, byte for byte. Empty when the clocks are to be
-// inferred (may_align, per lo.align) or the store's rows are not grouped by rank: the caller
-// reads the store whole. Throws Error (the same on every process) for an existing file.
+// files are export_kineto's of the whole store, byte for byte (clocks inferred from the cross-rank
+// rows when may_align, per lo.align, calls for it). Empty when the store's rows are not grouped
+// by rank: the caller reads the store whole. Throws Error (the same on every process) for an
+// existing file.
 std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const std::string& dir,
                                                  const ExportOptions& eo, bool may_align,
                                                  const LoadOptions& lo,
                                                  const Spread* spread = nullptr);
+
+// --perfetto FILE of the store `file` a rank at a time: a pass over the slices for the origin,
+// the tracks and the cross-rank rows (the collective instances, their waits and flows; the clock
+// inference), another for the tracks when a time window needs the origin, then each slice's
+// events (PerfettoParts, export.h). Peak memory is a slice and the cross-rank rows, not the
+// store; the file is export_perfetto's of the whole store, byte for byte. Empty when the store's
+// rows are not grouped by rank: the caller reads it whole. Throws Error for an existing file.
+std::optional<ExportStats> export_perfetto_by_rank(const std::string& file, const std::string& path,
+                                                   const ExportOptions& eo, bool may_align,
+                                                   const LoadOptions& lo);
 
 }  // namespace kernalyse
