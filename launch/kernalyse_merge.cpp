@@ -232,6 +232,10 @@ std::optional<int> import_traces(const std::vector<std::string>& files, const Op
   spread_lo.output_only = spread_lo.output_only || write_then_analyse;
   if (!first_process) spread_lo.info = spread_lo.warn = nullptr;
   try {  // an import's errors reach every process: said once, by the first
+    // Without -o: the same through a temporary store that every process reads.
+    if (spread && o.output.empty() && analyse && !exporting && o.power_logs.empty())
+      if (auto sliced = analyse_traces_spread(files, which, o.ao, spread_lo, *spread))
+        return sliced->writer ? print_sliced(*sliced, o) : 0;
     run = import_run(files, spread_lo);
   } catch (const Error&) {
     if (!first_process) return kExitBadInput;

@@ -1,44 +1,15 @@
 // The analyses of one large trace a rank at a time (analyse_trace_by_rank, kernalyse/sliced.h).
-#include <cstdlib>
 #include <filesystem>
-#include <system_error>
 
 #include "kernalyse/error.h"
 #include "kernalyse/import.h"
 #include "kernalyse/kineto.h"
 #include "kernalyse/sliced.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace kernalyse {
-
-namespace {
-
-// A directory of its own in TMPDIR (or /tmp), removed with everything in it when this ends.
-class TempDir {
- public:
-  TempDir() {
-    const char* t = std::getenv("TMPDIR");
-    const std::string base = t && *t ? t : "/tmp";
-    std::string tmpl = (fs::path(base) / "kernalyse-XXXXXX").string();
-    if (!mkdtemp(tmpl.data()))
-      throw Error("cannot create a temporary directory in " + base + ": " +
-                  std::generic_category().message(errno));
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-}  // namespace
 
 std::optional<SlicedAnalysis> analyse_trace_by_rank(const std::string& trace,
                                                     const std::vector<const Analysis*>& which,
@@ -51,7 +22,7 @@ std::optional<SlicedAnalysis> analyse_trace_by_rank(const std::string& trace,
   if (static_cast<uint64_t>(std::max<int64_t>(input_bytes(trace), 0)) <=
       64 * 448 * static_cast<uint64_t>(lo.import.chunk_rows))
     return std::nullopt;
-  const TempDir dir;
+  const detail::TempDir dir;
   if (lo.info)
     lo.info(trace + ": a large trace: imported into a temporary store in " + dir.path() +
             " (removed after), then analysed a rank at a time");

@@ -62,6 +62,18 @@ std::optional<SlicedAnalysis> analyse_trace_by_rank(const std::string& trace,
                                                     const AnalysisOptions& opt,
                                                     const LoadOptions& lo);
 
+// `mpirun -n P kernalyse-merge TRACES [analyses]` without -o, when the analyses all run a rank at
+// a time: the processes import the traces into a temporary store (import_spread: each writes its
+// ranks' rows) in a directory that all of them read (TMPDIR when they run on one host, else
+// beside the inputs; removed after), then analyse it a rank at a time (analyse_by_rank), so that
+// no process holds the run. The report (on the writer, process 0) is the one-process import's.
+// Collective. Empty otherwise (analyses without that form, one file, no shared directory): the
+// caller imports as before (process 0 holds the store).
+std::optional<SlicedAnalysis> analyse_traces_spread(const std::vector<std::string>& files,
+                                                    const std::vector<const Analysis*>& which,
+                                                    const AnalysisOptions& opt,
+                                                    const LoadOptions& lo, const Spread& spread);
+
 // --export-kineto DIR of the store `file` a rank at a time (issue 28): two passes over the slices
 // (their earliest time, the files' common origin; then each rank's file from its rows), so that
 // peak memory is a slice, not the store. Under mpirun each process writes its slices' files (the
