@@ -228,7 +228,8 @@ std::optional<int> import_traces(const std::vector<std::string>& files, const Op
   // Under mpirun, -o and analyses that all run a rank at a time: the store written by every
   // process, then analysed by all of them.
   const bool write_then_analyse = spread && !o.output.empty() && files.size() > 1 && analyse &&
-                                  !exporting && o.power_logs.empty() && sliceable(which, o.ao);
+                                  !exporting && o.power_logs.empty() &&
+                                  sliceable_any_size(which, o.ao);
   spread_lo.output_only = spread_lo.output_only || write_then_analyse;
   if (!first_process) spread_lo.info = spread_lo.warn = nullptr;
   try {  // an import's errors reach every process: said once, by the first
@@ -269,6 +270,7 @@ int run(Options& o) {
   if (o.ao.bins < 1) throw Error("--bins must be at least 1");
   const Classifier cls(o.comm_regex);  // a bad --comm-regex fails before any input is read
   const LoadOptions lo = load_options(o, &cls);
+  o.ao.memory_bytes = lo.import.memory_bytes;  // the same budget for the critical path's steps
   const std::vector<std::string> files = expand_inputs(o.inputs);
   const bool store_input = files.size() == 1 && is_hdf5_file(files[0]);
   const bool node_stores =

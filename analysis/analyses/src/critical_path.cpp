@@ -808,11 +808,16 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
   }
   // Steps: the ProfilerStep#N of the work; work outside every step is analysed on its own only
   // when there are no steps at all.
-  if (by_step.size() > 1) by_step.erase(kNoStep);
+  if (opt.step) {
+    for (auto it = by_step.begin(); it != by_step.end();)
+      it = it->first == *opt.step ? std::next(it) : by_step.erase(it);
+  } else if (by_step.size() > 1) {
+    by_step.erase(kNoStep);
+  }
 
   // Collectives: the one matcher, over the selection (or the caller's whole-store matching).
   CollectiveMatch own;
-  if (opt.match && !opt.filter.rank && !opt.filter.step) {
+  if (opt.match && ((!opt.filter.rank && !opt.filter.step) || opt.step)) {
     sh.match = opt.match.get();
   } else {
     own = match_collectives(s, selected);

@@ -342,11 +342,7 @@ LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& o
     uint64_t bytes = 0;
     for (const auto& f : files)
       bytes += static_cast<uint64_t>(std::max<int64_t>(input_bytes(f), 0));
-    const uint64_t budget = opt.import.memory_bytes
-                                ? opt.import.memory_bytes
-                                : static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                                      static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 2;
-    if (bytes / 4 > budget) return import_spilled(files, opt);
+    if (bytes / 4 > memory_budget(opt.import.memory_bytes)) return import_spilled(files, opt);
   }
   auto t0 = std::chrono::steady_clock::now();
   ImportStats stats;
@@ -355,6 +351,12 @@ LoadedRun import_run(const std::vector<std::string>& files, const LoadOptions& o
   if (opt.import.spread && opt.import.spread->process != 0) return out;  // process 0 goes on
   finish_import(out, files.size(), stats, seconds_since(t0), trace_format(files[0]), opt);
   return out;
+}
+
+uint64_t memory_budget(uint64_t asked) {
+  if (asked) return asked;
+  return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+         static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 2;
 }
 
 ClockInference merge_node_stores(const std::vector<std::string>& files, const LoadOptions& opt) {

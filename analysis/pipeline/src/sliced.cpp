@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <tuple>
 
@@ -68,6 +69,12 @@ bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions&
          std::all_of(which.begin(), which.end(), [](const Analysis* a) { return a->sliced; });
 }
 
+bool sliceable_any_size(const std::vector<const Analysis*>& which, const AnalysisOptions& opt) {
+  return sliceable(which, opt) && std::none_of(which.begin(), which.end(), [](const Analysis* a) {
+           return a->sliced_when_large;
+         });
+}
+
 namespace {
 
 // One run of analyse_by_rank: the passes over this process's slices.
@@ -107,7 +114,10 @@ struct SlicedPipeline {
   // second reader with those columns (the first one's whole /nccl goes with it), one slice at a
   // time (the second store's memory goes to the ledger's windows).
   void pass2(const ClockInference* moved) {
-    if (!moved) {
+    const bool all_columns = std::any_of(runs.begin(), runs.end(), [](const auto& r) {
+      return r->after_match() && r->reads_all_columns();
+    });
+    if (!moved && !all_columns) {
       ColumnSelection less = sel;
       less.annotations = less.counters = less.ops = less.nccl = false;
       less.activity_step = less.launch_detail = false;
@@ -178,6 +188,12 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               const LoadOptions& lo, const Spread* spread) {
   if (!sliceable(which, opt)) return std::nullopt;
   if (whole_store_forced()) return std::nullopt;
+  if (!sliceable_any_size(which, opt)) {  // a rank at a time only past the budget, one process
+    std::error_code ec;
+    const uintmax_t bytes = std::filesystem::file_size(file, ec);
+    if ((spread && spread->processes > 1) || ec || bytes <= memory_budget(opt.memory_bytes))
+      return std::nullopt;
+  }
   std::sort(which.begin(), which.end(), [](const Analysis* x, const Analysis* y) {
     return registry_position(x) < registry_position(y);
   });

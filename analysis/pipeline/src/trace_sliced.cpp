@@ -15,7 +15,8 @@ std::optional<SlicedAnalysis> analyse_trace_by_rank(const std::string& trace,
                                                     const std::vector<const Analysis*>& which,
                                                     const AnalysisOptions& opt,
                                                     const LoadOptions& lo) {
-  if (!sliceable(which, opt) || whole_store_forced() || trace_format(trace) != TraceFormat::Kineto)
+  if (!sliceable_any_size(which, opt) || whole_store_forced() ||
+      trace_format(trace) != TraceFormat::Kineto)
     return std::nullopt;
   // Large: past the rows the streamed import keeps in memory (64 runs of chunk_rows rows), at
   // about 448 bytes of JSON a row (the benchmark's traces).

@@ -67,7 +67,8 @@ std::optional<SlicedAnalysis> analyse_traces_spread(const std::vector<std::strin
                                                     const std::vector<const Analysis*>& which,
                                                     const AnalysisOptions& opt,
                                                     const LoadOptions& lo, const Spread& spread) {
-  if (files.size() < 2 || spread.processes < 2 || !sliceable(which, opt) || whole_store_forced())
+  if (files.size() < 2 || spread.processes < 2 || !sliceable_any_size(which, opt) ||
+      whole_store_forced())
     return std::nullopt;
   std::optional<detail::TempDir> dir;
   const std::string at = shared_scratch(files[0], spread, &dir);

@@ -30,7 +30,8 @@ enum class RunEnv {
   CuptiFlushMs,     // CUPTI periodic flush interval in ms
   CuptiSkip,        // diagnostic: CUPTI parts left off, to attribute the collection overhead
   ImportChunkRows,  // kernalyse-merge TRACE -o OUT: rows of each sorted run on disk
-  ImportMemoryMb,   // kernalyse-merge TRACES -o OUT: the memory an import may take in memory
+  ImportMemoryMb,   // kernalyse-merge: the memory an import of traces, or the critical path of a
+                    // store read a rank at a time, may hold before rows go to disk
   Count
 };
 

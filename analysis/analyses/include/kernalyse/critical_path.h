@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct CriticalPathOptions {
   // The whole store's collective matching, when the caller already has it (docs/clocks.md);
   // null: matched here over the selected rows.
   std::shared_ptr<const CollectiveMatch> match;
+  // Set: the store is a step slice (critical_sliced.cpp) and only this step is analysed (work
+  // outside every step is analysed when it is kNoStep: the caller knows whether the run has
+  // steps). `match` then indexes the slice's rows.
+  std::optional<int32_t> step;
 };
 
 // What a stretch of the path is.

@@ -42,6 +42,10 @@ struct LoadedRun {
   bool written_by_all = false;
 };
 
+// The memory a run may hold before rows go to disk (a set of traces imported, the critical
+// path's steps): `asked` (KERNALYSE_IMPORT_MEMORY_MB), else half the physical memory.
+uint64_t memory_budget(uint64_t asked);
+
 // Whether --align infers the clocks of this store (auto: when the ranks' clocks are not aligned;
 // never for --compat hta).
 bool infers_clocks(const Store& s, const LoadOptions& opt);

@@ -43,6 +43,10 @@ struct AnalysisOptions {
   int64_t tokens = 0, units_per_step = 0;
   std::optional<DevicePeaks> peaks;
   std::vector<WhatIf> what_if;
+  // The memory the critical path of a store read a rank at a time may hold in its steps' rows
+  // before they go to a scratch file (critical_sliced.cpp); 0: half the physical memory
+  // (memory_budget, kernalyse/load.h).
+  uint64_t memory_bytes = 0;
 };
 
 // Which store an analysis reads. Hta: HTA's view of it (hta_view) under --compat hta, for the
@@ -115,6 +119,9 @@ class SlicedRun {
   // which then come in a pass after the cross-rank rows are gathered (with the activities and
   // the launches' rank, start and correlation only, unless the inferred clocks moved the times).
   virtual bool after_match() const { return false; }
+  // True when add() after the match needs every column it was opened with (the pass after the
+  // match otherwise reads only the activities and the launches' rank, start and correlation).
+  virtual bool reads_all_columns() const { return false; }
   virtual void begin(const AnalysisContext& /*whole*/) {}
   // Under MPI (kernalyse/sliced.h, Spread): the state after this process's slices as bytes, and
   // the state of a process whose slices come after this one's merged into this one (then
@@ -136,6 +143,9 @@ struct Analysis {
   std::function<void(const std::any&, const AnalysisContext&, Report*)> render;
   // Its rank-at-a-time form (SlicedRun), or null: then a run with it reads the store whole.
   std::function<std::unique_ptr<SlicedRun>(const AnalysisContext&)> sliced;
+  // Its rank-at-a-time form pays only for a store past the memory budget (the critical path's
+  // steps go through a scratch file): a smaller store, or several processes, read it whole.
+  bool sliced_when_large = false;
 };
 
 // The registry, in output order.

@@ -40,6 +40,9 @@ bool whole_store_forced();
 // Whether these analyses can run a rank at a time with these options: each has a sliced form,
 // no --rank / --step filter, the store's own view (not --compat hta).
 bool sliceable(const std::vector<const Analysis*>& which, const AnalysisOptions& opt);
+// sliceable(), and none of them only for a large store (Analysis::sliced_when_large): what the
+// routes that write a temporary store to analyse it a rank at a time ask.
+bool sliceable_any_size(const std::vector<const Analysis*>& which, const AnalysisOptions& opt);
 
 // The analyses on `file` a rank at a time, the columns `sel` read, the clocks aligned per
 // lo.align when may_align (as read_run). Empty when they cannot (sliceable() false, or a store

@@ -24,7 +24,8 @@ const Analysis& critical_path() {
                           [](const std::any& r, const AnalysisContext&, Report* out) {
                             critical_path_report(std::any_cast<const CriticalPathResult&>(r), out);
                           },
-                          nullptr};  // the whole store: its graph spans the ranks' threads
+                          // A step at a time: its graph spans every rank's rows of the step.
+                          sliced_critical_path, /*sliced_when_large=*/true};
   return a;
 }
 

@@ -50,6 +50,9 @@ class FoldRun : public SlicedRun {
   std::function<void(const std::string&)> merge_;
 };
 
+// --critical-path a rank at a time (critical_sliced.cpp): each step from its rows alone.
+std::unique_ptr<SlicedRun> sliced_critical_path(const AnalysisContext& ctx);
+
 // The top-N cut an analysis uses when --top is not given.
 inline int top_or(const AnalysisContext& ctx, int fallback) {
   return ctx.options().top > 0 ? ctx.options().top : fallback;

@@ -1,0 +1,370 @@
+// --critical-path (and --what-if) of a store read a rank at a time (sliced_critical_path,
+// registry.h): each rank's rows of each step go to a scratch file as they come, and the steps
+// are then analysed one at a time from their rows alone, so that memory holds a step of every
+// rank, not the store.
+//
+// The steps' rows stay in memory up to a budget (AnalysisOptions::memory_bytes: half the
+// physical memory by default, KERNALYSE_IMPORT_MEMORY_MB) and go to an unlinked scratch file in
+// TMPDIR past it; each step's rows are freed once it is analysed.
+//
+// A step slice holds, per rank, each stream's rows from 8 before the step's first to its last
+// (the graph looks back up to 8 rows on a stream for the work before), the launches of the step
+// (a kernel's step is its launch's), the annotations that overlap the step's launches (the
+// ranges the path's launches ran in) and, after them, the other arrivals of the step's
+// collectives (their times bind the step's). The whole run's collective match (the cross-rank
+// rows', the ledger's) is rewritten to the slice's rows; its ids stay the run's.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "cross_rows.h"
+#include "kernalyse/archive.h"
+#include "kernalyse/critical_path.h"
+#include "kernalyse/error.h"
+#include "kernalyse/load.h"
+#include "kernalyse/store_archive.h"
+#include "registry/registry.h"
+#include "temp_dir.h"
+
+namespace kernalyse::registry {
+
+namespace {
+
+// An unlinked scratch file in TMPDIR: chunks appended, read back by offset.
+class Scratch {
+ public:
+  Scratch() {
+    const detail::TempDir dir;  // removed at once: the file lives on unlinked
+    std::string name = dir.path() + "/steps";
+    fd_ = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd_ < 0) throw Error("cannot create " + name + ": " + std::strerror(errno));
+    ::unlink(name.c_str());
+  }
+  ~Scratch() { ::close(fd_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  // Appends `bytes`; returns their offset.
+  uint64_t append(const std::string& bytes) {
+    const uint64_t at = end_;
+    for (size_t done = 0; done < bytes.size();) {
+      const ssize_t w =
+          ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(end_ + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) throw Error(std::string("scratch file: write error: ") + std::strerror(errno));
+      done += static_cast<size_t>(w);
+    }
+    end_ += bytes.size();
+    return at;
+  }
+  std::string read(uint64_t at, uint64_t n) const {
+    std::string out(n, '\0');
+    for (size_t done = 0; done < n;) {
+      const ssize_t r = ::pread(fd_, out.data() + done, n - done, static_cast<off_t>(at + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) throw Error(std::string("scratch file: read error: ") + std::strerror(errno));
+      done += static_cast<size_t>(r);
+    }
+    return out;
+  }
+
+ private:
+  int fd_ = -1;
+  uint64_t end_ = 0;
+};
+
+// Every row of `src`'s columns appended to `dst` (a column the reader skipped stays empty).
+template <class Tab>
+void append_all(Tab& dst, const Tab& src) {
+  for_each_column_pair(dst, src, [&](const auto&, auto& d, const auto& c) {
+    if (c.size() == src.size()) d.insert(d.end(), c.begin(), c.end());
+  });
+}
+
+// Rows [lo, hi) of `src` appended to `dst`.
+template <class Tab>
+void append_range(Tab& dst, const Tab& src, size_t lo, size_t hi) {
+  for_each_column_pair(dst, src, [&](const auto&, auto& d, const auto& c) {
+    if (c.size() == src.size())
+      d.insert(d.end(), c.begin() + static_cast<std::ptrdiff_t>(lo),
+               c.begin() + static_cast<std::ptrdiff_t>(hi));
+  });
+}
+
+// Rows `rows` of `src` appended to `dst`.
+template <class Tab>
+void append_rows(Tab& dst, const Tab& src, const std::vector<uint32_t>& rows) {
+  for_each_column_pair(dst, src, [&](const auto&, auto& d, const auto& c) {
+    if (c.size() == src.size())
+      for (uint32_t i : rows) d.push_back(c[i]);
+  });
+}
+
+// Row `row` of `src` appended to `dst`.
+template <class Tab>
+void append_row(Tab& dst, const Tab& src, size_t row) {
+  append_range(dst, src, row, row + 1);
+}
+
+// The bytes of a table's columns.
+template <class Tab>
+uint64_t bytes_of(const Tab& t) {
+  uint64_t n = 0;
+  for_each_column(t, [&](const auto&, const auto& c) {
+    n += c.size() * sizeof(typename std::decay_t<decltype(c)>::value_type);
+  });
+  return n;
+}
+
+using Range = std::pair<uint32_t, uint32_t>;  // a slice's activity rows [first, end)
+
+class CriticalPathSlices : public SlicedRun {
+ public:
+  explicit CriticalPathSlices(const AnalysisContext& ctx) {
+    budget_ = memory_budget(ctx.options().memory_bytes);
+    co_.filter = ctx.options().filter;
+    co_.top = top_or(ctx, 20);
+    if (!ctx.page()) co_.verbose = ctx.options().verbose, co_.what_if = ctx.options().what_if;
+  }
+  bool after_match() const override { return true; }
+  bool reads_all_columns() const override { return true; }
+  void begin(const AnalysisContext& whole) override {
+    cross_ = &whole.store();
+    match_ = whole.cross_rank(View::Store).match;
+    if (!match_) {  // matched here as critical_path matches the whole store: every row
+      std::vector<uint32_t> rows(cross_->activities.size());
+      for (uint32_t i = 0; i < rows.size(); ++i) rows[i] = i;
+      match_ = std::make_shared<const CollectiveMatch>(match_collectives(*cross_, rows));
+    }
+    const std::vector<int32_t>& r = cross_->activities.rank;
+    for (size_t i = 0; i < r.size(); ++i)
+      if (!i || r[i] != r[i - 1]) first_cross_[r[i]] = i;
+  }
+  void add(const AnalysisContext& slice) override;
+  std::any finish(const AnalysisContext& whole) override;
+  // Under MPI the steps' rows are spread over the processes' scratch files: the first process
+  // then reads the store whole instead (finish declines).
+  std::string save() const override { return {}; }
+  void merge(const std::string&) override { declined_ = true; }
+
+ private:
+  // A rank's rows of a step: in memory (`rows`), or in the scratch file at [at, at + bytes).
+  struct Chunk {
+    int32_t rank;
+    std::vector<Range> ranges;
+    std::unique_ptr<Store> rows;
+    uint64_t at = 0, bytes = 0;
+  };
+  struct Placed {  // a rank's activity ranges in a step slice, from row `base` of the slice
+    std::vector<Range> ranges;
+    size_t base = 0;
+  };
+  // Position in the step slice of the rank's slice row `row`, or -1.
+  static int64_t position(const Placed& p, uint32_t row) {
+    size_t at = p.base;
+    for (const Range& r : p.ranges) {
+      if (row >= r.first && row < r.second) return static_cast<int64_t>(at + (row - r.first));
+      at += r.second - r.first;
+    }
+    return -1;
+  }
+  void keep(int32_t step, int32_t rank, std::vector<Range> ranges, std::unique_ptr<Store> rows);
+  void load(int32_t step, Store& slice, std::map<int32_t, Placed>& placed);
+  std::shared_ptr<const CollectiveMatch> rewrite(int32_t step, Store& slice,
+                                                 const std::map<int32_t, Placed>& placed) const;
+
+  CriticalPathOptions co_;
+  const Store* cross_ = nullptr;
+  std::shared_ptr<const CollectiveMatch> match_;
+  std::map<int32_t, size_t> first_cross_;                // rank → its first cross row
+  std::map<int32_t, std::vector<uint32_t>> cross_rows_;  // rank → its cross rows' slice rows
+  std::map<int32_t, std::vector<Chunk>> chunks_;         // step → its chunks, in rank order
+  std::set<int32_t> gpu_steps_;                          // steps with GPU work
+  uint64_t budget_ = 0, held_ = 0;                       // bytes of the chunks in memory
+  std::optional<Scratch> scratch_;
+  bool declined_ = false;
+};
+
+void CriticalPathSlices::add(const AnalysisContext& ctx) {
+  const Store& s = ctx.store();
+  const Activities& a = s.activities;
+  const LaunchCalls& l = s.launches;
+  const Annotations& an = s.annotations;
+  if (!a.size() && !l.size()) return;
+  const int32_t rank = a.size() ? a.rank[0] : l.rank[0];
+  cross_rows_[rank] = detail::cross_activity_rows(s);
+  // Per step: each stream's rows from 8 before its first of the step to its last.
+  std::map<int32_t, std::vector<Range>> ranges;
+  const bool stepped = a.step.size() == a.size();
+  for (uint32_t g = 0; g < a.size();) {
+    uint32_t e = g + 1;
+    while (e < a.size() && a.device[e] == a.device[g] && a.stream[e] == a.stream[g]) ++e;
+    std::map<int32_t, Range> in;  // step → [first, last] of its rows on this stream
+    for (uint32_t i = g; i < e; ++i) {
+      const int32_t st = stepped ? a.step[i] : kNoStep;
+      auto [it, fresh] = in.try_emplace(st, i, i);
+      if (!fresh) it->second.second = i;
+      if (is_gpu_work(static_cast<Kind>(a.kind[i])) && a.end_ns[i] >= a.start_ns[i])
+        gpu_steps_.insert(st);
+    }
+    for (const auto& [st, r] : in)
+      ranges[st].push_back({std::max(g, r.first >= 8 ? r.first - 8 : 0), r.second + 1});
+    g = e;
+  }
+  std::map<int32_t, std::vector<uint32_t>> calls;  // step → its launch rows
+  for (uint32_t i = 0; i < l.size(); ++i)
+    calls[l.step.size() == l.size() ? l.step[i] : kNoStep].push_back(i);
+  std::set<int32_t> steps;
+  for (const auto& [st, r] : ranges) steps.insert(st);
+  for (const auto& [st, r] : calls) steps.insert(st);
+  for (int32_t st : steps) {
+    auto chunk = std::make_unique<Store>();
+    std::vector<Range>& rr = ranges[st];
+    for (const Range& r : rr) append_range(chunk->activities, a, r.first, r.second);
+    const std::vector<uint32_t>& cl = calls[st];
+    append_rows(chunk->launches, l, cl);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (uint32_t i : cl) lo = std::min(lo, l.start_ns[i]), hi = std::max(hi, l.start_ns[i]);
+    std::vector<uint32_t> around;  // the annotations over the step's launches
+    for (uint32_t i = 0; i < an.size(); ++i)
+      if (an.start_ns[i] <= hi && an.end_ns[i] >= lo) around.push_back(i);
+    append_rows(chunk->annotations, an, around);
+    keep(st, rank, std::move(rr), std::move(chunk));
+  }
+}
+
+// A chunk kept: in memory within the budget, else in the scratch file.
+void CriticalPathSlices::keep(int32_t step, int32_t rank, std::vector<Range> ranges,
+                              std::unique_ptr<Store> rows) {
+  Chunk c{rank, std::move(ranges), nullptr, 0, 0};
+  const uint64_t n =
+      bytes_of(rows->activities) + bytes_of(rows->launches) + bytes_of(rows->annotations);
+  if (held_ + n <= budget_) {
+    held_ += n;
+    c.rows = std::move(rows);
+  } else {
+    if (!scratch_) scratch_.emplace();
+    Archive ar;
+    put_tables(ar, *rows);
+    rows.reset();
+    c.bytes = ar.bytes().size();
+    c.at = scratch_->append(ar.bytes());
+  }
+  chunks_[step].push_back(std::move(c));
+}
+
+// The step's chunks, in rank order, into `slice` (its header kept), and freed; where each rank's
+// ranges went.
+void CriticalPathSlices::load(int32_t step, Store& slice, std::map<int32_t, Placed>& placed) {
+  slice.activities = Activities();
+  slice.launches = LaunchCalls();
+  slice.annotations = Annotations();
+  auto it = chunks_.find(step);
+  if (it == chunks_.end()) return;
+  Store part;
+  for (Chunk& c : it->second) {
+    Placed& p = placed[c.rank];
+    p.ranges = std::move(c.ranges);
+    p.base = slice.activities.size();
+    if (!c.rows) {
+      Archive ar(scratch_->read(c.at, c.bytes));
+      get_tables(ar, part);
+    }
+    const Store& rows = c.rows ? *c.rows : part;
+    append_all(slice.activities, rows.activities);
+    append_all(slice.launches, rows.launches);
+    append_all(slice.annotations, rows.annotations);
+    if (c.rows)
+      held_ -= bytes_of(rows.activities) + bytes_of(rows.launches) + bytes_of(rows.annotations);
+    c.rows.reset();
+  }
+  chunks_.erase(it);
+}
+
+// The run's match with the step's collectives' arrivals at the slice's rows (an arrival outside
+// the slice's ranges appended after them); every other collective keeps its id, no arrivals.
+std::shared_ptr<const CollectiveMatch> CriticalPathSlices::rewrite(
+    int32_t step, Store& slice, const std::map<int32_t, Placed>& placed) const {
+  auto m = std::make_shared<CollectiveMatch>();
+  m->method = match_->method;
+  const Activities& ca = cross_->activities;
+  auto move = [&](const Collective& c, Collective& out) {
+    out.id = c.id, out.op = c.op;
+    if (std::none_of(c.arrivals.begin(), c.arrivals.end(), [&](const CollectiveArrival& x) {
+          return ca.step.size() == ca.size() ? ca.step[x.row] == step : step == kNoStep;
+        }))
+      return;
+    for (const CollectiveArrival& x : c.arrivals) {
+      int64_t at = -1;
+      auto p = placed.find(x.rank);
+      auto f = first_cross_.find(x.rank);
+      auto rows = cross_rows_.find(x.rank);
+      if (p != placed.end() && f != first_cross_.end() && rows != cross_rows_.end() &&
+          x.row - f->second < rows->second.size())
+        at = position(p->second, rows->second[x.row - f->second]);
+      if (at < 0) {
+        at = static_cast<int64_t>(slice.activities.size());
+        append_row(slice.activities, ca, x.row);
+      }
+      out.arrivals.push_back({x.rank, static_cast<uint32_t>(at), x.nccl});
+    }
+  };
+  m->matched.resize(match_->matched.size());
+  for (size_t i = 0; i < m->matched.size(); ++i) move(match_->matched[i], m->matched[i]);
+  m->p2p.resize(match_->p2p.size());
+  for (size_t i = 0; i < m->p2p.size(); ++i) move(match_->p2p[i], m->p2p[i]);
+  return m;
+}
+
+std::any CriticalPathSlices::finish(const AnalysisContext&) {
+  if (declined_) return {};
+  std::set<int32_t> steps = gpu_steps_;
+  if (steps.size() > 1) steps.erase(kNoStep);  // as critical_path: no steps, then work outside
+  if (steps.empty()) steps.insert(kNoStep);    // no work: the run's empty result
+  CriticalPathResult res;
+  res.event_tolerance_ns = co_.event_tolerance_ns;
+  res.method = match_->method;
+  Store slice;
+  slice.attrs = cross_->attrs;
+  slice.strings = cross_->strings;
+  slice.ranks = cross_->ranks;
+  for (int32_t st : steps) {
+    std::map<int32_t, Placed> placed;
+    load(st, slice, placed);
+    CriticalPathOptions o = co_;
+    o.step = st;
+    o.match = rewrite(st, slice, placed);
+    CriticalPathResult r = critical_path(slice, o);
+    for (auto& p : r.steps) res.steps.push_back(std::move(p));
+    for (auto& w : r.what_if) res.what_if.push_back(std::move(w));
+    for (auto& n : r.notes)
+      if (std::find(res.notes.begin(), res.notes.end(), n) == res.notes.end())
+        res.notes.push_back(std::move(n));
+  }
+  // Per scenario, in the order given, each in step order (critical_path's order).
+  std::stable_sort(res.what_if.begin(), res.what_if.end(),
+                   [&](const WhatIfStep& x, const WhatIfStep& y) {
+                     auto idx = [&](const std::string& t) {
+                       for (size_t i = 0; i < co_.what_if.size(); ++i)
+                         if (co_.what_if[i].text == t) return i;
+                       return co_.what_if.size();
+                     };
+                     return idx(x.scenario) < idx(y.scenario);
+                   });
+  return res;
+}
+
+}  // namespace
+
+std::unique_ptr<SlicedRun> sliced_critical_path(const AnalysisContext& ctx) {
+  return std::make_unique<CriticalPathSlices>(ctx);
+}
+
+}  // namespace kernalyse::registry
