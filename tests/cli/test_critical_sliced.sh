@@ -5,8 +5,9 @@
 # whole read's byte for byte (KERNALYSE_WHOLE_STORE=1): a tracegen store (two skewed hosts,
 # clocks inferred, NCCL rows, steps), what-if scenarios, real stores of the shared traces (the
 # HTA critical-path sets, the trace_filter pair, a four-rank merged trace, a store without
-# steps); within the budget, and under mpirun, the store is read whole (the same report); peak
-# RSS below the whole read's; nothing left in TMPDIR.
+# steps); under mpirun -n 2, 3 and 5 the steps go round the processes (the same report); within
+# the budget the store is read whole (the same report); peak RSS below the whole read's; nothing
+# left in TMPDIR.
 source "$(dirname "$0")/lib.sh"
 use_mpi
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
@@ -75,11 +76,22 @@ else
   echo "SKIP (not counted): $TRACES absent, the shared traces' stores"
 fi
 
-# mpirun: the first process reads the store whole; the one-process report.
-KERNALYSE_WHOLE_STORE=1 kernalyse-merge "$TMP/tg.h5" --critical-path --json >"$TMP/one.json"
-KERNALYSE_IMPORT_MEMORY_MB=1 "${MPIRUN[@]}" -n 2 -x KERNALYSE_IMPORT_MEMORY_MB \
-  "$BIN/kernalyse-merge" "$TMP/tg.h5" --critical-path --json >"$TMP/m.json" 2>"$TMP/m.err"
-expect_eq "-n 2: exit 0, the one-process report" \
-  "$(echo $?; cmp -s "$TMP/one.json" "$TMP/m.json" && echo same)" "$(printf '0\nsame')"
+# mpirun: the steps go round the processes (each step's rows to the one that analyses it); the
+# one-process report, also with what-if scenarios and clocks inferred.
+KERNALYSE_WHOLE_STORE=1 kernalyse-merge "$TMP/tg.h5" --critical-path --json \
+  --what-if comm=overlapped --what-if rank=2:median >"$TMP/one.json" 2>"$TMP/one.err"
+for n in 2 3 5; do
+  KERNALYSE_IMPORT_MEMORY_MB=1 "${MPIRUN[@]}" -n "$n" -x KERNALYSE_IMPORT_MEMORY_MB \
+    "$BIN/kernalyse-merge" "$TMP/tg.h5" --critical-path --json --what-if comm=overlapped \
+    --what-if rank=2:median >"$TMP/m.json" 2>"$TMP/m.err"
+  expect_eq "-n $n: exit 0, the one-process report" \
+    "$(echo $?; cmp -s "$TMP/one.json" "$TMP/m.json" && echo same)" "$(printf '0\nsame')"
+  expect_eq "-n $n: the one-process lines" "$(cat "$TMP/m.err")" "$(cat "$TMP/one.err")"
+done
+# Within the budget, under mpirun: read whole by the first process, the same report.
+"${MPIRUN[@]}" -n 2 "$BIN/kernalyse-merge" "$TMP/tg.h5" --critical-path --json \
+  --what-if comm=overlapped --what-if rank=2:median >"$TMP/m.json" 2>/dev/null
+expect_eq "-n 2 within the budget: the one-process report" \
+  "$(cmp -s "$TMP/one.json" "$TMP/m.json" && echo same)" "same"
 expect_eq "nothing left in TMPDIR at the end" "$(ls -A "$TMPDIR")" ""
 finish

@@ -5,7 +5,8 @@
 //
 // The steps' rows stay in memory up to a budget (AnalysisOptions::memory_bytes: half the
 // physical memory by default, KERNALYSE_IMPORT_MEMORY_MB) and go to an unlinked scratch file in
-// TMPDIR past it; each step's rows are freed once it is analysed.
+// TMPDIR past it; each step's rows are freed once it is analysed. Under mpirun the steps go
+// round the processes: each step's rows, from every process, to the one that analyses it.
 //
 // A step slice holds, per rank, each stream's rows from 8 before the step's first to its last
 // (the graph looks back up to 8 rows on a stream for the work before), the launches of the step
@@ -30,6 +31,7 @@
 #include "kernalyse/critical_path.h"
 #include "kernalyse/error.h"
 #include "kernalyse/load.h"
+#include "kernalyse/spread.h"
 #include "kernalyse/store_archive.h"
 #include "registry/registry.h"
 #include "temp_dir.h"
@@ -149,10 +151,12 @@ class CriticalPathSlices : public SlicedRun {
   }
   void add(const AnalysisContext& slice) override;
   std::any finish(const AnalysisContext& whole) override;
-  // Under MPI the steps' rows are spread over the processes' scratch files: the first process
-  // then reads the store whole instead (finish declines).
-  std::string save() const override { return {}; }
-  void merge(const std::string&) override { declined_ = true; }
+  // Under MPI: the steps go round the processes, each step's rows to its process (one
+  // all-to-all per step, so that a process holds a step's rows at a time), which analyses it;
+  // the results go to the first process (save, merge).
+  void share(const Spread& spread) override;
+  std::string save() const override;
+  void merge(const std::string& bytes) override;
 
  private:
   // A rank's rows of a step: in memory (`rows`), or in the scratch file at [at, at + bytes).
@@ -176,6 +180,9 @@ class CriticalPathSlices : public SlicedRun {
     return -1;
   }
   void keep(int32_t step, int32_t rank, std::vector<Range> ranges, std::unique_ptr<Store> rows);
+  std::set<int32_t> steps_to_run(std::set<int32_t> steps) const;
+  CriticalPathResult run_step(int32_t step);
+  std::string pack(int32_t step);
   void load(int32_t step, Store& slice, std::map<int32_t, Placed>& placed);
   std::shared_ptr<const CollectiveMatch> rewrite(int32_t step, Store& slice,
                                                  const std::map<int32_t, Placed>& placed) const;
@@ -189,7 +196,9 @@ class CriticalPathSlices : public SlicedRun {
   std::set<int32_t> gpu_steps_;                          // steps with GPU work
   uint64_t budget_ = 0, held_ = 0;                       // bytes of the chunks in memory
   std::optional<Scratch> scratch_;
-  bool declined_ = false;
+  Store slice_;                                 // a step's rows, the header's strings
+  std::map<int32_t, CriticalPathResult> done_;  // per step analysed (here, or merged)
+  bool shared_ = false;
 };
 
 void CriticalPathSlices::add(const AnalysisContext& ctx) {
@@ -323,25 +332,170 @@ std::shared_ptr<const CollectiveMatch> CriticalPathSlices::rewrite(
   return m;
 }
 
+// As critical_path: the steps with GPU work, work outside every step only when there is no
+// step; none at all: the run's empty result (one call on no rows).
+std::set<int32_t> CriticalPathSlices::steps_to_run(std::set<int32_t> steps) const {
+  if (steps.size() > 1) steps.erase(kNoStep);
+  if (steps.empty()) steps.insert(kNoStep);
+  return steps;
+}
+
+CriticalPathResult CriticalPathSlices::run_step(int32_t step) {
+  if (slice_.strings.size() != cross_->strings.size()) {
+    slice_.attrs = cross_->attrs;
+    slice_.strings = cross_->strings;
+    slice_.ranks = cross_->ranks;
+  }
+  std::map<int32_t, Placed> placed;
+  load(step, slice_, placed);
+  CriticalPathOptions o = co_;
+  o.step = step;
+  o.match = rewrite(step, slice_, placed);
+  return critical_path(slice_, o);
+}
+
+// This process's chunks of `step` as bytes (rank, ranges, tables each), freed.
+std::string CriticalPathSlices::pack(int32_t step) {
+  Archive ar;
+  auto it = chunks_.find(step);
+  const uint64_t n = it == chunks_.end() ? 0 : it->second.size();
+  ar.put(n);
+  if (!n) return ar.bytes();
+  for (Chunk& c : it->second) {
+    ar.put(c.rank);
+    ar.put(c.ranges);
+    if (c.rows) {
+      Archive t;
+      put_tables(t, *c.rows);
+      ar.put(t.bytes());
+      held_ -=
+          bytes_of(c.rows->activities) + bytes_of(c.rows->launches) + bytes_of(c.rows->annotations);
+    } else {
+      ar.put(scratch_->read(c.at, c.bytes));
+    }
+  }
+  chunks_.erase(it);
+  return ar.bytes();
+}
+
+void CriticalPathSlices::share(const Spread& spread) {
+  shared_ = true;
+  // Every process's steps, and its ranks' cross rows (where their arrivals are in the slices).
+  Archive mine;
+  mine.put(std::vector<int32_t>(gpu_steps_.begin(), gpu_steps_.end()));
+  mine.put(cross_rows_);
+  Archive all(spread.all_gather(mine.bytes()));
+  std::set<int32_t> steps;
+  for (int p = 0; p < spread.processes; ++p) {
+    for (int32_t st : all.get<std::vector<int32_t>>()) steps.insert(st);
+    for (auto& [rank, rows] : all.get<std::map<int32_t, std::vector<uint32_t>>>())
+      cross_rows_[rank] = std::move(rows);
+  }
+  size_t k = 0;
+  for (int32_t st : steps_to_run(steps)) {
+    const int owner = static_cast<int>(k++ % static_cast<size_t>(spread.processes));
+    std::vector<std::string> to(static_cast<size_t>(spread.processes));
+    to[static_cast<size_t>(owner)] = pack(st);
+    Archive in(spread.all_to_all(to));
+    if (spread.process != owner) continue;
+    for (int p = 0; p < spread.processes; ++p) {  // in process order: rank order
+      const auto n = in.get<uint64_t>();
+      for (uint64_t j = 0; j < n; ++j) {
+        const auto rank = in.get<int32_t>();
+        auto ranges = in.get<std::vector<Range>>();
+        Archive t(in.get<std::string>());
+        auto rows = std::make_unique<Store>();
+        get_tables(t, *rows);
+        keep(st, rank, std::move(ranges), std::move(rows));
+      }
+    }
+    done_[st] = run_step(st);
+  }
+}
+
+namespace {
+
+void put_shares(Archive& ar, const std::vector<PathShare>& v) {
+  ar.put<uint64_t>(v.size());
+  for (const PathShare& x : v) ar.put(x.name), ar.put(x.rank), ar.put(x.ns), ar.put(x.count);
+}
+
+void get_shares(Archive& ar, std::vector<PathShare>& v) {
+  v.resize(ar.get<uint64_t>());
+  for (PathShare& x : v) ar.get(x.name), ar.get(x.rank), ar.get(x.ns), ar.get(x.count);
+}
+
+// A step's result as bytes: its path (every field), its what-if rows, its notes.
+void put_result(Archive& ar, const CriticalPathResult& r) {
+  ar.put<uint64_t>(r.steps.size());
+  for (const StepPath& p : r.steps) {
+    ar.put(p.step), ar.put(p.span_start_ns), ar.put(p.span_end_ns), ar.put(p.path_start_ns);
+    ar.put(p.path_ns), ar.put(p.slack_ns), ar.put(p.sink_rank), ar.put(p.nodes);
+    ar.put(p.edges_inferred), ar.put(p.collectives), ar.put(p.collectives_on_path);
+    for (int64_t v : p.by_kind) ar.put(v);
+    put_shares(ar, p.by_rank), put_shares(ar, p.by_kernel), put_shares(ar, p.by_range);
+    ar.put<uint64_t>(p.segments.size());
+    for (const PathSegment& g : p.segments) {
+      ar.put(g.kind), ar.put(g.rank), ar.put(g.stream), ar.put(g.tid), ar.put(g.start_ns);
+      ar.put(g.end_ns), ar.put(g.name), ar.put(g.collective);
+    }
+    ar.put(p.segments_total);
+  }
+  ar.put<uint64_t>(r.what_if.size());
+  for (const WhatIfStep& w : r.what_if) {
+    ar.put(w.scenario), ar.put(w.step), ar.put(w.measured_step_ns);
+    ar.put(w.predicted_step_ns), ar.put(w.saved_ns);
+  }
+  ar.put(r.notes);
+}
+
+void get_result(Archive& ar, CriticalPathResult& r) {
+  r.steps.resize(ar.get<uint64_t>());
+  for (StepPath& p : r.steps) {
+    ar.get(p.step), ar.get(p.span_start_ns), ar.get(p.span_end_ns), ar.get(p.path_start_ns);
+    ar.get(p.path_ns), ar.get(p.slack_ns), ar.get(p.sink_rank), ar.get(p.nodes);
+    ar.get(p.edges_inferred), ar.get(p.collectives), ar.get(p.collectives_on_path);
+    for (int64_t& v : p.by_kind) ar.get(v);
+    get_shares(ar, p.by_rank), get_shares(ar, p.by_kernel), get_shares(ar, p.by_range);
+    p.segments.resize(ar.get<uint64_t>());
+    for (PathSegment& g : p.segments) {
+      ar.get(g.kind), ar.get(g.rank), ar.get(g.stream), ar.get(g.tid), ar.get(g.start_ns);
+      ar.get(g.end_ns), ar.get(g.name), ar.get(g.collective);
+    }
+    ar.get(p.segments_total);
+  }
+  r.what_if.resize(ar.get<uint64_t>());
+  for (WhatIfStep& w : r.what_if) {
+    ar.get(w.scenario), ar.get(w.step), ar.get(w.measured_step_ns);
+    ar.get(w.predicted_step_ns), ar.get(w.saved_ns);
+  }
+  ar.get(r.notes);
+}
+
+}  // namespace
+
+std::string CriticalPathSlices::save() const {
+  Archive ar;
+  ar.put<uint64_t>(done_.size());
+  for (const auto& [st, r] : done_) ar.put(st), put_result(ar, r);
+  return ar.bytes();
+}
+
+void CriticalPathSlices::merge(const std::string& bytes) {
+  Archive ar(bytes);
+  for (auto n = ar.get<uint64_t>(); n > 0; --n) {
+    const auto st = ar.get<int32_t>();
+    get_result(ar, done_[st]);
+  }
+}
+
 std::any CriticalPathSlices::finish(const AnalysisContext&) {
-  if (declined_) return {};
-  std::set<int32_t> steps = gpu_steps_;
-  if (steps.size() > 1) steps.erase(kNoStep);  // as critical_path: no steps, then work outside
-  if (steps.empty()) steps.insert(kNoStep);    // no work: the run's empty result
+  if (!shared_)  // one process: every step here
+    for (int32_t st : steps_to_run(gpu_steps_)) done_[st] = run_step(st);
   CriticalPathResult res;
   res.event_tolerance_ns = co_.event_tolerance_ns;
   res.method = match_->method;
-  Store slice;
-  slice.attrs = cross_->attrs;
-  slice.strings = cross_->strings;
-  slice.ranks = cross_->ranks;
-  for (int32_t st : steps) {
-    std::map<int32_t, Placed> placed;
-    load(st, slice, placed);
-    CriticalPathOptions o = co_;
-    o.step = st;
-    o.match = rewrite(st, slice, placed);
-    CriticalPathResult r = critical_path(slice, o);
+  for (auto& [st, r] : done_) {  // in step order
     for (auto& p : r.steps) res.steps.push_back(std::move(p));
     for (auto& w : r.what_if) res.what_if.push_back(std::move(w));
     for (auto& n : r.notes)

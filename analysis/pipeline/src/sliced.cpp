@@ -135,6 +135,7 @@ struct SlicedPipeline {
   // other processes (they write nothing).
   bool gather() {
     if (!spread || spread->processes < 2) return true;
+    for (const auto& r : runs) r->share(*spread);
     Archive ar;  // each state in turn, so that one at a time is held twice
     ar.put(static_cast<uint64_t>(runs.size()));
     for (const auto& r : runs) ar.put(r->save());
@@ -188,11 +189,10 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               const LoadOptions& lo, const Spread* spread) {
   if (!sliceable(which, opt)) return std::nullopt;
   if (whole_store_forced()) return std::nullopt;
-  if (!sliceable_any_size(which, opt)) {  // a rank at a time only past the budget, one process
+  if (!sliceable_any_size(which, opt)) {  // a rank at a time only past the budget
     std::error_code ec;
     const uintmax_t bytes = std::filesystem::file_size(file, ec);
-    if ((spread && spread->processes > 1) || ec || bytes <= memory_budget(opt.memory_bytes))
-      return std::nullopt;
+    if (ec || bytes <= memory_budget(opt.memory_bytes)) return std::nullopt;
   }
   std::sort(which.begin(), which.end(), [](const Analysis* x, const Analysis* y) {
     return registry_position(x) < registry_position(y);

@@ -28,6 +28,8 @@
 
 namespace kernalyse {
 
+struct Spread;  // kernalyse/spread.h
+
 // Every analysis option, once (kernalyse-merge's flags map onto it one to one). Each descriptor
 // takes the part it uses; 0 for `top` means each analysis's own default.
 struct AnalysisOptions {
@@ -128,6 +130,9 @@ class SlicedRun {
   // finish() gives what one process that had added every slice would give).
   virtual std::string save() const = 0;
   virtual void merge(const std::string& bytes) = 0;
+  // Under MPI, on every process after its slices and before save() (collective): work that
+  // needs the rows of every process (the critical path's steps, critical_sliced.cpp).
+  virtual void share(const Spread& /*spread*/) {}
 };
 
 struct Analysis {
