@@ -96,6 +96,19 @@ log "  all analyses: columns read $all_col_mb MB; peak RSS / columns read = $(aw
 cp_col_mb=$(( (rows * 46 + nl * 52 + nn * 92) / 1000000 ))
 timed critical_path "$bin/kernalyse-merge" "$dir/run.h5" --critical-path --top 20
 log "  critical path: columns read $cp_col_mb MB; peak RSS / columns read = $(awk -v r="$rss_mb" -v c="$cp_col_mb" 'BEGIN {printf "%.2f", r / c}')"
+# The same a step at a time (issue 28): what a store past the memory budget gets, here with a
+# 100 MB budget (each step's rows of every rank, the rest in a scratch file).
+cp_whole_rss=$rss_mb cp_whole_wall=$wall
+KERNALYSE_IMPORT_MEMORY_MB=100 timed critical_path_by_step "$bin/kernalyse-merge" "$dir/run.h5" --critical-path --top 20
+log "  critical path a step at a time (100 MB budget): $wall s, peak RSS $rss_mb MB against $cp_whole_wall s, $cp_whole_rss MB read whole ($(cmp -s "$dir/critical_path.stdout" "$dir/critical_path_by_step.stdout" && echo same report || echo REPORT DIFFERS))"
+# --perfetto of the store, a rank at a time and read whole (issue 28).
+rm -f "$dir/p.json"
+timed perfetto_by_rank "$bin/kernalyse-merge" "$dir/run.h5" --perfetto "$dir/p.json" -q
+p_rss=$rss_mb p_wall=$wall p_sum=$(md5sum <"$dir/p.json")
+rm -f "$dir/p.json"  # GBs: one at a time on disk
+KERNALYSE_WHOLE_STORE=1 timed perfetto_whole "$bin/kernalyse-merge" "$dir/run.h5" --perfetto "$dir/p.json" -q
+log "  --perfetto ($(( $(stat -c %s "$dir/p.json") / 1000000 )) MB): a rank at a time $p_wall s, $p_rss MB; read whole $wall s, $rss_mb MB ($([ "$(md5sum <"$dir/p.json")" = "$p_sum" ] && echo same file || echo FILES DIFFER))"
+rm -f "$dir/p.json"
 # Clock inference's cost on --stragglers (issue 13, target <= 10 %): the store's recorded clocks
 # (--align off) against inferring them again from its collectives (--align inferred), alternated
 # 5 times; medians of wall and CPU time (one run is inside this machine's noise).

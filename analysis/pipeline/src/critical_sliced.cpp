@@ -1,7 +1,7 @@
 // --critical-path (and --what-if) of a store read a rank at a time (sliced_critical_path,
-// registry.h): each rank's rows of each step go to a scratch file as they come, and the steps
-// are then analysed one at a time from their rows alone, so that memory holds a step of every
-// rank, not the store.
+// registry.h): each rank's rows of each step are set aside as the slices come, and the steps are
+// then analysed one at a time from their rows alone, so that memory holds a step of every rank,
+// not the store.
 //
 // The steps' rows stay in memory up to a budget (AnalysisOptions::memory_bytes: half the
 // physical memory by default, KERNALYSE_IMPORT_MEMORY_MB) and go to an unlinked scratch file in
@@ -242,7 +242,7 @@ void CriticalPathSlices::add(const AnalysisContext& ctx) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (uint32_t i : cl) lo = std::min(lo, l.start_ns[i]), hi = std::max(hi, l.start_ns[i]);
     std::vector<uint32_t> around;  // the annotations over the step's launches
-    for (uint32_t i = 0; i < an.size(); ++i)
+    for (uint32_t i = 0; lo <= hi && i < an.size(); ++i)
       if (an.start_ns[i] <= hi && an.end_ns[i] >= lo) around.push_back(i);
     append_rows(chunk->annotations, an, around);
     keep(st, rank, std::move(rr), std::move(chunk));
