@@ -4,8 +4,9 @@
 # TMPDIR: one host here), analyse it a rank at a time, and the report is the one-process run's
 # byte for byte (text and JSON), its lines the same but the temporary store's, which is removed
 # after; a Nsight Systems set and ranks that interleave across files (process 0 writes the
-# store) too; analyses without a rank-at-a-time form keep the old route (the same report); a
-# truncated file is the one-process line, once, exit 2, and nothing is left in TMPDIR.
+# store) too; analyses without a rank-at-a-time form keep the old route (the same report); two
+# files of one rank and a truncated file are the one-process line, once, exit 2, no hang, and
+# nothing is left in TMPDIR.
 source "$(dirname "$0")/lib.sh"
 use_mpi
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
@@ -63,6 +64,26 @@ PY
   expect_contains "interleaved: through the temporary store" "$(cat "$TMP/m.err")" "temporary store"
 else
   echo "SKIP (not counted): $TRACES absent, the shared sets"
+fi
+
+# Two files of one rank: found where process 0 merges them (the others wait for the store): the
+# one-process line, once, exit 2, no hang (timeout 120 s), nothing left. The shared inference set
+# (a capture and an execution trace, both rank 0) hung here before the error was shared.
+dup_case() {
+  local name=$1 input=$2
+  timeout 120 "${MPIRUN[@]}" -n 2 "$BIN/kernalyse-merge" "$input" --all </dev/null \
+    >"$TMP/dup.out" 2>"$TMP/dup.err"
+  expect_eq "$name: exit 2" "$?" "2"
+  expect_eq "$name: the one-process line, once" "$(grep '^kernalyse-merge: ' "$TMP/dup.err")" \
+    "$(kernalyse-merge "$input" --all 2>&1 >/dev/null | grep '^kernalyse-merge: ')"
+  expect_eq "$name: nothing left in TMPDIR" "$(ls -A "$TMPDIR")" ""
+}
+mkdir -p "$TMP/dup"
+cp "$TMP"/tg/rank-{0,1,2}.json "$TMP/dup/"
+cp "$TMP/tg/rank-1.json" "$TMP/dup/rank-1-again.json"
+dup_case "two files of rank 1" "$TMP/dup"
+if [ -d "$TRACES/kineto/inference" ]; then
+  dup_case "shared kineto/inference (two of rank 0)" "$TRACES/kineto/inference"
 fi
 
 # A truncated file: the one-process line, once; exit 2; nothing left.

@@ -87,10 +87,18 @@ std::optional<SlicedAnalysis> analyse_traces_spread(const std::vector<std::strin
       if (line.rfind(wrote, 0) != 0) lo.info(line);
     };
   }
-  LoadedRun run = import_run(files, to_store);
   // Every process waits for the store: where ranks repeat or interleave across files, process 0
-  // alone writes it (import_spread).
-  gathered(spread, uint8_t{1});
+  // alone merges and writes it (import_spread), and its error (two files of one rank) must reach
+  // the others here, or they would wait for it.
+  LoadedRun run;
+  std::string error;
+  try {
+    run = import_run(files, to_store);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  for (const std::string& e : gathered(spread, error))
+    if (!e.empty()) throw Error(e);
   // The clocks are the import's (aligned as the in-memory import aligns them): not again.
   const ColumnSelection sel = columns_for_store(to_store.output, which, opt.compat, false);
   std::optional<SlicedAnalysis> out =
