@@ -898,16 +898,19 @@ CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt)
   res.steps = std::move(paths);
   for (auto& w : whatifs)
     for (auto& x : w) res.what_if.push_back(std::move(x));
-  std::stable_sort(res.what_if.begin(), res.what_if.end(),
-                   [&](const WhatIfStep& x, const WhatIfStep& y) {
-                     auto idx = [&](const std::string& t) {
-                       for (size_t i = 0; i < opt.what_if.size(); ++i)
-                         if (opt.what_if[i].text == t) return i;
-                       return opt.what_if.size();
-                     };
-                     return idx(x.scenario) < idx(y.scenario);
-                   });
+  order_what_if(&res.what_if, opt.what_if);
   return res;
+}
+
+void order_what_if(std::vector<WhatIfStep>* rows, const std::vector<WhatIf>& given) {
+  auto idx = [&](const std::string& t) {
+    for (size_t i = 0; i < given.size(); ++i)
+      if (given[i].text == t) return i;
+    return given.size();
+  };
+  std::stable_sort(rows->begin(), rows->end(), [&](const WhatIfStep& x, const WhatIfStep& y) {
+    return idx(x.scenario) < idx(y.scenario);
+  });
 }
 
 }  // namespace kernalyse

@@ -502,16 +502,7 @@ std::any CriticalPathSlices::finish(const AnalysisContext&) {
       if (std::find(res.notes.begin(), res.notes.end(), n) == res.notes.end())
         res.notes.push_back(std::move(n));
   }
-  // Per scenario, in the order given, each in step order (critical_path's order).
-  std::stable_sort(res.what_if.begin(), res.what_if.end(),
-                   [&](const WhatIfStep& x, const WhatIfStep& y) {
-                     auto idx = [&](const std::string& t) {
-                       for (size_t i = 0; i < co_.what_if.size(); ++i)
-                         if (co_.what_if[i].text == t) return i;
-                       return co_.what_if.size();
-                     };
-                     return idx(x.scenario) < idx(y.scenario);
-                   });
+  order_what_if(&res.what_if, co_.what_if);  // critical_path's order
   return res;
 }
 

@@ -110,6 +110,9 @@ struct CriticalPathResult {
 };
 
 CriticalPathResult critical_path(const Store& s, const CriticalPathOptions& opt);
+// The what-if rows in the result's order: per scenario as given, each in step order (a stable
+// sort of rows that come in step order).
+void order_what_if(std::vector<WhatIfStep>* rows, const std::vector<WhatIf>& given);
 // Headline lines, tables (critical_path_steps, _kinds, _ranks, _kernels, _ranges, _segments,
 // what_if) and the JSON keys `critical_path`, `what_if`, `what_if_summary` (docs/json.md).
 void critical_path_report(const CriticalPathResult& r, Report* out);
