@@ -78,15 +78,10 @@ std::optional<SlicedAnalysis> analyse_traces_spread(const std::vector<std::strin
   to_store.output_only = true;
   to_store.force = false;
   to_store.import.spread = &spread;
-  if (lo.info) {
-    lo.info("imported by the " + std::to_string(spread.processes) +
-            " processes into a temporary store in " + at +
-            " (removed after), then analysed a rank at a time by each");
-    // The import's lines, but not the temporary store's "wrote".
+  if (lo.info)  // the import's lines, but not the temporary store's "wrote"
     to_store.info = [&lo, wrote = "wrote " + to_store.output](const std::string& line) {
       if (line.rfind(wrote, 0) != 0) lo.info(line);
     };
-  }
   // Every process waits for the store: where ranks repeat or interleave across files, process 0
   // alone merges and writes it (import_spread), and its error (two files of one rank) must reach
   // the others here, or they would wait for it.
@@ -99,6 +94,10 @@ std::optional<SlicedAnalysis> analyse_traces_spread(const std::vector<std::strin
   }
   for (const std::string& e : gathered(spread, error))
     if (!e.empty()) throw Error(e);
+  if (lo.info)  // once the store is there (not before an import error)
+    lo.info("imported by the " + std::to_string(spread.processes) +
+            " processes into a temporary store in " + at +
+            " (removed after), then analysed a rank at a time by each");
   // The clocks are the import's (aligned as the in-memory import aligns them): not again.
   const ColumnSelection sel = columns_for_store(to_store.output, which, opt.compat, false);
   std::optional<SlicedAnalysis> out =
