@@ -34,6 +34,10 @@ namespace {
 
 constexpr int kExitBadInput = 2;
 
+// Under mpirun, while run() checks its arguments (the same on every process: flags, inputs,
+// outputs), a process other than the first leaves their errors to the first to say once.
+bool others_say_it = false;
+
 // A KERNALYSE_* count from 1 to `max`, when set; anything else is one line naming it.
 std::optional<uint64_t> env_count(RunEnv var, uint64_t max, const char* what) {
   const char* c = std::getenv(env_name(var));
@@ -118,14 +122,14 @@ void say_kineto_export(const ExportStats& es, const Options& o) {
             << es.events << " events)\n";
 }
 
-// The Kineto export of a store alone: a rank's file at a time (sliced.h); under mpirun each
-// process writes its ranks' files. Its errors reach every process: said once, by the first.
-// The exit status, or none when the store is to be read whole (and the others are done).
 void say_perfetto(const ExportStats& es, const Options& o) {
   std::cerr << "wrote " << o.perfetto << " (" << es.events << " events, " << es.flows
             << " collective flows)\n";
 }
 
+// The Kineto export of a store alone: a rank's file at a time (sliced.h); under mpirun each
+// process writes its ranks' files. Its errors reach every process: said once, by the first.
+// The exit status, or none when the store is to be read whole (and the others are done).
 std::optional<int> kineto_by_rank(const std::string& store, const Options& o, bool may_align,
                                   const LoadOptions& lo, const Spread* spread) {
   const bool first_process = !spread || spread->process == 0;
@@ -141,17 +145,21 @@ std::optional<int> kineto_by_rank(const std::string& store, const Options& o, bo
   return std::nullopt;
 }
 
-// Exports alone of a store, a rank at a time: the Perfetto file by the first process, the
-// Kineto files by every process. Empty: the store is to be read whole (by the first process).
+// Exports alone of a store, a rank at a time: the Kineto files first, by every process (their
+// errors reach all of them), then the Perfetto file by the first process alone, when no other
+// process waits on it any more. Empty: the store is to be read whole (by the first process).
 std::optional<int> exports_by_rank(const std::string& store, const Options& o, bool may_align,
                                    const LoadOptions& lo, const Spread* spread) {
   const bool first_process = !spread || spread->process == 0;
-  if (!o.perfetto.empty() && first_process) {
-    auto es = export_perfetto_by_rank(store, o.perfetto, export_options(o), may_align, lo);
-    if (!es) return std::nullopt;  // not sliceable: neither is the Kineto export
-    if (!o.quiet) say_perfetto(*es, o);
+  if (!o.export_kineto.empty()) {
+    const std::optional<int> rc = kineto_by_rank(store, o, may_align, lo, spread);
+    if (!rc || *rc != 0 || o.perfetto.empty()) return rc;
   }
-  if (!o.export_kineto.empty()) return kineto_by_rank(store, o, may_align, lo, spread);
+  if (o.perfetto.empty() || !first_process) return 0;
+  // Sliceable when the Kineto export was (the same store, the same reader): empty only alone.
+  auto es = export_perfetto_by_rank(store, o.perfetto, export_options(o), may_align, lo);
+  if (!es) return std::nullopt;
+  if (!o.quiet) say_perfetto(*es, o);
   return 0;
 }
 
@@ -254,6 +262,7 @@ int run(Options& o) {
   // analyses of a store, a --diff of stores, an import), else they are done.
   const std::unique_ptr<Spread> spread = mpi_spread();
   const bool first_process = !spread || spread->process == 0;
+  others_say_it = !first_process;
   if (!o.diff.empty()) {
     if (first_process) return run_diff(o, spread.get());
     // Its errors are every process's (diff.h): said once, by the first process.
@@ -294,6 +303,7 @@ int run(Options& o) {
   const bool exporting = exports || !o.html.empty();
   const bool analyse = !which.empty() || (o.output.empty() && !exporting);
   if (analyse && which.empty()) which.push_back(find_analysis("summary"));  // the default report
+  others_say_it = false;  // from here each process reads and says its own errors
   LoadedRun run;
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
@@ -318,7 +328,7 @@ int run(Options& o) {
       if (auto rc = exports_by_rank(files[0], o, may_align, lo, spread.get())) return *rc;
     // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
     // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h); what
-    // cannot be spread (exports, --html, --power-log, --critical-path, ...) runs whole on it.
+    // cannot be spread (--html, --power-log, exports with analyses, ...) runs whole on it.
     if (!exporting && o.power_logs.empty()) {
       LoadOptions quiet = lo;
       if (spread && spread->process != 0) quiet.info = quiet.warn = nullptr;
@@ -377,10 +387,10 @@ int main(int argc, char** argv) {
   try {
     return run(o);
   } catch (const Error& e) {
-    std::cerr << "kernalyse-merge: " << e.what() << "\n";
+    if (!others_say_it) std::cerr << "kernalyse-merge: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const std::regex_error& e) {
-    std::cerr << "kernalyse-merge: invalid --comm-regex: " << e.what() << "\n";
+    if (!others_say_it) std::cerr << "kernalyse-merge: invalid --comm-regex: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const std::bad_alloc&) {
     std::cerr << "kernalyse-merge: out of memory\n";

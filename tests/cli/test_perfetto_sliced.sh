@@ -114,4 +114,18 @@ expect_eq "existing file: one line naming it" \
   "$(grep -c "^kernalyse-merge: .*one.json" "$TMP/ex.err") $(wc -l <"$TMP/ex.err")" "1 1"
 expect_eq "existing file: untouched" "$(stat -c %y "$TMP/one.json" | cut -c1-4)" "2001"
 expect_eq "existing file: no temporary left" "$(ls -a "$TMP" | grep -c '^\.')" "2"
+"${MPIRUN[@]}" -n 3 "$BIN/kernalyse-merge" "$TMP/tg.h5" --perfetto "$TMP/one.json" \
+  --export-kineto "$TMP/kx" </dev/null >/dev/null 2>"$TMP/ex3.err"
+expect_eq "existing file under mpirun -n 3: the line said once" \
+  "$(grep -c "^kernalyse-merge: .*one.json" "$TMP/ex3.err")" "1"
+expect_eq "existing file under mpirun -n 3: nothing written" "$(ls "$TMP/kx" 2>/dev/null | wc -l)" "0"
+# Both exports under mpirun: the Kineto files by every process, then the Perfetto file.
+rm -rf "$TMP/sl" "$TMP/wh"
+mkdir -p "$TMP/sl" "$TMP/wh"
+"${MPIRUN[@]}" -n 3 "$BIN/kernalyse-merge" "$TMP/off.h5" --perfetto "$TMP/sl/p.json" \
+  --export-kineto "$TMP/sl/k" -q </dev/null
+KERNALYSE_WHOLE_STORE=1 kernalyse-merge "$TMP/off.h5" --perfetto "$TMP/wh/p.json" \
+  --export-kineto "$TMP/wh/k" -q
+expect_eq "-n 3, both exports: the one-process files" \
+  "$(ls "$TMP/sl/k" | wc -l) $(diff -r "$TMP/sl" "$TMP/wh" >/dev/null && echo same)" "4 same"
 finish
