@@ -77,13 +77,7 @@ expect_eq "two files of rank 1: no store" "$(ls "$TMP"/dup*.h5 2>/dev/null | wc 
 MERGED=$TRACES/kineto/merged_4rank_rocm/merged_nccl_only.json.gz
 if [ -f "$MERGED" ]; then
   mkdir -p "$TMP/interleaved"
-  /usr/bin/python3 - "$MERGED" "$TMP/interleaved" <<'PY'
-import gzip, json, sys
-doc = json.load(gzip.open(sys.argv[1]))
-for name, keep in (("even.json", (0, 2)), ("odd.json", (1, 3))):
-    ev = [e for e in doc["traceEvents"] if int(e.get("pid", 0)) // 100000000 in keep]
-    json.dump({"traceEvents": ev}, open(sys.argv[2] + "/" + name, "w"))
-PY
+  /usr/bin/python3 "$(dirname "$0")/split_merged.py" "$MERGED" "$TMP/interleaved"
   same_store 2 "$TMP/interleaved"
   expect_eq "interleaved ranks: written by process 0 alone" \
     "$(grep -c 'parallel HDF5' "$TMP/mpi.err")" "0"

@@ -53,13 +53,7 @@ if [ -d "$TRACES" ]; then
       "temporary store"
   MERGED=$TRACES/kineto/merged_4rank_rocm/merged_nccl_only.json.gz
   mkdir -p "$TMP/interleaved"
-  /usr/bin/python3 - "$MERGED" "$TMP/interleaved" <<'PY'
-import gzip, json, sys
-doc = json.load(gzip.open(sys.argv[1]))
-for name, keep in (("even.json", (0, 2)), ("odd.json", (1, 3))):
-    ev = [e for e in doc["traceEvents"] if int(e.get("pid", 0)) // 100000000 in keep]
-    json.dump({"traceEvents": ev}, open(sys.argv[2] + "/" + name, "w"))
-PY
+  /usr/bin/python3 "$(dirname "$0")/split_merged.py" "$MERGED" "$TMP/interleaved"
   same "ranks interleaved across files (process 0 writes the store)" 2 "$TMP/interleaved" --all
   expect_contains "interleaved: through the temporary store" "$(cat "$TMP/m.err")" "temporary store"
 else

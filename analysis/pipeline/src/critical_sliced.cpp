@@ -14,13 +14,7 @@
 // ranges the path's launches ran in) and, after them, the other arrivals of the step's
 // collectives (their times bind the step's). The whole run's collective match (the cross-rank
 // rows', the ledger's) is rewritten to the slice's rows; its ids stay the run's.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +25,7 @@
 #include "kernalyse/critical_path.h"
 #include "kernalyse/error.h"
 #include "kernalyse/load.h"
+#include "kernalyse/spill.h"
 #include "kernalyse/spread.h"
 #include "kernalyse/store_archive.h"
 #include "registry/registry.h"
@@ -39,48 +34,6 @@
 namespace kernalyse::registry {
 
 namespace {
-
-// An unlinked scratch file in TMPDIR: chunks appended, read back by offset.
-class Scratch {
- public:
-  Scratch() {
-    const detail::TempDir dir;  // removed at once: the file lives on unlinked
-    std::string name = dir.path() + "/steps";
-    fd_ = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd_ < 0) throw Error("cannot create " + name + ": " + std::strerror(errno));
-    ::unlink(name.c_str());
-  }
-  ~Scratch() { ::close(fd_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  // Appends `bytes`; returns their offset.
-  uint64_t append(const std::string& bytes) {
-    const uint64_t at = end_;
-    for (size_t done = 0; done < bytes.size();) {
-      const ssize_t w =
-          ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(end_ + done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) throw Error(std::string("scratch file: write error: ") + std::strerror(errno));
-      done += static_cast<size_t>(w);
-    }
-    end_ += bytes.size();
-    return at;
-  }
-  std::string read(uint64_t at, uint64_t n) const {
-    std::string out(n, '\0');
-    for (size_t done = 0; done < n;) {
-      const ssize_t r = ::pread(fd_, out.data() + done, n - done, static_cast<off_t>(at + done));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) throw Error(std::string("scratch file: read error: ") + std::strerror(errno));
-      done += static_cast<size_t>(r);
-    }
-    return out;
-  }
-
- private:
-  int fd_ = -1;
-  uint64_t end_ = 0;
-};
 
 // Every row of `src`'s columns appended to `dst` (a column the reader skipped stays empty).
 template <class Tab>
@@ -171,6 +124,12 @@ class CriticalPathSlices : public SlicedRun {
     size_t base = 0;
   };
   // Position in the step slice of the rank's slice row `row`, or -1.
+  // A spilled chunk's bytes.
+  std::string spilled(const Chunk& c) const {
+    std::string bytes(c.bytes, '\0');
+    scratch_->read(c.at, bytes.data(), bytes.size());
+    return bytes;
+  }
   static int64_t position(const Placed& p, uint32_t row) {
     size_t at = p.base;
     for (const Range& r : p.ranges) {
@@ -195,9 +154,9 @@ class CriticalPathSlices : public SlicedRun {
   std::map<int32_t, std::vector<Chunk>> chunks_;         // step → its chunks, in rank order
   std::set<int32_t> gpu_steps_;                          // steps with GPU work
   uint64_t budget_ = 0, held_ = 0;                       // bytes of the chunks in memory
-  std::optional<Scratch> scratch_;
-  Store slice_;                                 // a step's rows, the header's strings
-  std::map<int32_t, CriticalPathResult> done_;  // per step analysed (here, or merged)
+  std::optional<SpillFile> scratch_;                     // in TMPDIR, once the budget is spent
+  Store slice_;                                          // a step's rows, the header's strings
+  std::map<int32_t, CriticalPathResult> done_;           // per step analysed (here, or merged)
   bool shared_ = false;
 };
 
@@ -259,12 +218,12 @@ void CriticalPathSlices::keep(int32_t step, int32_t rank, std::vector<Range> ran
     held_ += n;
     c.rows = std::move(rows);
   } else {
-    if (!scratch_) scratch_.emplace();
+    if (!scratch_) scratch_.emplace(detail::tmp_dir());
     Archive ar;
     put_tables(ar, *rows);
     rows.reset();
     c.bytes = ar.bytes().size();
-    c.at = scratch_->append(ar.bytes());
+    c.at = scratch_->append(ar.bytes().data(), c.bytes);
   }
   chunks_[step].push_back(std::move(c));
 }
@@ -283,7 +242,7 @@ void CriticalPathSlices::load(int32_t step, Store& slice, std::map<int32_t, Plac
     p.ranges = std::move(c.ranges);
     p.base = slice.activities.size();
     if (!c.rows) {
-      Archive ar(scratch_->read(c.at, c.bytes));
+      Archive ar(spilled(c));
       get_tables(ar, part);
     }
     const Store& rows = c.rows ? *c.rows : part;
@@ -371,7 +330,7 @@ std::string CriticalPathSlices::pack(int32_t step) {
       held_ -=
           bytes_of(c.rows->activities) + bytes_of(c.rows->launches) + bytes_of(c.rows->annotations);
     } else {
-      ar.put(scratch_->read(c.at, c.bytes));
+      ar.put(spilled(c));
     }
   }
   chunks_.erase(it);

@@ -90,12 +90,10 @@ struct FirstPass {
     }
     if (infer || cross_rows)
       if (spread && spread->processes > 1) exchange_cross(cross, *spread);
-    if (infer) {
-      const ClockEvidence ev = clock_evidence(cross.store, nullptr);
-      inf = infer_clocks(ev);
-      if (lo.align == "auto") keep_recorded_clocks_unless_evidence(&*inf, ev);
-      apply_clock_inference(cross.store, *inf);
-      if ((!spread || spread->process == 0) && lo.info) lo.info(describe(*inf));
+    if (infer) {  // said by the first process
+      LoadOptions quiet = lo;
+      if (spread && spread->process != 0) quiet.info = nullptr;
+      inf = align_clocks(cross.store, quiet, nullptr);
     }
     earliest = earliest_of(all_values(spread, std::move(pairs)), inf ? &*inf : nullptr);
     with_file = all_values(spread, std::move(with_file));

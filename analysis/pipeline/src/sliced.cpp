@@ -214,13 +214,8 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
   SlicedAnalysis out;
   bool moved = false;
   if (infer) {  // on every process: the same rows, the same inference
-    const ClockEvidence ev = clock_evidence(cross.store, &out.match);
-    ClockInference inf = infer_clocks(ev);
-    if (lo.align == "auto") keep_recorded_clocks_unless_evidence(&inf, ev);
-    apply_clock_inference(cross.store, inf);
-    if (lo.info) lo.info(describe(inf));
-    moved = moves_times(inf);
-    out.inference = std::move(inf);
+    out.inference = align_clocks(cross.store, lo, &out.match);
+    moved = out.inference && moves_times(*out.inference);
   }
   out.header = std::move(cross.store);
   out.ctx = std::make_unique<AnalysisContext>(out.header, opt, out.match);

@@ -12,14 +12,17 @@
 
 namespace kernalyse::detail {
 
+// TMPDIR, or /tmp.
+inline std::string tmp_dir() {
+  const char* t = std::getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
 class TempDir {
  public:
   // In `base`; in TMPDIR (or /tmp) when empty. Throws Error naming `base` when it cannot.
   explicit TempDir(std::string base = {}) {
-    if (base.empty()) {
-      const char* t = std::getenv("TMPDIR");
-      base = t && *t ? t : "/tmp";
-    }
+    if (base.empty()) base = tmp_dir();
     std::string tmpl = (std::filesystem::path(base) / "kernalyse-XXXXXX").string();
     if (!mkdtemp(tmpl.data()))
       throw Error("cannot create a temporary directory in " + base + ": " +
