@@ -1,7 +1,5 @@
 // kernalyse-merge: import per-rank traces into one store and/or analyse a store. Flags map onto
 // the library's options; the analyses and their flags come from the registry (pipeline.h).
-#include <malloc.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -10,11 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/export.h"
 #include "kernalyse/hang.h"
+#include "kernalyse/heap.h"
 #include "kernalyse/html_report.h"
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
@@ -48,6 +48,19 @@ std::optional<uint64_t> env_count(RunEnv var, uint64_t max, const char* what) {
     throw Error(std::string(env_name(var)) + "=" + c + ": not " + what + " from 1 to " +
                 std::to_string(max));
   return v;
+}
+
+// The inputs' size on disk (compressed for gzip), what tells a small run; a pipe or anything
+// else without a size counts as large.
+int64_t on_disk_bytes(const std::vector<std::string>& files) {
+  int64_t n = 0;
+  for (const auto& f : files) {
+    std::error_code ec;
+    const auto b = fs::is_regular_file(f, ec) ? fs::file_size(f, ec) : 0;
+    if (ec || !fs::is_regular_file(f, ec)) return std::numeric_limits<int64_t>::max();
+    n += static_cast<int64_t>(b);
+  }
+  return n;
 }
 
 LoadOptions load_options(const Options& o, const Classifier* cls) {
@@ -307,12 +320,7 @@ int run(Options& o) {
   LoadedRun run;
   if (store_input) {
     if (!o.output.empty()) throw Error(files[0] + ": already a store; -o is for importing traces");
-    // One malloc arena for a store's analyses (before the first read starts threads): with
-    // glibc's default (8 per core) each pool and slice-reading thread keeps the largest
-    // temporaries it freed in an arena of its own, ~100 MB more peak RSS on the benchmark store's
-    // --all (docs/benchmarks.md); these threads allocate rarely (columns, result rows). Imports,
-    // whose parser threads allocate all the time, keep the default.
-    mallopt(M_ARENA_MAX, 1);
+    use_one_arena();  // before the first read starts threads (heap.h); imports keep glibc's
     // The inference matches collectives like the ledger: it runs on a store for the cross-rank
     // views (ledger, critical path, exports) or when asked.
     const bool may_align = o.align == "inferred" ||
@@ -337,8 +345,9 @@ int run(Options& o) {
     }
     if (!first_process) return 0;
     run = read_run(files[0], sel, may_align, lo);
-  } else if (auto rc = import_traces(files, o, which, lo, spread.get(), &run)) {
-    return *rc;
+  } else {
+    if (on_disk_bytes(files) <= kSmallRunBytes) use_huge_heap_for_small_run();  // heap.h
+    if (auto rc = import_traces(files, o, which, lo, spread.get(), &run)) return *rc;
   }
   Store& store = run.store;
   for (const auto& spec : o.power_logs) {

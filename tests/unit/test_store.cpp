@@ -174,6 +174,35 @@ TEST(StringTable, InternsAndAssigns) {
   EXPECT_EQ(t.intern(""), 0u);
 }
 
+TEST(StringTable, DuplicatesInAFileKeepTheFirstId) {
+  StringTable t;
+  // A store file may hold a string twice: its rows keep both ids, lookups give the first, also
+  // after the index grows past the assigned table.
+  t.assign({"", "k", "dup", "k", "dup"});
+  EXPECT_EQ(t.size(), 5u);
+  EXPECT_EQ(t.intern("dup"), 2u);
+  EXPECT_EQ(t.intern("k"), 1u);
+  for (int i = 0; i < 1000; ++i) t.intern("grow " + std::to_string(i));
+  EXPECT_EQ(t.intern("dup"), 2u);
+  EXPECT_EQ(t.intern("k"), 1u);
+  EXPECT_EQ(t.at(3), "k");
+}
+
+TEST(StringTable, StringsThatDifferLateOrOnlyInLength) {
+  StringTable t;
+  const std::string base(40, 'a');
+  std::vector<std::string> v = {base,
+                                base + "b",
+                                base.substr(0, 39),
+                                base + std::string(1, '\0'),
+                                std::string(1, '\0'),
+                                std::string(2, '\0'),
+                                "a"};
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(t.intern(v[i]), i + 1) << i;
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(t.intern(v[i]), i + 1) << i;
+  EXPECT_EQ(t.size(), v.size() + 1);
+}
+
 TEST(StringTable, ManyStrings) {
   StringTable t;
   // std::to_string alone (not "s" + ...): GCC 12 gives a false -Wrestrict on the latter.

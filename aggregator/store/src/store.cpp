@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -69,34 +70,74 @@ const char* to_string(AnnotationKind k) {
 // ---------------------------------------------------------------------------------------------
 // StringTable
 
-size_t StringTable::Hash::operator()(std::string_view s) const noexcept {
-  return std::hash<std::string_view>{}(s);
+namespace {
+// 64-bit hash of a string, 8 bytes a step (multiply and rotate, then murmur3's finaliser for the
+// low bits the table's mask takes). Not for untrusted adversaries: a trace full of strings made
+// to collide costs probe time, never a wrong id (every hit is compared).
+uint64_t hash_string(std::string_view s) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = s.size() * kMul;
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (((h << 5) | (h >> 59)) ^ w) * kMul;
+  }
+  if (i < s.size()) {
+    uint64_t w = 0;
+    std::memcpy(&w, s.data() + i, s.size() - i);
+    h = (((h << 5) | (h >> 59)) ^ w) * kMul;
+  }
+  h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+}  // namespace
+
+StringTable::StringTable() { assign({}); }
+
+uint32_t StringTable::find_or_add(std::string_view s, uint64_t h) {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const uint32_t slot = slots_[i];
+    if (slot == 0) {
+      if (strings_.size() >= std::numeric_limits<uint32_t>::max() - 1)
+        throw Error("string table overflow (2^32 strings)");
+      const auto id = static_cast<uint32_t>(strings_.size());
+      strings_.emplace_back(s);
+      hashes_.push_back(h);
+      slots_[i] = id + 1;
+      if (strings_.size() * 2 > slots_.size()) grow();  // at most half full
+      return id;
+    }
+    const uint32_t id = slot - 1;
+    if (hashes_[id] == h && strings_[id] == s) return id;
+  }
 }
 
-StringTable::StringTable() {
-  strings_.emplace_back();
-  index_.emplace(std::string(), 0u);
+// Indexes every id in id order, so that of two equal strings (a file may hold duplicates) the
+// first id is met first on their common probe path: intern() stays deterministic.
+void StringTable::rebuild(size_t slots) {
+  std::vector<uint32_t>(slots).swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (uint32_t id = 0; id < strings_.size(); ++id) {
+    size_t i = hashes_[id] & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = id + 1;
+  }
 }
 
-uint32_t StringTable::intern(std::string_view s) {
-  // Heterogeneous lookup: no std::string is built for strings already present.
-  if (auto it = index_.find(s); it != index_.end()) return it->second;
-  if (strings_.size() >= std::numeric_limits<uint32_t>::max())
-    throw Error("string table overflow (2^32 strings)");
-  auto id = static_cast<uint32_t>(strings_.size());
-  strings_.emplace_back(s);
-  index_.emplace(strings_.back(), id);
-  return id;
-}
+void StringTable::grow() { rebuild(slots_.size() * 2); }
+
+uint32_t StringTable::intern(std::string_view s) { return find_or_add(s, hash_string(s)); }
 
 void StringTable::assign(std::vector<std::string> strings) {
   strings_ = std::move(strings);
   if (strings_.empty()) strings_.emplace_back();  // keep the "id 0 is empty" invariant
-  index_.clear();
-  index_.reserve(strings_.size());
-  // A file could hold duplicates; the first id wins so intern() stays deterministic.
-  for (size_t i = 0; i < strings_.size(); ++i)
-    index_.emplace(strings_[i], static_cast<uint32_t>(i));
+  hashes_.resize(strings_.size());
+  for (size_t i = 0; i < strings_.size(); ++i) hashes_[i] = hash_string(strings_[i]);
+  size_t slots = 64;
+  while (slots < strings_.size() * 2) slots *= 2;
+  rebuild(slots);
 }
 
 void Activities::reserve(size_t n) {
