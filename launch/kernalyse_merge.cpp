@@ -176,21 +176,28 @@ std::optional<int> exports_by_rank(const std::string& store, const Options& o, b
   return 0;
 }
 
+HtmlOptions html_options(const Options& o, std::shared_ptr<const CollectiveMatch> match) {
+  const ExportOptions eo = export_options(o);
+  HtmlOptions ho;
+  ho.analysis = o.ao, ho.match = std::move(match);
+  ho.from_ns = eo.from_ns, ho.to_ns = eo.to_ns, ho.force = o.force, ho.progress = o.mode;
+  ho.title = o.inputs.size() == 1 ? fs::path(o.inputs[0]).filename().string() : "";
+  return ho;
+}
+
+void say_html(const HtmlStats& hs, const Options& o, std::chrono::steady_clock::time_point t0) {
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  char took[64];
+  std::snprintf(took, sizeof took, "%.2f s", secs);
+  if (!o.quiet)
+    std::cerr << "wrote " << o.html << " (" << (hs.bytes + 999) / 1000 << " kB, " << took << ")\n";
+}
+
 void write_exports(const Store& store, const Options& o, const LoadedRun& run) {
   const ExportOptions eo = export_options(o);
   if (!o.html.empty()) {
-    HtmlOptions ho;
-    ho.analysis = o.ao, ho.match = run.match;
-    ho.from_ns = eo.from_ns, ho.to_ns = eo.to_ns, ho.force = o.force, ho.progress = o.mode;
-    ho.title = o.inputs.size() == 1 ? fs::path(o.inputs[0]).filename().string() : "";
     auto t0 = std::chrono::steady_clock::now();
-    HtmlStats hs = write_html_report(store, o.html, ho);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    char took[64];
-    std::snprintf(took, sizeof took, "%.2f s", secs);
-    if (!o.quiet)
-      std::cerr << "wrote " << o.html << " (" << (hs.bytes + 999) / 1000 << " kB, " << took
-                << ")\n";
+    say_html(write_html_report(store, o.html, html_options(o, run.match)), o, t0);
   }
   if (!o.perfetto.empty()) {
     ExportStats es = export_perfetto(store, o.perfetto, eo);
@@ -213,6 +220,44 @@ int print_sliced(SlicedAnalysis& r, const Options& o) {
   append_results(std::move(r.results), *r.ctx, &report);
   print(report, o);
   return 0;
+}
+
+// The report of a run held whole: the overview, the clock inference, the analyses.
+int print_run(const LoadedRun& run, const Options& o, const std::vector<const Analysis*>& which) {
+  Report report;
+  store_overview(run.store, &report);
+  if (run.inference) {
+    report.json["clock_inference"] = clock_inference_json(*run.inference);
+    report.headline.push_back(describe(*run.inference));
+  }
+  const AnalysisContext ctx(run.store, o.ao, run.match);
+  append_results(run_analyses(ctx, which, /*render=*/true), ctx, &report);
+  print(report, o);
+  return 0;
+}
+
+// --html of a store a rank at a time (write_html_by_rank, sliced.h), then the analyses asked for
+// with it: a rank at a time when they can, else read whole by the first process. Under mpirun the
+// processes share the slices and the first one writes. Empty: the page is to be drawn from the
+// store read whole (within the memory budget, a filter: write_html_by_rank says when).
+std::optional<int> html_by_rank(const std::string& store, const Options& o,
+                                const std::vector<const Analysis*>& which,
+                                const ColumnSelection& sel, bool may_align, const LoadOptions& lo,
+                                const Spread* spread) {
+  const bool first_process = !spread || spread->process == 0;
+  LoadOptions quiet = lo;
+  if (!first_process) quiet.info = quiet.warn = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::optional<HtmlStats> hs =
+      write_html_by_rank(store, o.html, html_options(o, nullptr), sel, may_align, quiet, spread);
+  if (!hs) return std::nullopt;
+  if (first_process) say_html(*hs, o, t0);
+  if (which.empty()) return 0;
+  quiet.info = nullptr;  // the clock inference's line is said
+  if (auto sliced = analyse_by_rank(store, which, o.ao, sel, may_align, quiet, spread))
+    return sliced->writer ? print_sliced(*sliced, o) : 0;
+  if (!first_process) return 0;
+  return print_run(read_run(store, sel, may_align, quiet), o, which);
 }
 
 // The store every process wrote under mpirun (`run`: the import, its clock inference), analysed
@@ -336,7 +381,10 @@ int run(Options& o) {
       if (auto rc = exports_by_rank(files[0], o, may_align, lo, spread.get())) return *rc;
     // The analyses a rank at a time when they all can (kernalyse/sliced.h): same output. Under
     // mpirun the ranks are spread over the processes and the first one writes (merge_mpi.h); what
-    // cannot be spread (--html, --power-log, exports with analyses, ...) runs whole on it.
+    // cannot be spread (--power-log, exports with analyses, ...) runs whole on it. --html past
+    // the memory budget too (its critical path's rule: within it the whole read is faster).
+    if (!o.html.empty() && !exports && o.power_logs.empty())
+      if (auto rc = html_by_rank(files[0], o, which, sel, may_align, lo, spread.get())) return *rc;
     if (!exporting && o.power_logs.empty()) {
       LoadOptions quiet = lo;
       if (spread && spread->process != 0) quiet.info = quiet.warn = nullptr;
@@ -355,17 +403,7 @@ int run(Options& o) {
     if (!o.quiet) std::cerr << describe(log) << "\n";
   }
   if (exporting) write_exports(store, o, run);
-  if (!analyse) return 0;
-  Report report;
-  store_overview(store, &report);
-  if (run.inference) {
-    report.json["clock_inference"] = clock_inference_json(*run.inference);
-    report.headline.push_back(describe(*run.inference));
-  }
-  const AnalysisContext ctx(store, o.ao, run.match);
-  append_results(run_analyses(ctx, which, /*render=*/true), ctx, &report);
-  print(report, o);
-  return 0;
+  return analyse ? print_run(run, o, which) : 0;
 }
 
 }  // namespace

@@ -3,14 +3,18 @@
 #include "kernalyse/roofline.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 
+#include "kernalyse/archive.h"
 #include "kernalyse/crossrank.h"
+#include "kernalyse/sliced_folds.h"
 #include "kernalyse/timeline.h"
 
 namespace kernalyse {
@@ -93,26 +97,46 @@ void place(RooflineRow& r, bool comm, bool copy_kind, const std::optional<Device
   }
 }
 
+// The fold's state (sliced_folds.h): what the rows add up to, before the rows are placed.
+using OpKey = std::array<uint32_t, 4>;  // name, dims, types, concrete
+
+// One (op, shapes, types) group's totals, groups in first-seen row order.
 struct OpGroup {
-  uint32_t name_id = 0, dims_id = 0, types_id = 0, concrete_id = 0;
-  OpWork work;
-  RooflineRow row;
-  bool comm = false;
+  OpKey key{};
+  int64_t time_ns = 0, host_wait_ns = 0;
   int64_t calls = 0;  // distinct op calls (rank, external id) with kernels in the selection
+  bool comm = false;
+  std::optional<OpWork> work;  // from the strings, on first use (a merged group's: at the end)
 };
 
-struct KernelAcc {
-  RooflineRow row;
-  bool comm = false, copy = true, all_work = true, any_work = false;
+// A kernel name's FLOPs and bytes from one rank's rows, summed in row order; the ranks' sums are
+// added in rank order, so one process, a rank at a time and MPI give the same doubles.
+struct KernelPart {
+  int32_t rank = 0;
+  double flops = 0, bytes = 0;
   std::map<std::string, double> flops_by_dtype;
 };
 
+struct KernelAcc {
+  std::string name;
+  int64_t count = 0, time_ns = 0, work_time_ns = 0, host_wait_ns = 0;
+  bool comm = false, copy = true, all_work = true, any_work = false;
+  std::vector<KernelPart> parts;
+};
+
+// The row sums the hint rules read besides the placed op rows.
+struct HintSums {
+  int64_t short_elem_n = 0, short_elem_t = 0;  // short elementwise / normalization kernels
+  bool correlated = true, launches = false;    // the activities' correlation read; any launch
+  int64_t host = 0, idle = 0, span = 0, busy = 0, exposed = 0;
+};
+
+// A kernel shorter than this counts for the fusion hint.
+constexpr int64_t kShortNs = 10000;
+
 // The hint rules (docs/analyses.md, "Hints") over the placed rows; each fires only on its
 // measured facts and carries them.
-void add_hints(const Store& s, const RooflineOptions& opt, const std::vector<uint32_t>& rows,
-               const std::vector<int32_t>& row_group, const std::vector<OpGroup>& groups,
-               RooflineResult& res) {
-  const Activities& a = s.activities;
+void add_hints(const HintSums& hs, RooflineResult& res) {
   // ---- hints: each rule fires only on its measured facts (docs/analyses.md, "Hints").
   const double gpu = static_cast<double>(std::max<int64_t>(res.gpu_time_ns, 1));
   auto share = [&](int64_t t) { return 100.0 * static_cast<double>(t) / gpu; };
@@ -176,48 +200,21 @@ void add_hints(const Store& s, const RooflineOptions& opt, const std::vector<uin
     }
   }
   {
-    constexpr int64_t kShort = 10000;
-    int64_t n = 0, t = 0;
-    for (size_t k = 0; k < rows.size(); ++k) {
-      const uint32_t i = rows[k];
-      if (a.kind[i] != static_cast<uint8_t>(Kind::Kernel)) continue;
-      const int64_t dur = a.end_ns[i] - a.start_ns[i];
-      if (dur >= kShort) continue;
-      bool elem;
-      if (row_group[k] >= 0) {
-        const OpFamily f =
-            op_family(s.strings.at(groups[static_cast<size_t>(row_group[k])].name_id));
-        elem = f == OpFamily::Elementwise || f == OpFamily::Norm || f == OpFamily::Softmax ||
-               f == OpFamily::Copy;
-      } else {
-        elem = contains_ci(s.strings.at(a.name_id[i]), "elementwise");
-      }
-      if (elem) ++n, t += dur;
-    }
+    const int64_t n = hs.short_elem_n, t = hs.short_elem_t;
     const double sh = share(t);
     if (n >= 100 && sh >= 10.0) {
       Hint h;
       h.id = "fusion";
-      h.numbers = {{"kernels", n}, {"gpu_time_pct", sh}, {"time_ns", t}, {"under_ns", kShort}};
+      h.numbers = {{"kernels", n}, {"gpu_time_pct", sh}, {"time_ns", t}, {"under_ns", kShortNs}};
       h.text = std::to_string(n) + " elementwise / normalization kernels under " +
-               format_duration(kShort) + ", " + pct_text(sh) +
+               format_duration(kShortNs) + ", " + pct_text(sh) +
                " of GPU time -> fuse them (torch.compile, fused kernels)";
       res.hints.push_back(std::move(h));
     }
   }
-  if (a.correlation.size() == a.size() && s.launches.size()) {
-    CrossRankOptions xo;
-    xo.filter = opt.filter;
-    int64_t host = 0, idle = 0, span = 0, busy = 0, exposed = 0;
-    for (const StreamIdle& si : stream_idle(s, xo)) {
-      host += si.host_ns;
-      idle += si.host_ns + si.kernel_ns + si.other_ns;
-    }
-    for (const RankUnion& ru : rank_unions(s, xo, false)) {
-      span += ru.u.span_ns;
-      busy += ru.u.busy_ns;
-      exposed += ru.u.comm_excl_ns;
-    }
+  if (hs.correlated && hs.launches) {
+    const int64_t host = hs.host, idle = hs.idle, span = hs.span, busy = hs.busy,
+                  exposed = hs.exposed;
     const double idle_pct =
         span ? 100.0 * static_cast<double>(span - busy) / static_cast<double>(span) : 0;
     const double host_pct =
@@ -251,12 +248,9 @@ void add_hints(const Store& s, const RooflineOptions& opt, const std::vector<uin
 
 // Device and its peaks: the first selected rank's device name; a note on where the peaks came
 // from and whether the store has operator shapes at all.
-void choose_peaks(const Store& s, const std::vector<uint32_t>& rows, const RooflineOptions& opt,
+void choose_peaks(const Store& s, const std::set<int32_t>& sel_ranks, const RooflineOptions& opt,
                   RooflineResult& res) {
-  const Activities& a = s.activities;
   std::set<std::string> names;
-  std::set<int32_t> sel_ranks;
-  for (uint32_t i : rows) sel_ranks.insert(a.rank[i]);
   for (const RankInfo& r : s.ranks)
     if (sel_ranks.count(r.rank) && !r.device_name.empty()) names.insert(r.device_name);
   res.device = names.empty() ? "" : *names.begin();
@@ -342,161 +336,323 @@ std::vector<int64_t> host_waits(const Store& s, const std::vector<uint32_t>& row
   return host_wait;
 }
 
-// The selected activities grouped by the op that launched them.
-struct OpGrouping {
+// What one (op, shapes, types) call does, from the strings.
+OpWork work_of(const Store& s, const OpKey& key) {
+  const auto [name, dims, types, concrete] = key;
+  std::vector<OpInput> inputs;
+  parse_op_inputs(s.strings.at(dims), s.strings.at(types), s.strings.at(concrete), &inputs);
+  OpWork w = op_work(s.strings.at(name), inputs);
+  if (dims == 0) w.why = "no shapes recorded";
+  return w;
+}
+
+}  // namespace
+
+struct RooflineFold::Impl {
+  RooflineOptions opt;
+  bool has_ops = false;
+  int64_t gpu_time_ns = 0;  // Σ selected GPU work time
+  std::set<int32_t> ranks;  // with selected rows (the device they name)
+  std::map<OpKey, size_t> group_of;
   std::vector<OpGroup> groups;
-  std::vector<int32_t> row_group;  // per selected row: its group, -1 if no op
-  std::vector<int64_t> call_time;  // per op call: its kernels' GPU time
+  std::unordered_map<std::string, size_t> kernel_of;
+  std::vector<KernelAcc> kernels;
+  std::vector<uint8_t> used;  // the selected rows' name ids: the kernel rows' order
+  HintSums hints;
+
+  // Per selected row its op group (-1: no op), and per op call its kernels' GPU time.
+  struct Grouping {
+    std::vector<int32_t> row_group;
+    std::vector<int64_t> call_time;
+  };
+  Grouping group_ops(const Store& s, const std::vector<uint32_t>& rows, const OpJoin& join,
+                     const std::vector<int64_t>& host_wait);
+  void kernel_rows(const Store& s, const std::vector<uint32_t>& rows, const OpJoin& join,
+                   const std::vector<int64_t>& host_wait, const Grouping& og);
+  void hint_rows(const Store& s, const std::vector<uint32_t>& rows, const Grouping& og);
 };
 
-// Op calls: (rank, external id) → total GPU time; op groups by (name, dims, types, concrete),
-// each placed. Sums the selection's GPU time into res.
-OpGrouping group_ops(const Store& s, const std::vector<uint32_t>& rows, const OpJoin& join,
-                     const std::vector<int64_t>& host_wait, const RooflineOptions& opt,
-                     RooflineResult& res) {
+// Op calls: (rank, external id) → total GPU time; op groups by (name, dims, types, concrete).
+RooflineFold::Impl::Grouping RooflineFold::Impl::group_ops(const Store& s,
+                                                           const std::vector<uint32_t>& rows,
+                                                           const OpJoin& join,
+                                                           const std::vector<int64_t>& host_wait) {
   const Activities& a = s.activities;
   const Ops& ops = s.ops;
-  OpGrouping out;
-  std::vector<OpGroup>& groups = out.groups;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, size_t> group_of;
+  Grouping out;
   out.row_group.assign(rows.size(), -1);
   out.call_time.assign(join.n_calls, 0);
   std::vector<uint8_t> call_seen(join.n_calls, 0);
-  std::vector<OpInput> inputs;
   for (size_t k = 0; k < rows.size(); ++k) {
     uint32_t i = rows[k];
     const int64_t dur = a.end_ns[i] - a.start_ns[i];
-    res.gpu_time_ns += dur;
+    gpu_time_ns += dur;
     if (a.correlation.size() != a.size()) continue;
     const int64_t found = join.op_of(a.rank[i], a.correlation[i]);
     if (found < 0) continue;
     const auto o = static_cast<uint32_t>(found);
-    auto key = std::make_tuple(ops.name_id[o], ops.dims_id[o], ops.types_id[o], ops.concrete_id[o]);
+    const OpKey key{ops.name_id[o], ops.dims_id[o], ops.types_id[o], ops.concrete_id[o]};
     auto [g, fresh] = group_of.try_emplace(key, groups.size());
-    if (fresh) {
-      OpGroup og;
-      std::tie(og.name_id, og.dims_id, og.types_id, og.concrete_id) = key;
-      parse_op_inputs(s.strings.at(og.dims_id), s.strings.at(og.types_id),
-                      s.strings.at(og.concrete_id), &inputs);
-      og.work = op_work(s.strings.at(og.name_id), inputs);
-      if (og.dims_id == 0) og.work.why = "no shapes recorded";
-      og.row.op = s.strings.at(og.name_id);
-      og.row.shape = s.strings.at(og.dims_id);
-      og.row.family = to_string(og.work.family);
-      og.row.dtype = og.work.dtype;
-      groups.push_back(std::move(og));
-    }
+    if (fresh) groups.push_back(OpGroup{key, 0, 0, 0, false, std::nullopt});
     OpGroup& G = groups[g->second];
+    if (!G.work) G.work = work_of(s, key);
     out.row_group[k] = static_cast<int32_t>(g->second);
     const uint32_t call = join.call_of[o];
     if (!call_seen[call]) call_seen[call] = 1, ++G.calls;  // a call has one group
-    G.row.time_ns += dur;
-    G.row.host_wait_ns += host_wait[k];
+    G.time_ns += dur;
+    G.host_wait_ns += host_wait[k];
     G.comm = G.comm || a.category[i] == static_cast<uint8_t>(Category::Communication);
     out.call_time[call] += dur;
-  }
-  for (OpGroup& G : groups) {
-    RooflineRow& r = G.row;
-    r.count = G.calls;
-    r.has_work = G.work.known;
-    r.flops = G.work.flops * static_cast<double>(r.count);
-    r.bytes = G.work.bytes * static_cast<double>(r.count);
-    if (r.has_work) res.attributed_ns += r.time_ns, r.work_time_ns = r.time_ns;
-    place(r, G.comm, false, res.peaks, opt.latency_ns);
   }
   return out;
 }
 
 // Kernel names: each kernel gets its op call's work in proportion to its share of the call's
 // GPU time; a name is modelled only when every one of its kernels is.
-void kernel_rows(const Store& s, const std::vector<uint32_t>& rows, const OpJoin& join,
-                 const std::vector<int64_t>& host_wait, const OpGrouping& og,
-                 const RooflineOptions& opt, RooflineResult& res) {
+void RooflineFold::Impl::kernel_rows(const Store& s, const std::vector<uint32_t>& rows,
+                                     const OpJoin& join, const std::vector<int64_t>& host_wait,
+                                     const Grouping& og) {
   const Activities& a = s.activities;
-  const std::vector<OpGroup>& groups = og.groups;
-  NameGroups ng = group_names(s, rows, opt.verbose, false);
-  std::vector<KernelAcc> kacc(ng.names.size());
+  const NameGroups ng = group_names(s, rows, opt.verbose, false);
+  if (used.size() < ng.group_of.size()) used.resize(ng.group_of.size(), 0);
+  for (size_t id = 0; id < ng.group_of.size(); ++id)
+    if (ng.group_of[id] >= 0) used[id] = 1;
+  std::vector<size_t> global(ng.names.size());
+  for (size_t g = 0; g < ng.names.size(); ++g) {
+    auto [it, fresh] = kernel_of.try_emplace(ng.names[g], kernels.size());
+    if (fresh) kernels.push_back(KernelAcc{ng.names[g], 0, 0, 0, 0, false, true, true, false, {}});
+    global[g] = it->second;
+  }
   for (size_t k = 0; k < rows.size(); ++k) {
     uint32_t i = rows[k];
     const int32_t gi = ng.group_of[a.name_id[i]];
     if (gi < 0) continue;
-    KernelAcc& K = kacc[static_cast<size_t>(gi)];
+    KernelAcc& K = kernels[global[static_cast<size_t>(gi)]];
     const int64_t dur = a.end_ns[i] - a.start_ns[i];
-    K.row.count += 1;
-    K.row.time_ns += dur;
-    K.row.host_wait_ns += host_wait[k];
+    K.count += 1;
+    K.time_ns += dur;
+    K.host_wait_ns += host_wait[k];
     K.comm = K.comm || a.category[i] == static_cast<uint8_t>(Category::Communication);
     K.copy = K.copy && a.kind[i] != static_cast<uint8_t>(Kind::Kernel);
-    if (og.row_group[k] < 0 || !groups[static_cast<size_t>(og.row_group[k])].work.known) {
+    if (og.row_group[k] < 0 || !groups[static_cast<size_t>(og.row_group[k])].work->known) {
       K.all_work = false;
       continue;
     }
-    const OpGroup& G = groups[static_cast<size_t>(og.row_group[k])];
+    const OpWork& w = *groups[static_cast<size_t>(og.row_group[k])].work;
     K.any_work = true;
-    K.row.work_time_ns += dur;
+    K.work_time_ns += dur;
     const auto o = static_cast<uint32_t>(join.op_of(a.rank[i], a.correlation[i]));
     const int64_t ct = og.call_time[join.call_of[o]];
     const double share = ct > 0 ? static_cast<double>(dur) / static_cast<double>(ct) : 1.0;
-    K.row.flops += G.work.flops * share;
-    K.row.bytes += G.work.bytes * share;
-    K.flops_by_dtype[G.work.dtype] += G.work.flops * share + 1e-300;
-  }
-  for (size_t gi = 0; gi < kacc.size(); ++gi) {
-    KernelAcc& K = kacc[gi];
-    if (K.row.count == 0) continue;
-    K.row.op = ng.names[gi];
-    // Kernels of unmodelled ops (or launched outside the profiled ops) are left out of the rates:
-    // the rates are over work_time_ns, the kernels whose work is known.
-    K.row.has_work = K.any_work;
-    double best = -1;
-    for (const auto& [dt, f] : K.flops_by_dtype)
-      if (f > best) best = f, K.row.dtype = dt;
-    K.row.family = K.comm ? "communication" : K.copy ? "memory" : "";
-    place(K.row, K.comm, K.copy, res.peaks, opt.latency_ns);
-    res.kernels.push_back(std::move(K.row));
+    if (K.parts.empty() || K.parts.back().rank != a.rank[i])
+      K.parts.push_back(KernelPart{a.rank[i], 0, 0, {}});
+    KernelPart& p = K.parts.back();
+    p.flops += w.flops * share;
+    p.bytes += w.bytes * share;
+    p.flops_by_dtype[w.dtype] += w.flops * share + 1e-300;
   }
 }
 
-// Ops without work, by op name and reason; then the op rows (moved out of the groups) and the
-// kernel rows, longest first.
-void unmodelled_and_order(std::vector<OpGroup>& groups, RooflineResult& res) {
-  std::map<std::pair<std::string, std::string>, RooflineResult::Missing> missing;
-  for (const OpGroup& G : groups) {
-    if (G.work.known) continue;
-    auto& m = missing[{G.row.op, G.work.why}];
-    m.op = G.row.op, m.why = G.work.why;
-    m.count += G.row.count;
-    m.time_ns += G.row.time_ns;
+// The hint rules' sums over the rows: short elementwise kernels, the streams' idle time and the
+// ranks' unions (each per stream or per rank: a slice's sums add up to the store's).
+void RooflineFold::Impl::hint_rows(const Store& s, const std::vector<uint32_t>& rows,
+                                   const Grouping& og) {
+  const Activities& a = s.activities;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const uint32_t i = rows[k];
+    if (a.kind[i] != static_cast<uint8_t>(Kind::Kernel)) continue;
+    const int64_t dur = a.end_ns[i] - a.start_ns[i];
+    if (dur >= kShortNs) continue;
+    bool elem;
+    if (og.row_group[k] >= 0) {
+      const OpKey& key = groups[static_cast<size_t>(og.row_group[k])].key;
+      const OpFamily f = op_family(s.strings.at(std::get<0>(key)));
+      elem = f == OpFamily::Elementwise || f == OpFamily::Norm || f == OpFamily::Softmax ||
+             f == OpFamily::Copy;
+    } else {
+      elem = contains_ci(s.strings.at(a.name_id[i]), "elementwise");
+    }
+    if (elem) ++hints.short_elem_n, hints.short_elem_t += dur;
   }
-  for (auto& [k, m] : missing) res.unmodelled.push_back(m);
+  hints.launches = hints.launches || s.launches.size() > 0;
+  hints.correlated = hints.correlated && a.correlation.size() == a.size();
+  if (!hints.correlated) return;
+  CrossRankOptions xo;
+  xo.filter = opt.filter;
+  for (const StreamIdle& si : stream_idle(s, xo)) {
+    hints.host += si.host_ns;
+    hints.idle += si.host_ns + si.kernel_ns + si.other_ns;
+  }
+  for (const RankUnion& ru : rank_unions(s, xo, false)) {
+    hints.span += ru.u.span_ns;
+    hints.busy += ru.u.busy_ns;
+    hints.exposed += ru.u.comm_excl_ns;
+  }
+}
+
+RooflineFold::RooflineFold(const RooflineOptions& opt) : impl_(std::make_shared<Impl>()) {
+  impl_->opt = opt;
+}
+
+void RooflineFold::add(const Store& s) {
+  Impl& m = *impl_;
+  const Activities& a = s.activities;
+  m.has_ops = m.has_ops || s.ops.size() > 0;
+  std::vector<uint32_t> rows = select_activities(s, m.opt.filter);
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [&](uint32_t i) { return !is_gpu_work(static_cast<Kind>(a.kind[i])); }),
+             rows.end());
+  for (size_t k = 0; k < rows.size(); ++k)
+    if (k == 0 || a.rank[rows[k]] != a.rank[rows[k - 1]]) m.ranks.insert(a.rank[rows[k]]);
+  const OpJoin join(s.ops);
+  const std::vector<int64_t> host_wait = host_waits(s, rows);
+  const Impl::Grouping og = m.group_ops(s, rows, join, host_wait);
+  m.kernel_rows(s, rows, join, host_wait, og);
+  m.hint_rows(s, rows, og);
+}
+
+RooflineResult RooflineFold::finish(const Store& s) const {
+  const Impl& m = *impl_;
+  RooflineResult res;
+  res.store_has_ops = m.has_ops;
+  res.gpu_time_ns = m.gpu_time_ns;
+  choose_peaks(s, m.ranks, m.opt, res);
+  std::map<std::pair<std::string, std::string>, RooflineResult::Missing> missing;
+  for (const OpGroup& G : m.groups) {
+    const OpWork w = G.work ? *G.work : work_of(s, G.key);
+    RooflineRow r;
+    r.op = s.strings.at(std::get<0>(G.key));
+    r.shape = s.strings.at(std::get<1>(G.key));
+    r.family = to_string(w.family);
+    r.dtype = w.dtype;
+    r.time_ns = G.time_ns;
+    r.host_wait_ns = G.host_wait_ns;
+    r.count = G.calls;
+    r.has_work = w.known;
+    r.flops = w.flops * static_cast<double>(r.count);
+    r.bytes = w.bytes * static_cast<double>(r.count);
+    if (r.has_work) res.attributed_ns += r.time_ns, r.work_time_ns = r.time_ns;
+    place(r, G.comm, false, res.peaks, m.opt.latency_ns);
+    if (!w.known) {  // ops without work, by op name and reason
+      auto& x = missing[{r.op, w.why}];
+      x.op = r.op, x.why = w.why;
+      x.count += r.count;
+      x.time_ns += r.time_ns;
+    }
+    res.ops.push_back(std::move(r));
+  }
+  // The kernel names in the order the whole store's rows name them.
+  for (const std::string& name : group_used_names(s, m.used, m.opt.verbose).names) {
+    const auto it = m.kernel_of.find(name);
+    if (it == m.kernel_of.end() || m.kernels[it->second].count == 0) continue;
+    const KernelAcc& K = m.kernels[it->second];
+    RooflineRow r;
+    r.op = name;
+    r.count = K.count;
+    r.time_ns = K.time_ns;
+    r.host_wait_ns = K.host_wait_ns;
+    r.work_time_ns = K.work_time_ns;
+    std::map<std::string, double> by_dtype;
+    for (const KernelPart& p : K.parts) {
+      r.flops += p.flops;
+      r.bytes += p.bytes;
+      for (const auto& [dt, f] : p.flops_by_dtype) by_dtype[dt] += f;
+    }
+    // Kernels of unmodelled ops (or launched outside the profiled ops) are left out of the
+    // rates: the rates are over work_time_ns, the kernels whose work is known.
+    r.has_work = K.any_work;
+    double best = -1;
+    for (const auto& [dt, f] : by_dtype)
+      if (f > best) best = f, r.dtype = dt;
+    r.family = K.comm ? "communication" : K.copy ? "memory" : "";
+    place(r, K.comm, K.copy, res.peaks, m.opt.latency_ns);
+    res.kernels.push_back(std::move(r));
+  }
+  for (auto& [k, x] : missing) res.unmodelled.push_back(x);
   std::sort(res.unmodelled.begin(), res.unmodelled.end(),
             [](const auto& x, const auto& y) { return x.time_ns > y.time_ns; });
-  for (OpGroup& G : groups) res.ops.push_back(std::move(G.row));
+  // The op rows and the kernel rows, longest first.
   auto by_time = [](const RooflineRow& x, const RooflineRow& y) {
     return std::tie(y.time_ns, x.op, x.shape) < std::tie(x.time_ns, y.op, y.shape);
   };
   std::sort(res.ops.begin(), res.ops.end(), by_time);
   std::sort(res.kernels.begin(), res.kernels.end(), by_time);
+  add_hints(m.hints, res);
+  return res;
 }
 
-}  // namespace
+std::string RooflineFold::save() const {
+  const Impl& m = *impl_;
+  Archive ar;
+  ar.put(m.has_ops);
+  ar.put(m.gpu_time_ns);
+  ar.put(std::vector<int32_t>(m.ranks.begin(), m.ranks.end()));
+  ar.put(static_cast<uint64_t>(m.groups.size()));
+  for (const OpGroup& G : m.groups) {
+    ar.put(G.key);
+    ar.put(G.time_ns), ar.put(G.host_wait_ns), ar.put(G.calls), ar.put(G.comm);
+  }
+  ar.put(static_cast<uint64_t>(m.kernels.size()));
+  for (const KernelAcc& K : m.kernels) {
+    ar.put(K.name);
+    ar.put(K.count), ar.put(K.time_ns), ar.put(K.work_time_ns), ar.put(K.host_wait_ns);
+    ar.put(K.comm), ar.put(K.copy), ar.put(K.all_work), ar.put(K.any_work);
+    ar.put(static_cast<uint64_t>(K.parts.size()));
+    for (const KernelPart& p : K.parts)
+      ar.put(p.rank), ar.put(p.flops), ar.put(p.bytes), ar.put(p.flops_by_dtype);
+  }
+  ar.put(m.used);
+  ar.put(m.hints);
+  return ar.bytes();
+}
+
+void RooflineFold::merge(const std::string& bytes) {
+  Impl& m = *impl_;
+  Archive ar(bytes);
+  m.has_ops = ar.get<bool>() || m.has_ops;
+  m.gpu_time_ns += ar.get<int64_t>();
+  for (int32_t r : ar.get<std::vector<int32_t>>()) m.ranks.insert(r);
+  for (uint64_t n = ar.get<uint64_t>(); n > 0; --n) {
+    const auto key = ar.get<OpKey>();
+    auto [g, fresh] = m.group_of.try_emplace(key, m.groups.size());
+    if (fresh) m.groups.push_back(OpGroup{key, 0, 0, 0, false, std::nullopt});
+    OpGroup& G = m.groups[g->second];
+    G.time_ns += ar.get<int64_t>(), G.host_wait_ns += ar.get<int64_t>();
+    G.calls += ar.get<int64_t>();
+    G.comm = ar.get<bool>() || G.comm;
+  }
+  for (uint64_t n = ar.get<uint64_t>(); n > 0; --n) {
+    const auto name = ar.get<std::string>();
+    auto [it, fresh] = m.kernel_of.try_emplace(name, m.kernels.size());
+    if (fresh) m.kernels.push_back(KernelAcc{name, 0, 0, 0, 0, false, true, true, false, {}});
+    KernelAcc& K = m.kernels[it->second];
+    K.count += ar.get<int64_t>(), K.time_ns += ar.get<int64_t>();
+    K.work_time_ns += ar.get<int64_t>(), K.host_wait_ns += ar.get<int64_t>();
+    K.comm = ar.get<bool>() || K.comm;
+    K.copy = ar.get<bool>() && K.copy;
+    K.all_work = ar.get<bool>() && K.all_work;
+    K.any_work = ar.get<bool>() || K.any_work;
+    for (uint64_t q = ar.get<uint64_t>(); q > 0; --q) {
+      KernelPart p;
+      ar.get(p.rank), ar.get(p.flops), ar.get(p.bytes), ar.get(p.flops_by_dtype);
+      K.parts.push_back(std::move(p));
+    }
+  }
+  const auto used = ar.get<std::vector<uint8_t>>();
+  if (m.used.size() < used.size()) m.used.resize(used.size(), 0);
+  for (size_t i = 0; i < used.size(); ++i) m.used[i] |= used[i];
+  const auto h = ar.get<HintSums>();
+  m.hints.short_elem_n += h.short_elem_n, m.hints.short_elem_t += h.short_elem_t;
+  m.hints.correlated = m.hints.correlated && h.correlated;
+  m.hints.launches = m.hints.launches || h.launches;
+  m.hints.host += h.host, m.hints.idle += h.idle, m.hints.span += h.span;
+  m.hints.busy += h.busy, m.hints.exposed += h.exposed;
+}
 
 RooflineResult roofline_analysis(const Store& s, const RooflineOptions& opt) {
-  RooflineResult res;
-  const Activities& a = s.activities;
-  res.store_has_ops = s.ops.size() > 0;
-  std::vector<uint32_t> rows = select_activities(s, opt.filter);
-  rows.erase(std::remove_if(rows.begin(), rows.end(),
-                            [&](uint32_t i) { return !is_gpu_work(static_cast<Kind>(a.kind[i])); }),
-             rows.end());
-  choose_peaks(s, rows, opt, res);
-  const OpJoin join(s.ops);
-  const std::vector<int64_t> host_wait = host_waits(s, rows);
-  OpGrouping og = group_ops(s, rows, join, host_wait, opt, res);
-  kernel_rows(s, rows, join, host_wait, og, opt, res);
-  unmodelled_and_order(og.groups, res);
-  add_hints(s, opt, rows, og.row_group, og.groups, res);
-  return res;
+  RooflineFold fold(opt);  // the whole store as one slice
+  fold.add(s);
+  return fold.finish(s);
 }
 
 namespace {

@@ -82,57 +82,68 @@ struct Window {
   bool valid() const { return t1 > t0 && bins > 0; }
 };
 
-// Per rank and lane (compute, communication, idle) the busy fraction of each time bin, in
+// The timeline's lanes and their totals table, a rank at a time.
+struct Lanes {
+  json ranks = json::array(), comp = json::array(), comm = json::array(), idle = json::array();
+  Table* totals = nullptr;
+};
+
+// One rank's lanes (compute, communication, idle): the busy fraction of each time bin, in
 // permille, from the unions of the rank's GPU work; idle counts only inside the rank's own span.
-json timeline(const Store& s, const std::vector<uint32_t>& rows, const Window& w, int64_t base,
-              Table* totals) {
+// `rows`: the rank's selected rows in store order. No GPU work: no lane.
+void timeline_lane(const Store& s, int32_t rank, std::span<const uint32_t> rows, const Window& w,
+                   Lanes* out) {
   const auto& a = s.activities;
-  const detail::RowsByRank ranks(s, rows);
-  json jr = json::array(), comp = json::array(), comm = json::array(), idle = json::array();
+  const std::vector<uint32_t> order = detail::merge_streams_by_start(s, rows);
+  std::vector<Interval> u_comp, u_comm, u_all;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (uint32_t i : order) {
+    if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
+    int64_t st = a.start_ns[i], en = a.end_ns[i];
+    first = std::min(first, st), last = std::max(last, en);
+    detail::push_merge(u_all, st, en);
+    auto c = static_cast<Category>(a.category[i]);
+    if (c == Category::Computation) detail::push_merge(u_comp, st, en);
+    if (c == Category::Communication) detail::push_merge(u_comm, st, en);
+  }
+  if (first > last) return;
+  std::vector<int64_t> bc(w.bins), bm(w.bins), ba(w.bins), span(w.bins);
+  for (const auto& x : u_comp) add_cover(bc, w.t0, w.t1, w.bin_ns, x.start, x.end);
+  for (const auto& x : u_comm) add_cover(bm, w.t0, w.t1, w.bin_ns, x.start, x.end);
+  for (const auto& x : u_all) add_cover(ba, w.t0, w.t1, w.bin_ns, x.start, x.end);
+  add_cover(span, w.t0, w.t1, w.bin_ns, first, last);
+  auto permille = [&](const std::vector<int64_t>& v) {
+    json o = json::array();
+    for (int64_t x : v) o.push_back(static_cast<int>(std::llround(1000.0 * x / w.bin_ns)));
+    return o;
+  };
+  std::vector<int64_t> bi(w.bins);
+  int64_t tc = 0, tm = 0, ti = 0;
+  for (size_t b = 0; b < w.bins; ++b) {
+    bi[b] = std::max<int64_t>(0, span[b] - ba[b]);
+    tc += bc[b], tm += bm[b], ti += bi[b];
+  }
+  out->ranks.push_back(rank);
+  out->comp.push_back(permille(bc));
+  out->comm.push_back(permille(bm));
+  out->idle.push_back(permille(bi));
+  out->totals->rows.push_back({int64_t{rank}, us(tc), us(tm), us(ti), us(w.t1 - w.t0),
+                               static_cast<int64_t>(w.bins), us(w.bin_ns)});
+}
+
+// Per rank its lanes over the window, from the source's ranks in rank order.
+json timeline(const PageSource& src, const Window& w, int64_t base, Table* totals) {
   totals->key = "timeline_lanes";
   totals->title = "Timeline lanes: busy time per rank inside the window";
   totals->columns = {"rank", "compute_us", "comm_us", "idle_us", "window_us", "bins", "bin_us"};
   totals->precision = 3;
-  for (size_t k = 0; k < ranks.size(); ++k) {
-    const int32_t rank = ranks.rank(k);
-    const std::vector<uint32_t> order = detail::merge_streams_by_start(s, ranks.rows(k));
-    std::vector<Interval> u_comp, u_comm, u_all;
-    int64_t first = INT64_MAX, last = INT64_MIN;
-    for (uint32_t i : order) {
-      if (!is_gpu_work(static_cast<Kind>(a.kind[i]))) continue;
-      int64_t st = a.start_ns[i], en = a.end_ns[i];
-      first = std::min(first, st), last = std::max(last, en);
-      detail::push_merge(u_all, st, en);
-      auto c = static_cast<Category>(a.category[i]);
-      if (c == Category::Computation) detail::push_merge(u_comp, st, en);
-      if (c == Category::Communication) detail::push_merge(u_comm, st, en);
-    }
-    if (first > last) continue;  // no GPU work: no lane
-    std::vector<int64_t> bc(w.bins), bm(w.bins), ba(w.bins), span(w.bins);
-    for (const auto& x : u_comp) add_cover(bc, w.t0, w.t1, w.bin_ns, x.start, x.end);
-    for (const auto& x : u_comm) add_cover(bm, w.t0, w.t1, w.bin_ns, x.start, x.end);
-    for (const auto& x : u_all) add_cover(ba, w.t0, w.t1, w.bin_ns, x.start, x.end);
-    add_cover(span, w.t0, w.t1, w.bin_ns, first, last);
-    auto permille = [&](const std::vector<int64_t>& v) {
-      json o = json::array();
-      for (int64_t x : v) o.push_back(static_cast<int>(std::llround(1000.0 * x / w.bin_ns)));
-      return o;
-    };
-    std::vector<int64_t> bi(w.bins);
-    int64_t tc = 0, tm = 0, ti = 0;
-    for (size_t b = 0; b < w.bins; ++b) {
-      bi[b] = std::max<int64_t>(0, span[b] - ba[b]);
-      tc += bc[b], tm += bm[b], ti += bi[b];
-    }
-    jr.push_back(rank);
-    comp.push_back(permille(bc));
-    comm.push_back(permille(bm));
-    idle.push_back(permille(bi));
-    totals->rows.push_back({int64_t{rank}, us(tc), us(tm), us(ti), us(w.t1 - w.t0),
-                            static_cast<int64_t>(w.bins), us(w.bin_ns)});
-  }
-  return {{"t0_ns", w.t0 - base}, {"bin_ns", w.bin_ns}, {"bins", w.bins}, {"ranks", jr},
-          {"compute", comp},      {"comm", comm},       {"idle", idle}};
+  Lanes l;
+  l.totals = totals;
+  src.each_rank([&](const Store& s, int32_t rank, std::span<const uint32_t> rows) {
+    timeline_lane(s, rank, rows, w, &l);
+  });
+  return {{"t0_ns", w.t0 - base}, {"bin_ns", w.bin_ns}, {"bins", w.bins}, {"ranks", l.ranks},
+          {"compute", l.comp},    {"comm", l.comm},     {"idle", l.idle}};
 }
 
 // The critical path of the step with the median span as lanes per rank: segments
@@ -300,7 +311,7 @@ struct RanksSection {
 };
 
 RanksSection ranks_section(const Store& s, const Filter& filter,
-                           const std::vector<uint32_t>& rows) {
+                           const std::map<int32_t, int64_t>& acts) {
   RanksSection out;
   std::set<std::string> hosts;
   std::set<std::pair<std::string, std::string>> devices;
@@ -318,8 +329,6 @@ RanksSection ranks_section(const Store& s, const Filter& filter,
                 "activities",
                 "source",
                 "collector_status"};
-  std::map<int32_t, int64_t> acts;
-  for (uint32_t i : rows) acts[s.activities.rank[i]]++;
   for (const auto& r : s.ranks) {
     if (filter.rank && *filter.rank != r.rank) continue;
     out.emulated = out.emulated || r.emulated;
@@ -334,7 +343,8 @@ RanksSection ranks_section(const Store& s, const Filter& filter,
     }
     rt.rows.push_back({int64_t{r.rank}, r.host, r.devices, r.device_name,
                        std::string(r.emulated ? "EMULATED" : "no"), r.clock_method,
-                       us(r.clock_uncertainty_ns), acts[r.rank], r.source, r.collector_status});
+                       us(r.clock_uncertainty_ns), acts.count(r.rank) ? acts.at(r.rank) : 0,
+                       r.source, r.collector_status});
   }
   out.hosts = hosts.size();
   out.devices = devices.size();
@@ -456,11 +466,11 @@ json roofline_section(const RooflineResult& roof) {
                                       : "no op with known FLOPs and bytes in the selection"}};
 }
 
-Built build(const Store& s, const PageResults& res, const PageOptions& opt) {
+Built build(const PageSource& src, const PageResults& res, const PageOptions& opt) {
   Built out;
   json& d = out.data;
-  const int64_t base = export_base_ns(s);
-  std::vector<uint32_t> rows = select_activities(s, res.filter);  // throws on a bad --rank/--step
+  const Store& s = *src.header;
+  const int64_t base = export_base_of(src.rows.earliest);
   // The tables the page links to, rendered from the typed results.
   Report rep, rrep, erep, crep;
   summary_report(*res.summary, &rep);
@@ -473,16 +483,12 @@ Built build(const Store& s, const PageResults& res, const PageOptions& opt) {
   critical_path_report(*res.cpath, &crep);
 
   // Run summary.
-  RanksSection rs = ranks_section(s, res.filter, rows);
-  int64_t first = INT64_MAX, last = INT64_MIN;
-  for (uint32_t i : rows)
-    if (is_gpu_work(static_cast<Kind>(s.activities.kind[i])))
-      first = std::min(first, s.activities.start_ns[i]),
-      last = std::max(last, s.activities.end_ns[i]);
+  RanksSection rs = ranks_section(s, res.filter, src.rows.per_rank);
+  const int64_t first = src.rows.first_gpu, last = src.rows.last_gpu;
   const bool any = first <= last;
   d["title"] = opt.title;
   d["emulated"] = rs.emulated;
-  d["scope"] = describe_filter(s, res.filter);
+  d["scope"] = src.scope;
   d["produced_by"] = s.attrs.produced_by;
   d["created_utc"] = s.attrs.created_utc;
   d["tool_version"] = s.attrs.tool_version;
@@ -491,7 +497,7 @@ Built build(const Store& s, const PageResults& res, const PageOptions& opt) {
   d["ranks"] = static_cast<int64_t>(rs.table.rows.size());
   d["hosts"] = static_cast<int64_t>(rs.hosts);
   d["devices"] = static_cast<int64_t>(rs.devices);
-  d["activities"] = static_cast<int64_t>(rows.size());
+  d["activities"] = src.rows.activities;
   d["span"] = any ? json{{"start_us", us(first - base)},
                          {"end_us", us(last - base)},
                          {"dur_us", us(last - first)}}
@@ -504,7 +510,7 @@ Built build(const Store& s, const PageResults& res, const PageOptions& opt) {
 
   const Window w = any ? timeline_window(opt, base, first, last, rs.table.rows.size()) : Window{};
   Table lanes;
-  d["timeline"] = w.valid() ? timeline(s, rows, w, base, &lanes) : json(nullptr);
+  d["timeline"] = w.valid() ? timeline(src, w, base, &lanes) : json(nullptr);
   d["stragglers"] = straggler_heatmap(*res.ledger, opt.max_collectives);
   d["critical_path"] = critical_path_lanes(*res.cpath);
   union_sections(*res.unions, &d);
@@ -766,8 +772,35 @@ std::string page(const Built& b) {
 
 }  // namespace
 
-json html_page_data(const Store& s, const PageResults& r, const PageOptions& opt) {
-  return build(s, r, opt).data;
+void PageRows::add(const Store& s, const std::vector<uint32_t>& rows) {
+  earliest = std::min(earliest, earliest_ns(s));
+  activities += static_cast<int64_t>(rows.size());
+  const Activities& a = s.activities;
+  int64_t* count = nullptr;
+  int32_t count_rank = 0;
+  for (uint32_t i : rows) {
+    if (!count || a.rank[i] != count_rank) count_rank = a.rank[i], count = &per_rank[count_rank];
+    ++*count;
+    if (is_gpu_work(static_cast<Kind>(a.kind[i])))
+      first_gpu = std::min(first_gpu, a.start_ns[i]), last_gpu = std::max(last_gpu, a.end_ns[i]);
+  }
+}
+
+PageSource page_source(const Store& s, const Filter& filter) {
+  PageSource src;
+  src.header = &s;
+  auto rows = std::make_shared<const std::vector<uint32_t>>(select_activities(s, filter));
+  src.rows.add(s, *rows);
+  src.scope = describe_filter(s, filter);
+  src.each_rank = [&s, rows](const RankRowsVisitor& f) {
+    const detail::RowsByRank ranks(s, *rows);
+    for (size_t k = 0; k < ranks.size(); ++k) f(s, ranks.rank(k), ranks.rows(k));
+  };
+  return src;
+}
+
+json html_page_data(const PageSource& src, const PageResults& r, const PageOptions& opt) {
+  return build(src, r, opt).data;
 }
 
 std::string escape_html(std::string_view s) {
@@ -806,9 +839,9 @@ void write_file_atomic(const std::string& path, std::string_view content, bool f
   out.commit();
 }
 
-HtmlStats write_html_page(const Store& s, const PageResults& r, const std::string& path,
+HtmlStats write_html_page(const PageSource& src, const PageResults& r, const std::string& path,
                           const PageOptions& opt, Progress* progress) {
-  Built built = build(s, r, opt);
+  Built built = build(src, r, opt);
   if (progress) progress->advance(1);  // the timeline and memory series are built too
   std::string h = page(built);
   write_file_atomic(path, h, opt.force);

@@ -84,6 +84,7 @@ struct SlicedPipeline {
   const AnalysisOptions& opt;
   const ColumnSelection& sel;
   const Spread* spread;
+  bool page;  // the HTML page's variants of the analyses (AnalysisContext)
   std::unique_ptr<RankSlices> slices;
   std::vector<std::unique_ptr<SlicedRun>> runs;
   Store buf[2];
@@ -99,7 +100,7 @@ struct SlicedPipeline {
   // redone in pass 2 if the inference moves them).
   void pass1(CrossRows& cross) {
     for_each_slice(*slices, first, last, nullptr, buf, true, [&](const Store& s) {
-      const AnalysisContext sc(s, opt);
+      const AnalysisContext sc(s, opt, nullptr, page);
       parallel_for(runs.size() + 1, [&](size_t i) {
         if (i == runs.size())
           cross.add(s);
@@ -125,7 +126,7 @@ struct SlicedPipeline {
       buf[1] = Store();
     }
     for_each_slice(*slices, first, last, moved, buf, moved, [&](const Store& s) {
-      const AnalysisContext sc(s, opt);
+      const AnalysisContext sc(s, opt, nullptr, page);
       parallel_for(runs.size(), [&](size_t i) {
         if (moved || runs[i]->after_match()) runs[i]->add(sc);
       });
@@ -172,7 +173,7 @@ struct SlicedPipeline {
     slices.reset();
     out.whole = std::make_unique<Store>(read_store(file, sel));
     if (out.inference) apply_clock_inference(*out.whole, *out.inference);
-    out.whole_ctx = std::make_unique<AnalysisContext>(*out.whole, opt);
+    out.whole_ctx = std::make_unique<AnalysisContext>(*out.whole, opt, nullptr, page);
     AnalysisResults more = run_analyses(*out.whole_ctx, declined, /*render=*/true);
     for (auto& m : more.items)
       for (auto& r : out.results.items)
@@ -186,7 +187,8 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               std::vector<const Analysis*> which,
                                               const AnalysisOptions& opt,
                                               const ColumnSelection& sel, bool may_align,
-                                              const LoadOptions& lo, const Spread* spread) {
+                                              const LoadOptions& lo, const Spread* spread,
+                                              bool page) {
   if (!sliceable(which, opt)) return std::nullopt;
   if (whole_store_forced()) return std::nullopt;
   if (!sliceable_any_size(which, opt)) {  // a rank at a time only past the budget
@@ -198,7 +200,7 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
     return registry_position(x) < registry_position(y);
   });
   which.erase(std::unique(which.begin(), which.end()), which.end());
-  SlicedPipeline run{file, which, opt, sel, spread, nullptr, {}, {}, 0, 0};
+  SlicedPipeline run{file, which, opt, sel, spread, page, nullptr, {}, {}, 0, 0};
   try {
     run.slices = std::make_unique<RankSlices>(file, sel, spread);
   } catch (const Error&) {
@@ -208,7 +210,7 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
   const Store header = run.slices->header();  // a copy: the reader is replaced for pass 2
   const bool infer = may_align && infers_clocks(header, lo);
   CrossRows cross(header);
-  const AnalysisContext first_ctx(header, opt);
+  const AnalysisContext first_ctx(header, opt, nullptr, page);
   run.runs = run.make_runs(first_ctx);
   run.pass1(cross);
   SlicedAnalysis out;
@@ -218,7 +220,7 @@ std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
     moved = out.inference && moves_times(*out.inference);
   }
   out.header = std::move(cross.store);
-  out.ctx = std::make_unique<AnalysisContext>(out.header, opt, out.match);
+  out.ctx = std::make_unique<AnalysisContext>(out.header, opt, out.match, page);
   out.ctx->shared<std::vector<uint8_t>>("kernel names", [&] { return cross.kernel_names; });
   if (moved) {  // pass 1's per-rank results were on the recorded clocks
     std::vector<std::unique_ptr<SlicedRun>> fresh = run.make_runs(first_ctx);

@@ -8,6 +8,7 @@
 
 #include "kernalyse/analysis.h"
 #include "kernalyse/crossrank.h"
+#include "kernalyse/roofline.h"
 #include "kernalyse/store.h"
 
 namespace kernalyse {
@@ -52,6 +53,24 @@ class StragglerFold {
   void add(const Store& slice);
   StragglerResult finish(const Store& cross) const;
   std::string save() const;  // the windows of this process's ranks
+  void merge(const std::string& bytes);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// roofline_analysis (and its hints), a rank at a time: per (op, shapes, types) and per kernel
+// name the rows' totals, each name's FLOPs and bytes per rank (summed in rank order at the end);
+// placed, classed and ordered at the end as the whole store's. roofline_analysis is this fold
+// over the whole store.
+class RooflineFold {
+ public:
+  explicit RooflineFold(const RooflineOptions& opt);
+  void add(const Store& slice);
+  // header: the strings and /ranks of the whole store (the device of the ranks with rows).
+  RooflineResult finish(const Store& header) const;
+  std::string save() const;
   void merge(const std::string& bytes);
 
  private:

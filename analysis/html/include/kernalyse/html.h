@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -52,14 +55,45 @@ struct HtmlStats {
   int64_t bytes = 0;  // size of the file written
 };
 
+// What the page reads of the run's rows besides the analyses' results (its run summary, ranks
+// table and timeline): the whole store's (page_source) or made a rank at a time (the pipeline's
+// write_html_by_rank). The same section builders draw both.
+struct PageRows {
+  int64_t earliest = INT64_MAX;         // every table's earliest time (the origin, export.h)
+  int64_t activities = 0;               // the selected activity rows
+  std::map<int32_t, int64_t> per_rank;  // of which per rank
+  int64_t first_gpu = INT64_MAX;        // the selected GPU work's span
+  int64_t last_gpu = INT64_MIN;
+  // The rows `rows` of s (a slice or the whole store; its earliest time: all its rows).
+  void add(const Store& s, const std::vector<uint32_t>& rows);
+};
+
+// One rank's selected activity rows (of `s`, in store order), for its timeline lane.
+using RankRowsVisitor =
+    std::function<void(const Store& s, int32_t rank, std::span<const uint32_t> rows)>;
+
+struct PageSource {
+  // Attributes, strings and /ranks of the run; its GPU memory and power counters (all of them, or
+  // at least those of every rank).
+  const Store* header = nullptr;
+  PageRows rows;
+  std::string scope;  // describe_filter() of the selection
+  // Visits each rank's selected rows in rank order (once, after the window is known).
+  std::function<void(const RankRowsVisitor&)> each_rank;
+};
+
+// The whole store's source: `s` and its rows selected by `filter` (a bad --rank/--step throws).
+// `s` outlives the result.
+PageSource page_source(const Store& s, const Filter& filter);
+
 // The data the page's script draws from (also embedded in the page as JSON). Exposed for tests.
-nlohmann::json html_page_data(const Store& s, const PageResults& r, const PageOptions& opt);
+nlohmann::json html_page_data(const PageSource& src, const PageResults& r, const PageOptions& opt);
 
 // Writes the page to a temporary name and renames it onto path; refuses an existing file without
 // opt.force (checked by the caller before the analyses too). progress: the caller's bar, advanced
 // through the page's own steps (kPageSteps). Throws Error naming the file.
 constexpr int64_t kPageSteps = 2;
-HtmlStats write_html_page(const Store& s, const PageResults& r, const std::string& path,
+HtmlStats write_html_page(const PageSource& src, const PageResults& r, const std::string& path,
                           const PageOptions& opt, Progress* progress = nullptr);
 
 // Self-contained HTML page drawing a trace diff's BASE and TEST side by side (diff_html.cpp);

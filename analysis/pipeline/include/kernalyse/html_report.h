@@ -20,6 +20,16 @@ struct HtmlOptions : PageOptions {
   std::shared_ptr<const CollectiveMatch> match;
 };
 
+// The registry's page analyses (in_page), in registry order, and the options they run with.
+std::vector<const Analysis*> page_analyses();
+AnalysisOptions page_analysis_options(const HtmlOptions& opt);
+// The page's typed results out of the page analyses' (run whole or a rank at a time; `res` and
+// `ctx` outlive them).
+PageResults page_results(const AnalysisResults& res, const AnalysisContext& ctx);
+
+// Progress steps of the analyses, before the page's own (kPageSteps).
+constexpr int64_t kPageAnalysisSteps = 4;
+
 // The data the page's script draws from (also embedded in the page as JSON). Exposed for tests.
 nlohmann::json html_report_data(const Store& s, const HtmlOptions& opt);
 

@@ -15,6 +15,7 @@
 
 #include "kernalyse/clock_infer.h"
 #include "kernalyse/export.h"
+#include "kernalyse/html_report.h"
 #include "kernalyse/load.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/spread.h"
@@ -46,13 +47,14 @@ bool sliceable_any_size(const std::vector<const Analysis*>& which, const Analysi
 
 // The analyses on `file` a rank at a time, the columns `sel` read, the clocks aligned per
 // lo.align when may_align (as read_run). Empty when they cannot (sliceable() false, or a store
-// whose rows are not grouped by rank): the caller reads the store whole.
+// whose rows are not grouped by rank): the caller reads the store whole. page: the HTML page's
+// variants of the analyses (AnalysisContext's page).
 std::optional<SlicedAnalysis> analyse_by_rank(const std::string& file,
                                               std::vector<const Analysis*> which,
                                               const AnalysisOptions& opt,
                                               const ColumnSelection& sel, bool may_align,
-                                              const LoadOptions& lo,
-                                              const Spread* spread = nullptr);
+                                              const LoadOptions& lo, const Spread* spread = nullptr,
+                                              bool page = false);
 
 // The analyses of one large Kineto trace (past the rows a streamed import keeps in memory) when
 // they all run a rank at a time: the trace imported streamed into a temporary store (in TMPDIR,
@@ -99,5 +101,18 @@ std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const 
 std::optional<ExportStats> export_perfetto_by_rank(const std::string& file, const std::string& path,
                                                    const ExportOptions& eo, bool may_align,
                                                    const LoadOptions& lo);
+
+// --html FILE of the store `file` a rank at a time: the page analyses' rank-at-a-time forms
+// (analyse_by_rank with the page's variants, spread under mpirun), then, on the first process,
+// the page's own reads of the rows in two passes over the slices (the origin, the GPU span and
+// the rows per rank; then each rank's timeline lanes over the window), its counters from the
+// cross-rank rows. The page is write_html_report's of the whole store, byte for byte. Empty when
+// analyse_by_rank is (a filter, a store within the memory budget: the critical path's form, a
+// store not grouped by rank): the caller reads it whole. On the other processes: no file, zero
+// bytes. An existing file is the caller's to refuse, before.
+std::optional<HtmlStats> write_html_by_rank(const std::string& file, const std::string& path,
+                                            const HtmlOptions& opt, const ColumnSelection& sel,
+                                            bool may_align, const LoadOptions& lo,
+                                            const Spread* spread = nullptr);
 
 }  // namespace kernalyse
