@@ -13,7 +13,6 @@ void use_one_arena() { mallopt(M_ARENA_MAX, 1); }
 
 void use_huge_heap_for_small_run() {
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;  // x86-64's and aarch64's (4 kB pages) THP size
-  use_one_arena();  // the threads' arenas would be heaps of their own, not advised
   // Blocks below 32 MB (glibc's largest threshold) come from the heap, freed memory stays in it
   // for the next allocation, and the heap grows in steps of 64 MB: the one range advised below.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);

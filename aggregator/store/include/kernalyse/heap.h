@@ -11,13 +11,14 @@ namespace kernalyse {
 // benchmark store's --all).
 void use_one_arena();
 
-// A small run (inputs of at most kSmallRunBytes on disk): one arena, and its heap reserved ahead
-// and backed by transparent huge pages where the kernel offers them (madvise mode). Such a run
-// is over in milliseconds, and a third of its CPU time went to faulting in fresh 4 kB pages
-// (1,640 faults importing the two 1.7 MB trace_filter traces, 306 with this;
-// docs/benchmarks.md). glibc has no call for this (its glibc.malloc.hugetlb tunable is read from
-// the environment at start-up only), so the heap is grown once by a block freed again and the
-// grown range advised. Costs at most a few MB of peak RSS (huge pages are filled whole).
+// A small run (inputs of at most kSmallRunBytes on disk): the main heap reserved ahead and backed
+// by transparent huge pages where the kernel offers them (madvise mode). Such a run is over in
+// milliseconds, and much of its CPU time went to faulting in fresh 4 kB pages (1,640 faults
+// importing the two 1.7 MB trace_filter traces). glibc has no call for this (its
+// glibc.malloc.hugetlb tunable is read from the environment at start-up only), so the heap is
+// grown once by a block freed again and the grown range advised. The pool threads keep arenas of
+// their own: one shared arena saved more faults but cost more in lock waits (docs/benchmarks.md).
+// Costs a few MB of peak RSS (huge pages are filled whole).
 constexpr int64_t kSmallRunBytes = int64_t{16} << 20;
 void use_huge_heap_for_small_run();
 
