@@ -646,7 +646,7 @@ bool is_rocprof_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
   try {
-    Input in(path);
+    Input in(path, 4096);
     char head[256];
     size_t n = 0, r;
     while (n < sizeof head && (r = in.read(head + n, sizeof head - n)) > 0) n += r;

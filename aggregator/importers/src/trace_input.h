@@ -53,7 +53,10 @@ struct UninitAllocator : std::allocator<T> {
 // too (F18).
 class Input {
  public:
-  explicit Input(const std::string& path) : path_(path), raw_(size_t{1} << 20) {
+  // buffer: the compressed (or plain) bytes read at a time; an importer's 1 MiB takes a small
+  // gzip file whole at the first read, a format sniffer's few kB only what it looks at.
+  explicit Input(const std::string& path, size_t buffer = size_t{1} << 20)
+      : path_(path), raw_(buffer) {
     fd_ = ::open(path.c_str(), O_RDONLY);
     if (fd_ < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
     struct stat st {};
