@@ -114,15 +114,20 @@ uint32_t StringTable::find_or_add(std::string_view s, uint64_t h) {
   }
 }
 
-// Indexes every id in id order, so that of two equal strings (a file may hold duplicates) the
-// first id is met first on their common probe path: intern() stays deterministic.
+// Indexes the ids in id order; of equal strings (a file may hold duplicates, a spool a million
+// empty ones) only the first, so lookups give the first id, as before, and a run of duplicates
+// is no probe chain.
 void StringTable::rebuild(size_t slots) {
   std::vector<uint32_t>(slots).swap(slots_);
   const size_t mask = slots_.size() - 1;
   for (uint32_t id = 0; id < strings_.size(); ++id) {
     size_t i = hashes_[id] & mask;
-    while (slots_[i] != 0) i = (i + 1) & mask;
-    slots_[i] = id + 1;
+    bool dup = false;
+    for (; slots_[i] != 0 && !dup; i = (i + 1) & mask) {
+      const uint32_t other = slots_[i] - 1;
+      dup = hashes_[other] == hashes_[id] && strings_[other] == strings_[id];
+    }
+    if (!dup) slots_[i] = id + 1;
   }
 }
 
