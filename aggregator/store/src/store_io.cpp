@@ -26,6 +26,7 @@
 #include "kernalyse/archive.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
+#include "kernalyse/heap.h"
 #include "kernalyse/parallel.h"
 #include "kernalyse/spread.h"
 
@@ -161,17 +162,8 @@ void require_times(const std::string& what, const std::vector<int64_t>& ts, size
 }
 
 // A column of millions of rows is fresh memory: with 4 KiB pages, the first touch of each page
-// (the vector's zero-fill) costs a page fault, about half of a big store's read time. Asking for
-// transparent huge pages on the untouched allocation (THP in "madvise" mode, Debian's default)
-// makes that 512 times fewer faults. Advisory: where the kernel refuses, nothing changes.
-void prefer_huge_pages(void* p, size_t bytes) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  if (bytes < 4 * kHuge) return;
-  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
-  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
-}
-
+// (the vector's zero-fill) costs a page fault, about half of a big store's read time; huge pages
+// make that 512 times fewer faults (prefer_huge_pages, heap.h).
 // A column opened and checked, its rows known, not yet read. allocate() sizes the vector (no
 // HDF5 call: any thread may run it); read() then reads straight into the vector's storage (no
 // staging copy, so peak memory is the column), on the thread that opened it: libhdf5 is not

@@ -1,6 +1,9 @@
 // How the C library's heap serves this process: set once, before the first thread starts.
 #pragma once
 
+#include <sys/mman.h>
+
+#include <cstddef>
 #include <cstdint>
 
 namespace kernalyse {
@@ -21,5 +24,17 @@ void use_one_arena();
 // Costs a few MB of peak RSS (huge pages are filled whole).
 constexpr int64_t kSmallRunBytes = int64_t{16} << 20;
 void use_huge_heap_for_small_run();
+
+// Asks for transparent huge pages on the whole 2 MB pages inside [p, p + bytes) of fresh,
+// untouched memory (THP in "madvise" mode, Debian's default): its first touch then faults 512
+// times less. Below 8 MB nothing is asked (a huge page filled for a few kB). Advisory: where
+// the kernel refuses, nothing changes. Inline: the HDF5 module uses it too (h5_module.h).
+inline void prefer_huge_pages(void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;  // x86-64's and aarch64's (4 kB pages) THP size
+  if (bytes < 4 * kHuge) return;
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
+}
 
 }  // namespace kernalyse
