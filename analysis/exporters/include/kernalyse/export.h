@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,9 +52,16 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
 // order before the next section (activities, annotations, launches, waits, counter_entries,
 // counters), then finish() (the flows; the file committed). The constructor opens the file: an
 // existing one is refused (Error) without opt.force, before any work.
+// Under mpirun the sections' events are formatted by the processes that hold the parts and written
+// by one (export_perfetto_by_rank): each process plans its parts, and all of them add every
+// process's tracks(); each formats its parts' sections diverted (divert()) and the writer
+// append()s the bytes in the file's order.
 class PerfettoParts {
  public:
   PerfettoParts(const std::string& path, const ExportOptions& opt);
+  // A process that formats parts for another that writes the file: no file; start() writes no
+  // header, and its events go where divert() sends them (waits() and finish() are the writer's).
+  explicit PerfettoParts(const ExportOptions& opt);
   ~PerfettoParts();
   PerfettoParts(const PerfettoParts&) = delete;
   PerfettoParts& operator=(const PerfettoParts&) = delete;
@@ -73,6 +81,22 @@ class PerfettoParts {
   void counter_entries(const Store& part);  // with --from: each counter's level at the start
   void counters(const Store& part);
   ExportStats finish();
+
+  // The tracks plan() found (and the ranks of the parts' activities), as bytes; add_tracks() adds
+  // another process's, so that each one numbers every rank's tracks as one that planned every
+  // part (before start()).
+  std::string tracks() const;
+  void add_tracks(const std::string& bytes);
+  // The events from now on to `to` (buffered: a call per 1 MiB or so, and the rest at the next
+  // divert()), each after its separator, as if the file had events before it; null: to the file
+  // again.
+  void divert(std::function<void(std::string_view)> to);
+  // Events that divert() handed to another process, written to the file in order (the first event
+  // of the file without its separator); `rows`: the store rows they come from (the progress).
+  void append(std::string_view events, int64_t rows);
+  // The events and counter samples so far; add_stats() adds another process's to finish()'s.
+  ExportStats stats() const;
+  void add_stats(const ExportStats& other);
 
  private:
   struct Impl;
