@@ -1,4 +1,5 @@
-// The Kineto export of a store a rank at a time (export_kineto_by_rank, kernalyse/sliced.h).
+// The Kineto and Perfetto exports of a store a rank at a time (export_kineto_by_rank,
+// export_perfetto_by_rank, kernalyse/sliced.h), under mpirun spread over the processes.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -9,7 +10,9 @@
 #include "kernalyse/error.h"
 #include "kernalyse/export.h"
 #include "kernalyse/sliced.h"
+#include "kernalyse/spill.h"
 #include "kernalyse/store_io.h"
+#include "temp_dir.h"
 
 namespace kernalyse {
 
@@ -161,50 +164,31 @@ std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const 
   return st;
 }
 
-std::optional<ExportStats> export_perfetto_by_rank(const std::string& file, const std::string& path,
-                                                   const ExportOptions& eo, bool may_align,
-                                                   const LoadOptions& lo) {
-  if (whole_store_forced()) return std::nullopt;
-  // Pass 1 reads what the tracks and the cross-rank rows need: all but the ops and the
-  // activities' correlation ids.
-  ColumnSelection tracks;
-  tracks.ops = false;
-  tracks.activity_correlation = false;
-  std::unique_ptr<RankSlices> slices;
-  bool infer = false;
-  try {
-    infer = header_infers(file, may_align, lo);
-    slices = std::make_unique<RankSlices>(file, tracks, nullptr);
-  } catch (const Error&) {
-    return std::nullopt;  // the whole-store read says what is wrong, or reads it unsorted
-  }
-  PerfettoParts out(path, eo);  // an existing file: refused before any work
-  // Pass 1: the origin, the cross-rank rows (the collective instances, their waits and flows)
-  // and, when no time window needs the origin, each slice's tracks (they read no times then:
-  // the recorded clocks do).
-  const bool window = eo.from_ns || eo.to_ns;
-  FirstPass p1(*slices, infer, true, lo, nullptr, [&](const Store& s) {
-    if (!window) out.plan(s, 0);
-  });
-  const std::optional<ClockInference>& inf = p1.inf;
+namespace {
+
+// The Perfetto file's sections of events, in its order (PerfettoParts, export.h); the collective
+// waits go between the launches and the counters' levels at the window's start.
+enum PerfettoSection : int { kActivities, kAnnotations, kLaunches, kEntries, kCounters, kSections };
+
+// Each section's events of the slices whose rank is `owned`, a pass over its table's slices (rank
+// order) before the next section's; `at(section)` before each and at(kSections) after the last.
+// rows[section]: the rows visited.
+void perfetto_sections(const std::string& file, PerfettoParts& out, const Store& cross,
+                       const ExportOptions& eo, const std::optional<ClockInference>& inf,
+                       const std::function<bool(int32_t)>& owned,
+                       const std::function<void(int)>& at, int64_t* rows) {
   Store buf;
-  // Each slice of one section's table(s), on the clocks as exported.
+  // Each owned slice of one section's table(s), on the clocks as exported.
   auto each = [&](RankSlices& from, const std::function<void(const Store&)>& f) {
     buf =
         Store();  // a section's slices hold only its tables (read() leaves the others as they are)
     for (size_t k = 0; k < from.size(); ++k) {
+      if (!owned(from.rank(k))) continue;
       from.read(k, buf);
       if (inf) apply_clock_inference(buf, *inf);
       f(buf);
     }
   };
-  if (window) each(*slices, [&](const Store& s) { out.plan(s, p1.earliest); });
-  slices.reset();
-  const Store& cross = p1.cross.store;
-  out.start(cross, p1.earliest, p1.rows);
-  // Then each section: a pass over its table's slices, in the file's order. The activities'
-  // collective ids come through their rows among the cross rows (the cross store holds each
-  // rank's rows in its slice's order).
   auto only = [&](bool ColumnSelection::*table) {
     ColumnSelection sel;
     sel.activities = sel.launches = sel.annotations = sel.nccl = sel.counters = sel.ops = false;
@@ -212,9 +196,12 @@ std::optional<ExportStats> export_perfetto_by_rank(const std::string& file, cons
     if (table == &ColumnSelection::activities) sel.nccl = true;
     return RankSlices(file, sel, nullptr);
   };
+  // The activities' collective ids come through their rows among the cross rows (the cross store
+  // holds each rank's rows in its slice's order).
   const std::vector<int64_t>& cross_coll = out.cross_collectives();
   const std::vector<int32_t>& cross_rank = cross.activities.rank;
   std::vector<int64_t> coll_of;
+  at(kActivities);
   {
     RankSlices acts = only(&ColumnSelection::activities);
     each(acts, [&](const Store& s) {
@@ -228,21 +215,290 @@ std::optional<ExportStats> export_perfetto_by_rank(const std::string& file, cons
           coll_of[rows[j]] = cross_coll[at + j];
       }
       out.activities(s, coll_of);
+      rows[kActivities] += static_cast<int64_t>(s.activities.size());
     });
   }
+  at(kAnnotations);
   {
     RankSlices ann = only(&ColumnSelection::annotations);
-    each(ann, [&](const Store& s) { out.annotations(s); });
+    each(ann, [&](const Store& s) {
+      out.annotations(s);
+      rows[kAnnotations] += static_cast<int64_t>(s.annotations.size());
+    });
   }
+  at(kLaunches);
   {
     RankSlices calls = only(&ColumnSelection::launches);
-    each(calls, [&](const Store& s) { out.launches(s); });
+    each(calls, [&](const Store& s) {
+      out.launches(s);
+      rows[kLaunches] += static_cast<int64_t>(s.launches.size());
+    });
   }
-  out.waits();
   RankSlices samples = only(&ColumnSelection::counters);
+  at(kEntries);
   if (eo.from_ns && !eo.step) each(samples, [&](const Store& s) { out.counter_entries(s); });
+  at(kCounters);
   each(samples, [&](const Store& s) { out.counters(s); });
+  at(kSections);
+}
+
+// The first error among the processes' (each one's "" when none), thrown on every process.
+// Collective.
+void agree(const Spread& spread, const std::string& mine) {
+  Archive ar;
+  ar.put(mine);
+  Archive all(spread.all_gather(ar.bytes()));
+  for (int p = 0; p < spread.processes; ++p)
+    if (auto e = all.get<std::string>(); !e.empty()) throw Error(e);
+}
+
+// What a process formatted of each section (in its spill file, but the writer's activities), and
+// the stats of its events, as the processes tell each other once all have formatted theirs.
+struct Formatted {
+  std::string error;            // its failure, if any: then nothing else is to be read
+  uint64_t at[kSections] = {};  // where each section's bytes start in its spill file
+  uint64_t bytes[kSections] = {};
+  int64_t rows[kSections] = {};  // the store rows visited
+  ExportStats stats;
+
+  void put(Archive& ar) const {
+    ar.put(error);
+    for (int s = 0; s < kSections; ++s) ar.put(bytes[s]), ar.put(rows[s]);
+    ar.put(stats.events), ar.put(stats.counters);
+  }
+  void get(Archive& ar) {
+    ar.get(error);
+    for (int s = 0; s < kSections; ++s) ar.get(bytes[s]), ar.get(rows[s]);
+    ar.get(stats.events), ar.get(stats.counters);
+  }
+};
+
+// The bytes a process formats go through messages of at most this size (a buffer each side).
+constexpr uint64_t kChunk = uint64_t{4} << 20;
+
+// The writer (process 0) writes every section in the file's order, each process's bytes in turn:
+// its own from its spill file, the others' sent by them a chunk at a time (one gather each, in the
+// order every process knows from `all`). A failure stops the writing but not the messages (no
+// process waits for ever); it is the returned error (the writer's first, "" none).
+std::string assemble(PerfettoParts& out, const SpillFile& spill, const Formatted& mine,
+                     const std::vector<Formatted>& all, const Spread& spread) {
+  const bool writer = spread.process == 0;
+  std::string err;
+  auto guard = [&err](const std::function<void()>& f) {
+    if (!err.empty()) return;
+    try {
+      f();
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+  };
+  std::string chunk;
+  for (int s = 0; s < kSections; ++s) {
+    if (writer && s == kEntries) guard([&] { out.waits(); });
+    if (writer && s != kActivities)  // the writer's own: its activities are in the file already
+      for (uint64_t at = 0; at < mine.bytes[s]; at += kChunk)
+        guard([&] {
+          chunk.resize(std::min(kChunk, mine.bytes[s] - at));
+          spill.read(mine.at[s] + at, chunk.data(), chunk.size());
+          out.append(chunk, 0);
+        });
+    for (int q = 1; q < spread.processes; ++q) {
+      const uint64_t n = all[static_cast<size_t>(q)].bytes[s];
+      for (uint64_t at = 0; at < n; at += kChunk) {
+        std::string msg;  // 'D' and the bytes, or 'E' and the sender's failure
+        if (spread.process == q) {
+          try {
+            msg.assign(1 + std::min(kChunk, n - at), 'D');
+            spill.read(mine.at[s] + at, msg.data() + 1, msg.size() - 1);
+          } catch (const std::exception& e) {
+            msg = std::string("E") + e.what();
+          }
+        }
+        const std::string got = spread.gather(msg);
+        if (!writer) continue;
+        if (got.empty() || got[0] != 'D') {
+          if (err.empty()) err = got.empty() ? "MPI export: a message lost" : got.substr(1);
+          continue;
+        }
+        const bool last = at + kChunk >= n;
+        guard([&] {
+          out.append(std::string_view(got).substr(1),
+                     last ? all[static_cast<size_t>(q)].rows[s] : 0);
+        });
+      }
+      if (writer && n == 0) guard([&] { out.append({}, all[static_cast<size_t>(q)].rows[s]); });
+    }
+  }
+  return err;
+}
+
+// Under mpirun: the processes plan, format and send their slices' parts (the Kineto export's split:
+// each process its run of ranks), the first one writes the file (assemble). Collective; a failure
+// on any process is every process's Error.
+ExportStats perfetto_spread(const std::string& file, const std::string& path, ExportOptions eo,
+                            bool infer, const LoadOptions& lo, std::unique_ptr<RankSlices> slices,
+                            const Spread& spread) {
+  const bool writer = spread.process == 0;
+  if (!writer) eo.progress = ProgressMode::Off;
+  std::unique_ptr<PerfettoParts> out;
+  std::unique_ptr<SpillFile> spill;  // this process's sections until the writer asks for them
+  std::string err;
+  try {
+    out = writer ? std::make_unique<PerfettoParts>(path, eo) : std::make_unique<PerfettoParts>(eo);
+    spill = std::make_unique<SpillFile>(detail::tmp_dir());
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  agree(spread, err);
+  // Pass 1 (FirstPass, sliced like the Kineto export's) and, with a time window, a second pass
+  // over the own slices for the tracks; every process's tracks then go to every process.
+  const bool window = eo.from_ns || eo.to_ns;
+  FirstPass p1(*slices, infer, true, lo, &spread, [&](const Store& s) {
+    if (!window) out->plan(s, 0);
+  });
+  const std::optional<ClockInference>& inf = p1.inf;
+  const auto [first, last] = detail::own_slices(slices->size(), &spread);
+  // This process's ranks: from its first slice's to the next process's first.
+  const bool any = first < last, zero = spread.process == 0;
+  const int32_t lo_rank = any ? slices->rank(first) : 0;
+  const std::optional<int32_t> hi_rank =
+      last < slices->size() ? std::optional<int32_t>(slices->rank(last)) : std::nullopt;
+  auto owned = [&](int32_t r) {
+    return (zero || (any && r >= lo_rank)) && (!hi_rank || r < *hi_rank);
+  };
+  try {
+    Store buf;
+    for (size_t k = first; window && k < last; ++k) {
+      slices->read(k, buf);
+      if (inf) apply_clock_inference(buf, *inf);
+      out->plan(buf, p1.earliest);
+    }
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  slices.reset();
+  int64_t rows = 0;
+  {
+    Archive ar;
+    ar.put(err), ar.put(out->tracks()), ar.put(p1.rows);
+    Archive all(spread.all_gather(ar.bytes()));
+    for (int p = 0; p < spread.processes; ++p) {
+      const auto e = all.get<std::string>();
+      const auto t = all.get<std::string>();
+      if (err.empty()) err = e;
+      if (e.empty()) out->add_tracks(t);
+      rows += all.get<int64_t>();
+    }
+    if (!err.empty()) throw Error(err);
+  }
+  const Store& cross = p1.cross.store;
+  out->start(cross, p1.earliest, rows);
+  // Each section of the own slices: the writer's activities into the file, the rest into the
+  // spill file.
+  Formatted mine;
+  uint64_t spilled = 0;
+  int current = kActivities;
+  const std::function<void(std::string_view)> to_spill = [&](std::string_view b) {
+    spill->append(b.data(), b.size());
+    spilled += b.size(), mine.bytes[current] += b.size();
+  };
+  try {
+    perfetto_sections(
+        file, *out, cross, eo, inf, owned,
+        [&](int s) {
+          // What is buffered goes where it was meant (the last section's), then to the spill file.
+          if (s == kSections)
+            out->divert(nullptr);
+          else if (!writer || s != kActivities)
+            out->divert(to_spill);
+          if (s < kSections) current = s, mine.at[s] = spilled;
+        },
+        mine.rows);
+    mine.stats = out->stats();
+  } catch (const Error& e) {
+    mine.error = e.what();
+  }
+  std::vector<Formatted> all(static_cast<size_t>(spread.processes));
+  {
+    Archive ar;
+    mine.put(ar);
+    Archive in(spread.all_gather(ar.bytes()));
+    for (Formatted& f : all) f.get(in);
+    for (const Formatted& f : all)
+      if (!f.error.empty()) throw Error(f.error);
+  }
+  for (int q = 1; writer && q < spread.processes; ++q)
+    out->add_stats(all[static_cast<size_t>(q)].stats);
+  err = assemble(*out, *spill, mine, all, spread);
+  ExportStats st;
+  if (writer && err.empty()) {
+    try {
+      st = out->finish();
+    } catch (const Error& e) {
+      err = e.what();
+    }
+  }
+  agree(spread, err);  // the writer's failure (the file then removed) is every process's
+  return st;
+}
+
+// One process: each section of every slice into the file, the waits between the launches and
+// the counters.
+ExportStats perfetto_alone(const std::string& file, const std::string& path,
+                           const ExportOptions& eo, bool infer, const LoadOptions& lo,
+                           std::unique_ptr<RankSlices> slices) {
+  PerfettoParts out(path, eo);  // an existing file: refused before any work
+  // Pass 1: the origin, the cross-rank rows (the collective instances, their waits and flows)
+  // and, when no time window needs the origin, each slice's tracks (they read no times then:
+  // the recorded clocks do).
+  const bool window = eo.from_ns || eo.to_ns;
+  FirstPass p1(*slices, infer, true, lo, nullptr, [&](const Store& s) {
+    if (!window) out.plan(s, 0);
+  });
+  const std::optional<ClockInference>& inf = p1.inf;
+  if (window) {
+    Store buf;
+    for (size_t k = 0; k < slices->size(); ++k) {
+      slices->read(k, buf);
+      if (inf) apply_clock_inference(buf, *inf);
+      out.plan(buf, p1.earliest);
+    }
+  }
+  slices.reset();
+  const Store& cross = p1.cross.store;
+  out.start(cross, p1.earliest, p1.rows);
+  int64_t rows[kSections] = {};
+  perfetto_sections(
+      file, out, cross, eo, inf, [](int32_t) { return true; },
+      [&](int s) {
+        if (s == kEntries) out.waits();
+      },
+      rows);
   return out.finish();
+}
+
+}  // namespace
+
+std::optional<ExportStats> export_perfetto_by_rank(const std::string& file, const std::string& path,
+                                                   const ExportOptions& eo, bool may_align,
+                                                   const LoadOptions& lo, const Spread* spread) {
+  if (whole_store_forced()) return std::nullopt;
+  const bool spreads = spread && spread->processes > 1;
+  // Pass 1 reads what the tracks and the cross-rank rows need: all but the ops and the
+  // activities' correlation ids.
+  ColumnSelection tracks;
+  tracks.ops = false;
+  tracks.activity_correlation = false;
+  std::unique_ptr<RankSlices> slices;
+  bool infer = false;
+  try {
+    infer = header_infers(file, may_align, lo);
+    slices = std::make_unique<RankSlices>(file, tracks, spreads ? spread : nullptr);
+  } catch (const Error&) {
+    return std::nullopt;  // the whole-store read says what is wrong, or reads it unsorted
+  }
+  if (spreads) return perfetto_spread(file, path, eo, infer, lo, std::move(slices), *spread);
+  return perfetto_alone(file, path, eo, infer, lo, std::move(slices));
 }
 
 }  // namespace kernalyse
