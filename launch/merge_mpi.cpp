@@ -47,6 +47,9 @@ std::unique_ptr<Spread> mpi_spread() {
       throw Error("MPI: all_to_all needs one part a process");
     return f(to.data());
   };
+  s->send = [f = m.send](int to, int tag, std::string_view b) { f(to, tag, b.data(), b.size()); };
+  s->recv = m.recv;
+  s->waiting = m.waiting;
   return s;
 }
 

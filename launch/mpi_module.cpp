@@ -96,6 +96,26 @@ std::string all_to_all(const std::string* to) {
   return all;
 }
 
+void send(int to, int tag, const char* data, size_t n) {
+  MPI_Send(data, byte_count(n), MPI_BYTE, to, tag, MPI_COMM_WORLD);
+}
+
+std::string recv(int from, int tag) {
+  MPI_Status st;
+  MPI_Probe(from, tag, MPI_COMM_WORLD, &st);
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  std::string bytes(static_cast<size_t>(n), '\0');
+  MPI_Recv(bytes.data(), n, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return bytes;
+}
+
+bool waiting(int from, int tag) {
+  int flag = 0;
+  MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  return flag != 0;
+}
+
 void init(int* process, int* processes) {
   int ready = 0;
   MPI_Initialized(&ready);
@@ -112,8 +132,15 @@ void init(int* process, int* processes) {
   MPI_Comm_size(MPI_COMM_WORLD, processes);
 }
 
-const detail::MpiModule kModule = {detail::kMpiModuleVersion, init,      all_gather, gather,
-                                   all_gather_into,           all_to_all};
+const detail::MpiModule kModule = {detail::kMpiModuleVersion,
+                                   init,
+                                   all_gather,
+                                   gather,
+                                   all_gather_into,
+                                   all_to_all,
+                                   send,
+                                   recv,
+                                   waiting};
 
 }  // namespace
 

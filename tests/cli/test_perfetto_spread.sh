@@ -5,8 +5,9 @@
 # byte for byte: tracegen stores of 6 and 4 ranks under -n 2, 3 and 4 (more processes than ranks
 # too), gzip, --from/--to, --rank, --step, clocks as recorded and inferred, with --export-kineto,
 # stores of the shared traces; one 'wrote' line, the one-process one; TMPDIR empty after. An
-# existing file: exit 2, said once, untouched. A failure on one process (its TMPDIR missing)
-# reaches every process: exit 2, one line, no file, no temporary left, no hang.
+# existing file: exit 2, said once, untouched. A failure on one process (its TMPDIR missing; its
+# writes failing while the events stream, the writer's or another's) reaches every process: exit
+# 2, one line, no file, no temporary left, no hang.
 source "$(dirname "$0")/lib.sh"
 use_mpi
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
@@ -124,5 +125,26 @@ expect_eq "process 1 without a TMPDIR: one line, naming its directory" \
   "$(grep -c "^kernalyse-merge: .*$TMP/missing" "$TMP/fail.err") $(grep -c '^kernalyse-merge' "$TMP/fail.err")" \
   "1 1"
 expect_eq "process 1 without a TMPDIR: no file, no temporary" "$(ls -A "$TMP/mp" | wc -l)" "0"
+# Failures while the events stream: one process's writes limited to 200 kB (ulimit -f, SIGXFSZ
+# ignored: the write fails with EFBIG), process 0's file or process 2's spill file. (Open MPI's
+# shared memory segments fail the limit too: it says so and goes on without them.)
+for who in 0 2; do
+  cat >"$TMP/limit.sh" <<EOF
+#!/bin/sh
+if [ "\$OMPI_COMM_WORLD_RANK" = $who ]; then trap '' XFSZ; ulimit -f 400; fi
+exec "$BIN/kernalyse-merge" "\$@"
+EOF
+  chmod +x "$TMP/limit.sh"
+  rm -rf "$TMP/mp"
+  mkdir -p "$TMP/mp"
+  timeout 300 "${MPIRUN[@]}" -n 3 -x TMPDIR="$TMP/tmpdir" "$TMP/limit.sh" "$TMP/tg.h5" \
+    --perfetto "$TMP/mp/p.json" </dev/null >/dev/null 2>"$TMP/fail.err"
+  rc=$?
+  expect_eq "process $who's writes failing midway: exit 2 (no hang)" "$rc" "2"
+  expect_eq "process $who's writes failing midway: one line, the write error" \
+    "$(grep -c '^kernalyse-merge: .*File too large' "$TMP/fail.err") $(grep -c '^kernalyse-merge' "$TMP/fail.err")" \
+    "1 1"
+  expect_eq "process $who's writes failing midway: no file, no temporary" "$(ls -A "$TMP/mp" | wc -l)" "0"
+done
 expect_eq "TMPDIR empty after every run" "$(ls -A "$TMP/tmpdir" | wc -l)" "0"
 finish

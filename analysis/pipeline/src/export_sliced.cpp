@@ -252,100 +252,183 @@ void agree(const Spread& spread, const std::string& mine) {
     if (auto e = all.get<std::string>(); !e.empty()) throw Error(e);
 }
 
-// What a process formatted of each section (in its spill file, but the writer's activities), and
-// the stats of its events, as the processes tell each other once all have formatted theirs.
-struct Formatted {
-  std::string error;            // its failure, if any: then nothing else is to be read
-  uint64_t at[kSections] = {};  // where each section's bytes start in its spill file
-  uint64_t bytes[kSections] = {};
-  int64_t rows[kSections] = {};  // the store rows visited
-  ExportStats stats;
-
-  void put(Archive& ar) const {
-    ar.put(error);
-    for (int s = 0; s < kSections; ++s) ar.put(bytes[s]), ar.put(rows[s]);
-    ar.put(stats.events), ar.put(stats.counters);
-  }
-  void get(Archive& ar) {
-    ar.get(error);
-    for (int s = 0; s < kSections; ++s) ar.get(bytes[s]), ar.get(rows[s]);
-    ar.get(stats.events), ar.get(stats.counters);
-  }
-};
-
-// The bytes a process formats go through messages of at most this size (a buffer each side).
+// The point-to-point messages of the Perfetto file's events: the writer's requests (a section,
+// kEnd or kAbort) and the answers (kData: 'D' and events, 'F' and the section's end, 'E' and the
+// sender's failure). A message holds at most kChunk bytes of events.
+constexpr int kAsk = 7101, kAnswer = 7102;
+constexpr int kEnd = -1, kAbort = -2;
 constexpr uint64_t kChunk = uint64_t{4} << 20;
 
-// The writer (process 0) writes every section in the file's order, each process's bytes in turn:
-// its own from its spill file, the others' sent by them a chunk at a time (one gather each, in the
-// order every process knows from `all`). A failure stops the writing but not the messages (no
-// process waits for ever); it is the returned error (the writer's first, "" none).
-std::string assemble(PerfettoParts& out, const SpillFile& spill, const Formatted& mine,
-                     const std::vector<Formatted>& all, const Spread& spread) {
-  const bool writer = spread.process == 0;
+// Thrown on a process that formats for the writer when the writer stopped (its failure is said).
+struct Stopped {};
+
+// A process but the writer: its sections' events go to its spill file as they are formatted,
+// and to the writer when it asks for them (each section of each process in the file's order):
+// at each buffer of events and each section's start it looks for the writer's request and sends
+// what it has of that section, then the rest as it comes, then the section's end.
+class Sender {
+ public:
+  Sender(const Spread& spread, SpillFile& spill, const int64_t* rows, const PerfettoParts& out)
+      : spread_(spread), spill_(spill), rows_(rows), out_(out) {}
+  // Events of the section being formatted.
+  void add(std::string_view b) {
+    spill_.append(b.data(), b.size());
+    spilled_ += b.size(), bytes_[current_] += b.size();
+    serve(false);
+  }
+  // Section s begins (kSections: all are formatted).
+  void begin(int s) {
+    current_ = s;
+    if (s < kSections) at_[s] = spilled_;
+    serve(false);
+  }
+  // The formatting failed: the answer to the writer's requests.
+  void failed(const std::string& e) { error_ = e; }
+  // After the formatting (or its failure): the writer's requests answered until it is done.
+  void serve_to_end() {
+    while (!done_) serve(true);
+  }
+
+ private:
+  void serve(bool wait) {
+    for (;;) {
+      if (asked_ < 0) {  // the writer's next request, if it has sent one (or when waiting for it)
+        if (done_ || (!wait && !spread_.waiting(0, kAsk))) return;
+        Archive ask(spread_.recv(0, kAsk));
+        asked_ = ask.get<int>(), sent_ = 0;
+        if (asked_ == kAbort && !wait) throw Stopped();
+        if (asked_ < 0) {
+          done_ = true;
+          return;
+        }
+      }
+      if (!error_.empty()) {
+        spread_.send(0, kAnswer, "E" + error_);
+        asked_ = -1;
+        continue;
+      }
+      const auto s = static_cast<size_t>(asked_);
+      while (sent_ < bytes_[s]) {
+        chunk_.assign(1 + std::min(kChunk, bytes_[s] - sent_), 'D');
+        spill_.read(at_[s] + sent_, chunk_.data() + 1, chunk_.size() - 1);
+        spread_.send(0, kAnswer, chunk_);
+        sent_ += chunk_.size() - 1;
+      }
+      if (current_ <= asked_) return;  // the rest as it is formatted
+      Archive end;
+      const ExportStats st = out_.stats();
+      end.put(rows_[s]), end.put(st.events), end.put(st.counters);
+      spread_.send(0, kAnswer, "F" + end.bytes());
+      asked_ = -1;
+    }
+  }
+
+  const Spread& spread_;
+  SpillFile& spill_;
+  const int64_t* rows_;  // per section, the rows visited
+  const PerfettoParts& out_;
+  std::string error_, chunk_;
+  int current_ = kActivities, asked_ = -1;
+  bool done_ = false;
+  uint64_t spilled_ = 0, sent_ = 0, at_[kSections] = {}, bytes_[kSections] = {};
+};
+
+// The writer: section s of every other process, in process order, asked for and written as it
+// comes; the others' stats with their last section. Throws Error (the first failure, a sender's
+// or the writer's) once the sender has answered in full.
+void pull(PerfettoParts& out, int s, const Spread& spread) {
+  for (int q = 1; q < spread.processes; ++q) {
+    Archive ask;
+    ask.put<int>(s);
+    spread.send(q, kAsk, ask.bytes());
+    std::string err;
+    for (;;) {
+      const std::string m = spread.recv(q, kAnswer);
+      if (m.empty() || m[0] == 'E') {
+        if (err.empty()) err = m.empty() ? "MPI export: an empty message" : m.substr(1);
+        break;
+      }
+      try {
+        if (m[0] == 'D' && err.empty()) out.append(std::string_view(m).substr(1), 0);
+        if (m[0] != 'F') continue;
+        Archive end(m.substr(1));
+        const auto rows = end.get<int64_t>();
+        ExportStats st;
+        st.events = end.get<int64_t>(), st.counters = end.get<int64_t>();
+        if (err.empty()) out.append({}, rows);
+        if (s == kCounters) out.add_stats(st);
+      } catch (const std::exception& e) {
+        if (err.empty()) err = e.what();  // the rest of the answer received all the same
+      }
+      if (m[0] == 'F') break;
+    }
+    if (!err.empty()) throw Error(err);
+  }
+}
+
+// Each section of this process's slices: the writer's into the file, each followed by the
+// others' (pull); the others' into their spill files and to the writer (Sender). Every process
+// then knows the first failure (collective). The writer's stats.
+ExportStats spread_sections(const std::string& file, PerfettoParts& out, const Store& cross,
+                            const ExportOptions& eo, const std::optional<ClockInference>& inf,
+                            const std::function<bool(int32_t)>& owned, SpillFile* spill,
+                            const Spread& spread) {
+  int64_t rows[kSections] = {};
   std::string err;
-  auto guard = [&err](const std::function<void()>& f) {
-    if (!err.empty()) return;
+  ExportStats st;
+  if (spread.process == 0) {
     try {
-      f();
+      perfetto_sections(
+          file, out, cross, eo, inf, owned,
+          [&](int s) {
+            if (s > kActivities) pull(out, s - 1, spread);
+            if (s == kEntries) out.waits();
+          },
+          rows);
+      st = out.finish();
     } catch (const std::exception& e) {
       err = e.what();
     }
-  };
-  std::string chunk;
-  for (int s = 0; s < kSections; ++s) {
-    if (writer && s == kEntries) guard([&] { out.waits(); });
-    if (writer && s != kActivities)  // the writer's own: its activities are in the file already
-      for (uint64_t at = 0; at < mine.bytes[s]; at += kChunk)
-        guard([&] {
-          chunk.resize(std::min(kChunk, mine.bytes[s] - at));
-          spill.read(mine.at[s] + at, chunk.data(), chunk.size());
-          out.append(chunk, 0);
-        });
-    for (int q = 1; q < spread.processes; ++q) {
-      const uint64_t n = all[static_cast<size_t>(q)].bytes[s];
-      for (uint64_t at = 0; at < n; at += kChunk) {
-        std::string msg;  // 'D' and the bytes, or 'E' and the sender's failure
-        if (spread.process == q) {
-          try {
-            msg.assign(1 + std::min(kChunk, n - at), 'D');
-            spill.read(mine.at[s] + at, msg.data() + 1, msg.size() - 1);
-          } catch (const std::exception& e) {
-            msg = std::string("E") + e.what();
-          }
-        }
-        const std::string got = spread.gather(msg);
-        if (!writer) continue;
-        if (got.empty() || got[0] != 'D') {
-          if (err.empty()) err = got.empty() ? "MPI export: a message lost" : got.substr(1);
-          continue;
-        }
-        const bool last = at + kChunk >= n;
-        guard([&] {
-          out.append(std::string_view(got).substr(1),
-                     last ? all[static_cast<size_t>(q)].rows[s] : 0);
-        });
-      }
-      if (writer && n == 0) guard([&] { out.append({}, all[static_cast<size_t>(q)].rows[s]); });
+    Archive end;
+    end.put<int>(err.empty() ? kEnd : kAbort);
+    for (int q = 1; q < spread.processes; ++q) spread.send(q, kAsk, end.bytes());
+  } else {
+    Sender sender(spread, *spill, rows, out);
+    bool stopped = false;
+    try {
+      out.divert([&](std::string_view b) { sender.add(b); });
+      perfetto_sections(
+          file, out, cross, eo, inf, owned,
+          [&](int s) {
+            out.divert([&](std::string_view b) { sender.add(b); });  // the last section's rest
+            sender.begin(s);
+          },
+          rows);
+    } catch (const Stopped&) {
+      stopped = true;  // the writer stopped: its failure is said below
+    } catch (const std::exception& e) {
+      sender.failed(e.what());
     }
+    if (!stopped) sender.serve_to_end();
   }
-  return err;
+  agree(spread, err);  // the writer's failure (the file then removed) is every process's
+  return st;
 }
 
 // Under mpirun: the processes plan, format and send their slices' parts (the Kineto export's split:
-// each process its run of ranks), the first one writes the file (assemble). Collective; a failure
-// on any process is every process's Error.
+// each process its run of ranks), the first one writes the file (spread_sections). Collective; a
+// failure on any process is every process's Error.
 ExportStats perfetto_spread(const std::string& file, const std::string& path, ExportOptions eo,
                             bool infer, const LoadOptions& lo, std::unique_ptr<RankSlices> slices,
                             const Spread& spread) {
   const bool writer = spread.process == 0;
   if (!writer) eo.progress = ProgressMode::Off;
   std::unique_ptr<PerfettoParts> out;
-  std::unique_ptr<SpillFile> spill;  // this process's sections until the writer asks for them
+  std::unique_ptr<SpillFile> spill;  // a sender's sections until the writer asks for them
   std::string err;
   try {
     out = writer ? std::make_unique<PerfettoParts>(path, eo) : std::make_unique<PerfettoParts>(eo);
-    spill = std::make_unique<SpillFile>(detail::tmp_dir());
+    if (!writer) spill = std::make_unique<SpillFile>(detail::tmp_dir());
   } catch (const Error& e) {
     err = e.what();
   }
@@ -359,12 +442,12 @@ ExportStats perfetto_spread(const std::string& file, const std::string& path, Ex
   const std::optional<ClockInference>& inf = p1.inf;
   const auto [first, last] = detail::own_slices(slices->size(), &spread);
   // This process's ranks: from its first slice's to the next process's first.
-  const bool any = first < last, zero = spread.process == 0;
+  const bool any = first < last;
   const int32_t lo_rank = any ? slices->rank(first) : 0;
   const std::optional<int32_t> hi_rank =
       last < slices->size() ? std::optional<int32_t>(slices->rank(last)) : std::nullopt;
   auto owned = [&](int32_t r) {
-    return (zero || (any && r >= lo_rank)) && (!hi_rank || r < *hi_rank);
+    return (writer || (any && r >= lo_rank)) && (!hi_rank || r < *hi_rank);
   };
   try {
     Store buf;
@@ -391,55 +474,8 @@ ExportStats perfetto_spread(const std::string& file, const std::string& path, Ex
     }
     if (!err.empty()) throw Error(err);
   }
-  const Store& cross = p1.cross.store;
-  out->start(cross, p1.earliest, rows);
-  // Each section of the own slices: the writer's activities into the file, the rest into the
-  // spill file.
-  Formatted mine;
-  uint64_t spilled = 0;
-  int current = kActivities;
-  const std::function<void(std::string_view)> to_spill = [&](std::string_view b) {
-    spill->append(b.data(), b.size());
-    spilled += b.size(), mine.bytes[current] += b.size();
-  };
-  try {
-    perfetto_sections(
-        file, *out, cross, eo, inf, owned,
-        [&](int s) {
-          // What is buffered goes where it was meant (the last section's), then to the spill file.
-          if (s == kSections)
-            out->divert(nullptr);
-          else if (!writer || s != kActivities)
-            out->divert(to_spill);
-          if (s < kSections) current = s, mine.at[s] = spilled;
-        },
-        mine.rows);
-    mine.stats = out->stats();
-  } catch (const Error& e) {
-    mine.error = e.what();
-  }
-  std::vector<Formatted> all(static_cast<size_t>(spread.processes));
-  {
-    Archive ar;
-    mine.put(ar);
-    Archive in(spread.all_gather(ar.bytes()));
-    for (Formatted& f : all) f.get(in);
-    for (const Formatted& f : all)
-      if (!f.error.empty()) throw Error(f.error);
-  }
-  for (int q = 1; writer && q < spread.processes; ++q)
-    out->add_stats(all[static_cast<size_t>(q)].stats);
-  err = assemble(*out, *spill, mine, all, spread);
-  ExportStats st;
-  if (writer && err.empty()) {
-    try {
-      st = out->finish();
-    } catch (const Error& e) {
-      err = e.what();
-    }
-  }
-  agree(spread, err);  // the writer's failure (the file then removed) is every process's
-  return st;
+  out->start(p1.cross.store, p1.earliest, rows);
+  return spread_sections(file, *out, p1.cross.store, eo, inf, owned, spill.get(), spread);
 }
 
 // One process: each section of every slice into the file, the waits between the launches and

@@ -9,10 +9,13 @@
 //   files and sends them to process 0, which ranks, merges, aligns and writes as one process does;
 //   with -o alone (import_files_spread) the files are moved so that each process holds a run of
 //   ranks, and all of them write the store together (write_store_world, store_io.h).
+//   Exporting a store (export_sliced.cpp): each process writes its ranks' Kineto files, and
+//   formats its ranks' Perfetto events for process 0, which writes the one file.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kernalyse {
@@ -32,6 +35,12 @@ struct Spread {
   // to[p]: the bytes for process p (one string per process). Returns what every process sent
   // to this one, concatenated in process order (self-delimiting archives, as all_gather's).
   std::function<std::string(const std::vector<std::string>& to)> all_to_all;
+  // Point to point (the Perfetto file's events on their way to process 0, export_sliced.cpp):
+  // bytes to process `to` under `tag` (returns once they are taken or buffered); the next bytes
+  // from process `from` under `tag` (waits for them); whether some wait to be received.
+  std::function<void(int to, int tag, std::string_view bytes)> send;
+  std::function<std::string(int from, int tag)> recv;
+  std::function<bool(int from, int tag)> waiting;
 };
 
 }  // namespace kernalyse
