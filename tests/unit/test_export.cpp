@@ -1,11 +1,14 @@
 // Exports (analysis/exporters/src/export.cpp): exact µs text, time parsing, Kineto export → import
 // round trip of a hand-made store, Perfetto export of one rank loaded back by our importer, refusal
 // to overwrite, gzip output.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -417,6 +420,68 @@ TEST(Export, PerfettoPartsFormattedElsewhereMakeTheWholeFile) {
     EXPECT_EQ(got.counters, want.counters) << name;
     EXPECT_EQ(got.flows, want.flows) << name;
     EXPECT_GT(want.counters, 0) << name;
+    EXPECT_EQ(file_bytes(split), file_bytes(whole)) << name;
+  }
+}
+
+// Pieces of a few rows (PerfettoParts::rows) formatted in turn by the writer and by another part
+// whose events are appended, or written by "their process" into the file where place() says:
+// export_perfetto's file (all, and with a window).
+TEST(Export, PerfettoPiecesOfRowsPlacedOrAppendedMakeTheWholeFile) {
+  TmpDir d;
+  const int64_t t0 = 1'700'000'000'000'000'123;
+  const Store s = merge_stores({make_store(0, t0), make_store(1, t0 + 50'007)});
+  ExportOptions window;
+  window.from_ns = 30'000;
+  for (const auto& [name, opt] : {std::pair<std::string, ExportOptions>{"all", {}},
+                                  std::pair<std::string, ExportOptions>{"win", window}}) {
+    const fs::path whole = d.p / (name + "-whole.json"), split = d.p / (name + "-split.json");
+    const ExportStats want = export_perfetto(s, whole.string(), opt);
+    PerfettoParts w(split.string(), opt), o(opt);
+    const int64_t earliest = earliest_ns(s);
+    w.plan(s, earliest), o.plan(s, earliest);
+    const auto rows =
+        static_cast<int64_t>(s.activities.size() + s.annotations.size() + s.launches.size());
+    w.start(s, earliest, rows), o.start(s, earliest, rows);
+    ASSERT_FALSE(w.shared().empty());
+    const int fd = ::open(w.shared().c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    std::string theirs;
+    o.divert([&](std::string_view b) { theirs.append(b); });
+    int piece = 0;
+    auto pieces = [&](size_t n, const std::function<void(PerfettoParts&)>& f) {
+      for (size_t lo = 0; lo < n; lo += 2, ++piece) {
+        const size_t hi = std::min(n, lo + 2);
+        if (piece % 3 == 0) {
+          w.rows(lo, hi), f(w);
+          continue;
+        }
+        theirs.clear();
+        o.rows(lo, hi), f(o);
+        o.divert([&](std::string_view b) { theirs.append(b); });  // the rest buffered
+        if (piece % 3 == 1) {
+          w.append(theirs, 0);
+        } else {
+          const auto [at, skip] = w.place(static_cast<int64_t>(theirs.size()), 0);
+          const std::string_view b = std::string_view(theirs).substr(static_cast<size_t>(skip));
+          ASSERT_EQ(::pwrite(fd, b.data(), b.size(), at), static_cast<ssize_t>(b.size()));
+        }
+      }
+    };
+    const std::vector<int64_t>& coll = w.cross_collectives();
+    w.spans(s), o.spans(s);
+    pieces(s.activities.size(), [&](PerfettoParts& x) { x.activities(s, coll); });
+    pieces(s.annotations.size(), [&](PerfettoParts& x) { x.annotations(s); });
+    pieces(s.launches.size(), [&](PerfettoParts& x) { x.launches(s); });
+    w.waits();
+    w.counter_entries(s);
+    w.counters(s);
+    ::close(fd);
+    w.add_stats(o.stats());
+    const ExportStats got = w.finish();
+    EXPECT_GT(piece, 6) << name;
+    EXPECT_EQ(got.events, want.events) << name;
+    EXPECT_EQ(got.flows, want.flows) << name;
     EXPECT_EQ(file_bytes(split), file_bytes(whole)) << name;
   }
 }

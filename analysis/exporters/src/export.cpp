@@ -116,6 +116,17 @@ class Writer {
     flush();
     write(s);
   }
+  // The plain file's temporary ("" for gzip).
+  std::string shared() const { return file_ && !gz_mode_ ? file_->tmp() : std::string(); }
+  // Room for `n` bytes that another process writes (the plain file): where it starts.
+  int64_t hole(int64_t n) {
+    flush();
+    if (!f_) throw Error("internal error: a Perfetto part without a plain file left a hole");
+    const off_t at = ftello(f_);
+    if (at < 0 || fseeko(f_, static_cast<off_t>(n), SEEK_CUR) != 0)
+      throw Error(path_ + ": seek error: " + std::strerror(errno));
+    return static_cast<int64_t>(at);
+  }
   void commit() {
     divert(nullptr);
     if (gz_mode_) {
@@ -137,11 +148,18 @@ class Writer {
     if (gz_mode_) {
       if (gzwrite(gz_, s.data(), static_cast<unsigned>(s.size())) != static_cast<int>(s.size()))
         throw Error(path_ + ": write error (gzip)");
-    } else if (std::fwrite(s.data(), 1, s.size(), f_) != s.size()) {
-      throw Error(path_ + ": write error: " + std::strerror(errno));
+    } else {
+      // In slices: other processes may write into the file too (hole()), and a write holds the
+      // file's lock throughout (the others spin on it meanwhile).
+      for (size_t at = 0; at < s.size(); at += kSlice) {
+        const size_t n = std::min(kSlice, s.size() - at);
+        if (std::fwrite(s.data() + at, 1, n, f_) != n)
+          throw Error(path_ + ": write error: " + std::strerror(errno));
+      }
     }
   }
   static constexpr size_t kCap = 1 << 20;
+  static constexpr size_t kSlice = 256 << 10;
   std::string path_;
   std::optional<AtomicFile> file_;  // the temporary, removed unless committed
   Sink sink_;
@@ -366,6 +384,8 @@ struct PerfettoParts::Impl {
   // events go elsewhere for now (divert) and then whether the file had an event yet.
   const bool writer = true;
   bool diverted = false, file_first = true;
+  // rows(): the rows of its parts' activities, annotations and launches written, [lo, hi).
+  size_t lo = 0, hi = SIZE_MAX;
 
   Impl(const std::string& p, const ExportOptions& o) : path(p), opt(o), out(p, o.force) {}
   explicit Impl(const ExportOptions& o) : opt(o), out(Writer::Sink()), writer(false) {}
@@ -536,9 +556,13 @@ struct PerfettoParts::Impl {
   void activities(Writer& w, const Store& s, const std::vector<int64_t>& coll_of) {
     const Activities& a = s.activities;
     const Selection sel{s, opt, base};
-    const std::vector<int32_t> nccl_of = nccl_index(s);
+    const size_t end = std::min(hi, a.size());
+    std::vector<int32_t> nccl_of(end > lo ? end - lo : 0, -1);  // rows lo.. : their NCCL row
+    for (size_t n = 0; n < s.nccl.size(); ++n)
+      if (s.nccl.activity[n] >= lo && s.nccl.activity[n] < end)
+        nccl_of[s.nccl.activity[n] - lo] = static_cast<int32_t>(n);
     const ExtraActivityArgs extra(s);
-    for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t i = lo; i < end; ++i) {
       ticker->tick();
       if (!sel.activity(i)) continue;
       int64_t tid = tid_of[{a.rank[i], 10, a.device[i], a.stream[i]}];
@@ -554,7 +578,7 @@ struct PerfettoParts::Impl {
       w << ",\"category\":\"" << to_string(static_cast<Category>(a.category[i])) << "\"";
       if (a.step[i] != kNoStep) w << ",\"step\":", w.num(a.step[i]);
       extra.write(w, i);
-      if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
+      if (nccl_of[i - lo] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i - lo]);
       if (coll_of[i] >= 0) w << ",\"collective id\":", w.num(coll_of[i]);
       w << "}}";
     }
@@ -564,7 +588,7 @@ struct PerfettoParts::Impl {
   void annotations(Writer& w, const Store& s) {
     const Annotations& an = s.annotations;
     const Selection sel{s, opt, base};
-    for (size_t i = 0; i < an.size(); ++i) {
+    for (size_t i = lo; i < std::min(hi, an.size()); ++i) {
       ticker->tick();
       if (!sel.annotation(i)) continue;
       auto k = static_cast<AnnotationKind>(an.kind[i]);
@@ -593,7 +617,7 @@ struct PerfettoParts::Impl {
   void launches(Writer& w, const Store& s) {
     const LaunchCalls& l = s.launches;
     const Selection sel{s, opt, base};
-    for (size_t i = 0; i < l.size(); ++i) {
+    for (size_t i = lo; i < std::min(hi, l.size()); ++i) {
       ticker->tick();
       if (!sel.launch(i)) continue;
       xev(w, l.rank[i], tid_of[{l.rank[i], 40, l.pid[i], l.tid[i]}], l.start_ns[i], l.end_ns[i],
@@ -819,6 +843,21 @@ void PerfettoParts::append(std::string_view events, int64_t rows) {
   x.progress->advance(rows);
 }
 
+std::string PerfettoParts::shared() const {
+  return impl_->writer ? impl_->out.shared() : std::string();
+}
+
+std::pair<int64_t, int64_t> PerfettoParts::place(int64_t bytes, int64_t rows) {
+  Impl& x = *impl_;
+  if (x.diverted || !x.writer)
+    throw Error("internal error: Perfetto events placed where the file is not written");
+  int64_t skip = 0;
+  if (x.first && bytes > 0) skip = 2, x.first = false;  // the file's first event: no separator
+  const int64_t at = x.out.hole(bytes - skip);
+  x.progress->advance(rows);
+  return {at, skip};
+}
+
 ExportStats PerfettoParts::stats() const { return impl_->st; }
 
 void PerfettoParts::add_stats(const ExportStats& other) {
@@ -831,8 +870,14 @@ const std::vector<int64_t>& PerfettoParts::cross_collectives() const {
 }
 
 void PerfettoParts::activities(const Store& part, const std::vector<int64_t>& coll_of) {
-  if (impl_->opt.step) impl_->add_step_spans(part);
+  if (impl_->opt.step && impl_->lo == 0 && impl_->hi == SIZE_MAX) impl_->add_step_spans(part);
   impl_->activities(impl_->out, part, coll_of);
+}
+
+void PerfettoParts::rows(size_t lo, size_t hi) { impl_->lo = lo, impl_->hi = hi; }
+
+void PerfettoParts::spans(const Store& part) {
+  if (impl_->opt.step) impl_->add_step_spans(part);
 }
 
 void PerfettoParts::annotations(const Store& part) { impl_->annotations(impl_->out, part); }

@@ -1,18 +1,23 @@
 // The Kineto and Perfetto exports of a store a rank at a time (export_kineto_by_rank,
 // export_perfetto_by_rank, kernalyse/sliced.h), under mpirun spread over the processes.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <utility>
 
 #include "cross_rows.h"
 #include "kernalyse/archive.h"
 #include "kernalyse/error.h"
 #include "kernalyse/export.h"
 #include "kernalyse/sliced.h"
-#include "kernalyse/spill.h"
 #include "kernalyse/store_io.h"
-#include "temp_dir.h"
 
 namespace kernalyse {
 
@@ -170,23 +175,50 @@ namespace {
 // waits go between the launches and the counters' levels at the window's start.
 enum PerfettoSection : int { kActivities, kAnnotations, kLaunches, kEntries, kCounters, kSections };
 
-// Each section's events of the slices whose rank is `owned`, a pass over its table's slices (rank
-// order) before the next section's; `at(section)` before each and at(kSections) after the last.
-// rows[section]: the rows visited.
+// How the sections' events are dealt out: in pieces, numbered in the file's order, of at most
+// `rows` rows of a slice's activities, annotations or launches (a slice's counters: one piece).
+// mine(c): piece c is formatted here (out.rows() set to its rows before, done(c) after); else
+// elsewhere(c, its rows).
+struct Deal {
+  size_t rows = SIZE_MAX;
+  std::function<bool(int64_t)> mine = [](int64_t) { return true; };
+  std::function<void(int64_t)> done = [](int64_t) {};
+  std::function<void(int64_t, int64_t)> elsewhere = [](int64_t, int64_t) {};
+};
+
+// Each section's pieces (Deal), a pass over its table's slices (rank order) before the next
+// section's; `at(section)` before each and at(kSections) after the last. Every slice is read
+// (its rows tell the pieces; --step's spans are every slice's).
 void perfetto_sections(const std::string& file, PerfettoParts& out, const Store& cross,
                        const ExportOptions& eo, const std::optional<ClockInference>& inf,
-                       const std::function<bool(int32_t)>& owned,
-                       const std::function<void(int)>& at, int64_t* rows) {
+                       const Deal& deal, const std::function<void(int)>& at) {
   Store buf;
-  // Each owned slice of one section's table(s), on the clocks as exported.
-  auto each = [&](RankSlices& from, const std::function<void(const Store&)>& f) {
+  int64_t piece = 0;
+  // Each slice of one section's table(s), on the clocks as exported: prep(slice) once, then its
+  // pieces of count(slice) rows (none: one piece).
+  auto each = [&](RankSlices& from, size_t (*count)(const Store&),
+                  const std::function<void(const Store&)>& prep,
+                  const std::function<void(const Store&)>& f) {
     buf =
         Store();  // a section's slices hold only its tables (read() leaves the others as they are)
     for (size_t k = 0; k < from.size(); ++k) {
-      if (!owned(from.rank(k))) continue;
       from.read(k, buf);
       if (inf) apply_clock_inference(buf, *inf);
-      f(buf);
+      if (prep) prep(buf);
+      const size_t n = count ? count(buf) : 0;
+      size_t lo = 0;
+      do {
+        const size_t hi = n - lo > deal.rows ? lo + deal.rows : n;
+        const int64_t c = piece++;
+        if (deal.mine(c)) {
+          out.rows(lo, hi);
+          f(buf);
+          deal.done(c);
+        } else {
+          deal.elsewhere(c, static_cast<int64_t>(hi - lo));
+        }
+        lo = hi;
+      } while (lo < n);
     }
   };
   auto only = [&](bool ColumnSelection::*table) {
@@ -204,41 +236,42 @@ void perfetto_sections(const std::string& file, PerfettoParts& out, const Store&
   at(kActivities);
   {
     RankSlices acts = only(&ColumnSelection::activities);
-    each(acts, [&](const Store& s) {
-      coll_of.assign(s.activities.size(), -1);
-      if (s.activities.size()) {
-        const size_t at = static_cast<size_t>(
-            std::lower_bound(cross_rank.begin(), cross_rank.end(), s.activities.rank.front()) -
-            cross_rank.begin());
-        const std::vector<uint32_t> rows = detail::cross_activity_rows(s);
-        for (size_t j = 0; j < rows.size() && at + j < cross_coll.size(); ++j)
-          coll_of[rows[j]] = cross_coll[at + j];
-      }
-      out.activities(s, coll_of);
-      rows[kActivities] += static_cast<int64_t>(s.activities.size());
-    });
+    each(
+        acts, [](const Store& s) { return s.activities.size(); },
+        [&](const Store& s) {
+          out.spans(s);
+          coll_of.assign(s.activities.size(), -1);
+          if (s.activities.size()) {
+            const size_t at = static_cast<size_t>(
+                std::lower_bound(cross_rank.begin(), cross_rank.end(), s.activities.rank.front()) -
+                cross_rank.begin());
+            const std::vector<uint32_t> rows = detail::cross_activity_rows(s);
+            for (size_t j = 0; j < rows.size() && at + j < cross_coll.size(); ++j)
+              coll_of[rows[j]] = cross_coll[at + j];
+          }
+        },
+        [&](const Store& s) { out.activities(s, coll_of); });
   }
   at(kAnnotations);
   {
     RankSlices ann = only(&ColumnSelection::annotations);
-    each(ann, [&](const Store& s) {
-      out.annotations(s);
-      rows[kAnnotations] += static_cast<int64_t>(s.annotations.size());
-    });
+    each(
+        ann, [](const Store& s) { return s.annotations.size(); }, nullptr,
+        [&](const Store& s) { out.annotations(s); });
   }
   at(kLaunches);
   {
     RankSlices calls = only(&ColumnSelection::launches);
-    each(calls, [&](const Store& s) {
-      out.launches(s);
-      rows[kLaunches] += static_cast<int64_t>(s.launches.size());
-    });
+    each(
+        calls, [](const Store& s) { return s.launches.size(); }, nullptr,
+        [&](const Store& s) { out.launches(s); });
   }
   RankSlices samples = only(&ColumnSelection::counters);
   at(kEntries);
-  if (eo.from_ns && !eo.step) each(samples, [&](const Store& s) { out.counter_entries(s); });
+  if (eo.from_ns && !eo.step)
+    each(samples, nullptr, nullptr, [&](const Store& s) { out.counter_entries(s); });
   at(kCounters);
-  each(samples, [&](const Store& s) { out.counters(s); });
+  each(samples, nullptr, nullptr, [&](const Store& s) { out.counters(s); });
   at(kSections);
 }
 
@@ -252,164 +285,285 @@ void agree(const Spread& spread, const std::string& mine) {
     if (auto e = all.get<std::string>(); !e.empty()) throw Error(e);
 }
 
-// The point-to-point messages of the Perfetto file's events: the writer's requests (a section,
-// kEnd or kAbort) and the answers (kData: 'D' and events, 'F' and the section's end, 'E' and the
-// sender's failure). A message holds at most kChunk bytes of events.
-constexpr int kAsk = 7101, kAnswer = 7102;
-constexpr int kEnd = -1, kAbort = -2;
-constexpr uint64_t kChunk = uint64_t{4} << 20;
+// Under mpirun the writer (process 0) writes the file's header, waits and flows, and pieces of
+// events formatted here and on the other processes, in turn (Deal). All on one host and a plain
+// file: each process writes its own pieces into the file (the writer's temporary), where the
+// writer places them (kData: 'S' and a piece's size; kControl: its offset), and formats as many
+// as the writer. Else their events come to the writer in messages (kData: 'D' and events, a
+// piece's last one 'C' and events) of about kMessage bytes, a few posted at a time, and the
+// writer (writing, compressing every piece) formats one of each 1 + kRun (P - 1). At the end
+// each other process sends 'Z' and its stats, or 'E' and its failure; the writer's last message
+// to each (kControl: kEnd, or kAbort when it stopped) ends the exchange. Pieces of kPieceRows
+// rows: formatted in a few ms each, so that no process waits long for another; a process keeps
+// at most kPending pieces that wait for their places.
+constexpr int kControl = 7101, kData = 7102;
+constexpr int kEnd = -1, kAbort = -2, kPlace = 1;
+constexpr size_t kMessage = size_t{8} << 20;
+constexpr size_t kPieceRows = 16384;
+constexpr size_t kPending = 4;
+constexpr size_t kWriteSlice = size_t{256} << 10;
+constexpr size_t kPieceBytes = size_t{8} << 20;  // reserved for a piece (a kernel's ~400 bytes)
+constexpr int64_t kRun = 3;
+
+// Piece c's process: of each run of 1 + run (P - 1) pieces the writer formats the first and each
+// other process `run` in turn.
+int piece_owner(int64_t c, int processes, int64_t run) {
+  const int64_t at = c % (1 + run * (processes - 1));
+  return at == 0 ? 0 : 1 + static_cast<int>((at - 1) / run);
+}
 
 // Thrown on a process that formats for the writer when the writer stopped (its failure is said).
 struct Stopped {};
 
-// A process but the writer: its sections' events go to its spill file as they are formatted,
-// and to the writer when it asks for them (each section of each process in the file's order):
-// at each buffer of events and each section's start it looks for the writer's request and sends
-// what it has of that section, then the rest as it comes, then the section's end.
+// A process but the writer: its pieces' events (diverted to add()) into the writer's temporary
+// `shared` at their places, or (none) to the writer.
 class Sender {
  public:
-  Sender(const Spread& spread, SpillFile& spill, const int64_t* rows, const PerfettoParts& out)
-      : spread_(spread), spill_(spill), rows_(rows), out_(out) {}
-  // Events of the section being formatted.
+  Sender(const Spread& spread, PerfettoParts& out, std::string shared)
+      : spread_(spread), out_(out), path_(std::move(shared)), msg_("D") {}
+  ~Sender() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Sender(const Sender&) = delete;
+  Sender& operator=(const Sender&) = delete;
+  int64_t run() const { return path_.empty() ? kRun : 1; }
+  // The shared file opened (Error when it cannot be).
+  void open() {
+    if (path_.empty()) return;
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) throw Error(path_ + ": cannot open: " + std::strerror(errno));
+  }
   void add(std::string_view b) {
-    spill_.append(b.data(), b.size());
-    spilled_ += b.size(), bytes_[current_] += b.size();
-    serve(false);
+    if (!path_.empty()) {
+      piece_.append(b);
+      return;
+    }
+    msg_.append(b);
+    if (msg_.size() >= kMessage) post('D');
   }
-  // Section s begins (kSections: all are formatted).
-  void begin(int s) {
-    current_ = s;
-    if (s < kSections) at_[s] = spilled_;
-    serve(false);
+  // Whether piece c is this process's; before each of them, the writer's messages so far.
+  bool mine(int64_t c) {
+    if (piece_owner(c, spread_.processes, run()) != spread_.process) return false;
+    while (!controlled_ && from_writer(false)) {
+    }
+    if (stopped_) throw Stopped();
+    return true;
   }
-  // The formatting failed: the answer to the writer's requests.
-  void failed(const std::string& e) { error_ = e; }
-  // After the formatting (or its failure): the writer's requests answered until it is done.
-  void serve_to_end() {
-    while (!done_) serve(true);
+  // The piece formatted: the rest of its events (those the part buffers too), and its size to
+  // the writer (it waits for its place), or its last message.
+  void done() {
+    out_.divert([this](std::string_view b) { add(b); });
+    if (path_.empty()) {
+      post('C');
+      return;
+    }
+    Archive ar;
+    ar.put<int64_t>(static_cast<int64_t>(piece_.size()));
+    spread_.send(0, kData, "S" + ar.bytes());
+    pending_.push_back(std::move(piece_));
+    piece_.clear();
+    if (!spare_.empty()) piece_ = std::move(spare_.back()), spare_.pop_back();
+    piece_.reserve(kPieceBytes);
+    while (pending_.size() > kPending && !controlled_) from_writer(true);
+    if (stopped_) throw Stopped();
+  }
+  // After the pieces (or a failure, or the writer's stop): the pending pieces written, the end
+  // of the stream, every message taken, and the writer's last message.
+  void end(std::string failure) {
+    try {
+      while (failure.empty() && !pending_.empty() && !controlled_) from_writer(true);
+      if (fd_ >= 0 && ::close(std::exchange(fd_, -1)) != 0 && failure.empty())
+        throw Error(path_ + ": write error: " + std::strerror(errno));
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    failed_ = !failure.empty();  // places from now on: not written
+    if (failure.empty()) {
+      Archive ar;
+      const ExportStats st = out_.stats();
+      ar.put(st.events), ar.put(st.counters);
+      msg_ = "Z" + ar.bytes();
+    } else {
+      msg_ = "E" + failure;
+    }
+    spread_.post(0, kData, std::move(msg_));
+    spread_.sent();
+    while (!controlled_) from_writer(true);
   }
 
  private:
-  void serve(bool wait) {
-    for (;;) {
-      if (asked_ < 0) {  // the writer's next request, if it has sent one (or when waiting for it)
-        if (done_ || (!wait && !spread_.waiting(0, kAsk))) return;
-        Archive ask(spread_.recv(0, kAsk));
-        asked_ = ask.get<int>(), sent_ = 0;
-        if (asked_ == kAbort && !wait) throw Stopped();
-        if (asked_ < 0) {
-          done_ = true;
-          return;
-        }
-      }
-      if (!error_.empty()) {
-        spread_.send(0, kAnswer, "E" + error_);
-        asked_ = -1;
-        continue;
-      }
-      const auto s = static_cast<size_t>(asked_);
-      while (sent_ < bytes_[s]) {
-        chunk_.assign(1 + std::min(kChunk, bytes_[s] - sent_), 'D');
-        spill_.read(at_[s] + sent_, chunk_.data() + 1, chunk_.size() - 1);
-        spread_.send(0, kAnswer, chunk_);
-        sent_ += chunk_.size() - 1;
-      }
-      if (current_ <= asked_) return;  // the rest as it is formatted
-      Archive end;
-      const ExportStats st = out_.stats();
-      end.put(rows_[s]), end.put(st.events), end.put(st.counters);
-      spread_.send(0, kAnswer, "F" + end.bytes());
-      asked_ = -1;
+  void post(char kind) {
+    msg_[0] = kind;
+    msg_ = spread_.post(0, kData, std::move(msg_));
+    msg_.assign(1, 'D');
+  }
+  // The writer's next message (waiting for it with `wait`; false when there is none): the oldest
+  // pending piece's place (the piece written there), or the last one (kEnd, kAbort).
+  bool from_writer(bool wait) {
+    if (!wait && !spread_.waiting(0, kControl)) return false;
+    spread_.recv(0, kControl, ctl_);
+    Archive ar(ctl_);
+    const int kind = ar.get<int>();
+    if (kind != kPlace) {
+      controlled_ = true;
+      stopped_ = kind == kAbort;
+      return true;
+    }
+    const auto at = ar.get<int64_t>();
+    const auto skip = static_cast<size_t>(ar.get<int64_t>());
+    if (pending_.empty()) {
+      if (failed_) return true;
+      throw Error("internal error: MPI export: a place without a piece");
+    }
+    std::string p = std::move(pending_.front());
+    pending_.pop_front();
+    if (!failed_) write_at(std::string_view(p).substr(std::min(skip, p.size())), at);
+    p.clear();
+    spare_.push_back(std::move(p));
+    return true;
+  }
+  // In slices of kWriteSlice: a write holds the file's lock throughout (the writer spins on it
+  // meanwhile).
+  void write_at(std::string_view b, int64_t at) {
+    while (!b.empty()) {
+      const ssize_t n =
+          ::pwrite(fd_, b.data(), std::min(b.size(), kWriteSlice), static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw Error(path_ + ": write error: " + std::strerror(n < 0 ? errno : EIO));
+      b.remove_prefix(static_cast<size_t>(n)), at += n;
     }
   }
 
   const Spread& spread_;
-  SpillFile& spill_;
-  const int64_t* rows_;  // per section, the rows visited
-  const PerfettoParts& out_;
-  std::string error_, chunk_;
-  int current_ = kActivities, asked_ = -1;
-  bool done_ = false;
-  uint64_t spilled_ = 0, sent_ = 0, at_[kSections] = {}, bytes_[kSections] = {};
+  PerfettoParts& out_;
+  const std::string path_;  // the shared file ("": none)
+  int fd_ = -1;
+  std::string msg_;    // without a shared file: the message being filled (kind, events)
+  std::string piece_;  // with one: the piece being formatted
+  std::vector<std::string> spare_;   // the memory of written ones
+  std::deque<std::string> pending_;  // formatted pieces waiting for their places, oldest first
+  std::string ctl_;
+  bool controlled_ = false, stopped_ = false, failed_ = false;
 };
 
-// The writer: section s of every other process, in process order, asked for and written as it
-// comes; the others' stats with their last section. Throws Error (the first failure, a sender's
-// or the writer's) once the sender has answered in full.
-void pull(PerfettoParts& out, int s, const Spread& spread) {
-  for (int q = 1; q < spread.processes; ++q) {
-    Archive ask;
-    ask.put<int>(s);
-    spread.send(q, kAsk, ask.bytes());
-    std::string err;
+// The writer's side: the others' pieces written or placed in the file in turn, their streams'
+// ends.
+class Receiver {
+ public:
+  Receiver(const Spread& spread, PerfettoParts& out)
+      : spread_(spread), out_(out), ended_(spread.processes), controlled_(spread.processes) {}
+  // Piece c (of `rows` rows) from process q: its events into the file, or its place to q. Throws
+  // Error (a sender's failure).
+  void piece(int q, int64_t rows) {
     for (;;) {
-      const std::string m = spread.recv(q, kAnswer);
-      if (m.empty() || m[0] == 'E') {
-        if (err.empty()) err = m.empty() ? "MPI export: an empty message" : m.substr(1);
-        break;
+      spread_.recv(q, kData, msg_);
+      const char kind = msg_.empty() ? '?' : msg_[0];
+      if (kind == 'S') {
+        Archive ar(msg_.substr(1));
+        const auto [at, skip] = out_.place(ar.get<int64_t>(), rows);
+        Archive place;
+        place.put<int>(kPlace), place.put(at), place.put(skip);
+        spread_.send(q, kControl, place.bytes());
+        return;
       }
-      try {
-        if (m[0] == 'D' && err.empty()) out.append(std::string_view(m).substr(1), 0);
-        if (m[0] != 'F') continue;
-        Archive end(m.substr(1));
-        const auto rows = end.get<int64_t>();
-        ExportStats st;
-        st.events = end.get<int64_t>(), st.counters = end.get<int64_t>();
-        if (err.empty()) out.append({}, rows);
-        if (s == kCounters) out.add_stats(st);
-      } catch (const std::exception& e) {
-        if (err.empty()) err = e.what();  // the rest of the answer received all the same
+      if (kind == 'D' || kind == 'C') {
+        out_.append(std::string_view(msg_).substr(1), kind == 'C' ? rows : 0);
+        if (kind == 'C') return;
+        continue;
       }
-      if (m[0] == 'F') break;
+      ended_[q] = true;
+      throw Error(kind == 'E' ? msg_.substr(1) : "internal error: MPI export: a piece missing");
     }
-    if (!err.empty()) throw Error(err);
   }
-}
+  // After the pieces (`err`: the first failure so far, "" when none): each other process's stream
+  // to its end (stopped first if there was a failure), their stats added when none; a failure
+  // said there becomes `err`.
+  void drain(std::string& err) {
+    for (int q = 1; q < spread_.processes; ++q) {
+      if (!err.empty() && !controlled_[q]) control(q, kAbort);
+      while (!ended_[q]) {
+        spread_.recv(q, kData, msg_);
+        const char kind = msg_.empty() ? '?' : msg_[0];
+        if (kind != 'Z' && kind != 'E') continue;  // a stopped process's rest
+        ended_[q] = true;
+        if (!err.empty()) break;
+        if (kind == 'E') {
+          err = msg_.substr(1);
+          break;
+        }
+        Archive ar(msg_.substr(1));
+        ExportStats st;
+        st.events = ar.get<int64_t>(), st.counters = ar.get<int64_t>();
+        out_.add_stats(st);
+      }
+    }
+  }
+  // The last control message: kEnd when all went well.
+  void end(bool ok) {
+    for (int q = 1; q < spread_.processes; ++q)
+      if (!controlled_[q]) control(q, ok ? kEnd : kAbort);
+  }
 
-// Each section of this process's slices: the writer's into the file, each followed by the
-// others' (pull); the others' into their spill files and to the writer (Sender). Every process
-// then knows the first failure (collective). The writer's stats.
+ private:
+  void control(int q, int what) {
+    Archive ar;
+    ar.put<int>(what);
+    spread_.send(q, kControl, ar.bytes());
+    controlled_[q] = true;
+  }
+
+  const Spread& spread_;
+  PerfettoParts& out_;
+  std::string msg_;
+  std::vector<char> ended_, controlled_;
+};
+
+// Every piece (Deal): the writer's formatted into the file, the others' formatted on their
+// processes, written or placed in turn (Receiver, Sender; `shared`: the file they write into,
+// "" none). Every process then knows the first failure (collective). The writer's stats.
 ExportStats spread_sections(const std::string& file, PerfettoParts& out, const Store& cross,
                             const ExportOptions& eo, const std::optional<ClockInference>& inf,
-                            const std::function<bool(int32_t)>& owned, SpillFile* spill,
-                            const Spread& spread) {
-  int64_t rows[kSections] = {};
+                            const std::string& shared, const Spread& spread) {
   std::string err;
   ExportStats st;
+  Deal deal;
+  deal.rows = kPieceRows;
+  const int64_t run = shared.empty() ? kRun : 1;
   if (spread.process == 0) {
+    Receiver in(spread, out);
+    deal.mine = [&](int64_t c) { return piece_owner(c, spread.processes, run) == 0; };
+    deal.elsewhere = [&](int64_t c, int64_t rows) {
+      in.piece(piece_owner(c, spread.processes, run), rows);
+    };
     try {
-      perfetto_sections(
-          file, out, cross, eo, inf, owned,
-          [&](int s) {
-            if (s > kActivities) pull(out, s - 1, spread);
-            if (s == kEntries) out.waits();
-          },
-          rows);
-      st = out.finish();
+      perfetto_sections(file, out, cross, eo, inf, deal, [&](int s) {
+        if (s == kEntries) out.waits();
+      });
     } catch (const std::exception& e) {
       err = e.what();
     }
-    Archive end;
-    end.put<int>(err.empty() ? kEnd : kAbort);
-    for (int q = 1; q < spread.processes; ++q) spread.send(q, kAsk, end.bytes());
-  } else {
-    Sender sender(spread, *spill, rows, out);
-    bool stopped = false;
+    in.drain(err);
     try {
-      out.divert([&](std::string_view b) { sender.add(b); });
-      perfetto_sections(
-          file, out, cross, eo, inf, owned,
-          [&](int s) {
-            out.divert([&](std::string_view b) { sender.add(b); });  // the last section's rest
-            sender.begin(s);
-          },
-          rows);
-    } catch (const Stopped&) {
-      stopped = true;  // the writer stopped: its failure is said below
+      if (err.empty()) st = out.finish();
     } catch (const std::exception& e) {
-      sender.failed(e.what());
+      err = e.what();
     }
-    if (!stopped) sender.serve_to_end();
+    in.end(err.empty());
+  } else {
+    Sender sender(spread, out, shared);
+    deal.mine = [&](int64_t c) { return sender.mine(c); };
+    deal.done = [&](int64_t) { sender.done(); };
+    std::string failure;
+    try {
+      sender.open();
+      out.divert([&](std::string_view b) { sender.add(b); });
+      perfetto_sections(file, out, cross, eo, inf, deal, [](int) {});
+    } catch (const Stopped&) {
+      // the writer stopped: its failure is said below
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    sender.end(failure);
   }
   agree(spread, err);  // the writer's failure (the file then removed) is every process's
   return st;
@@ -424,15 +578,34 @@ ExportStats perfetto_spread(const std::string& file, const std::string& path, Ex
   const bool writer = spread.process == 0;
   if (!writer) eo.progress = ProgressMode::Off;
   std::unique_ptr<PerfettoParts> out;
-  std::unique_ptr<SpillFile> spill;  // a sender's sections until the writer asks for them
   std::string err;
   try {
     out = writer ? std::make_unique<PerfettoParts>(path, eo) : std::make_unique<PerfettoParts>(eo);
-    if (!writer) spill = std::make_unique<SpillFile>(detail::tmp_dir());
   } catch (const Error& e) {
     err = e.what();
   }
-  agree(spread, err);
+  // The first failure; the writer's temporary, shared when every process runs on its host (a
+  // plain file: gzip is the writer's alone).
+  std::string shared;
+  {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    Archive ar;
+    ar.put(err), ar.put(std::string(host)), ar.put(out ? out->shared() : std::string());
+    Archive all(spread.all_gather(ar.bytes()));
+    std::string first_host;
+    bool one_host = true;
+    for (int p = 0; p < spread.processes; ++p) {
+      const auto e = all.get<std::string>();
+      const auto h = all.get<std::string>();
+      const auto t = all.get<std::string>();
+      if (err.empty()) err = e;
+      if (p == 0) first_host = h, shared = t;
+      one_host = one_host && h == first_host;
+    }
+    if (!err.empty()) throw Error(err);
+    if (!one_host) shared.clear();
+  }
   // Pass 1 (FirstPass, sliced like the Kineto export's) and, with a time window, a second pass
   // over the own slices for the tracks; every process's tracks then go to every process.
   const bool window = eo.from_ns || eo.to_ns;
@@ -441,14 +614,6 @@ ExportStats perfetto_spread(const std::string& file, const std::string& path, Ex
   });
   const std::optional<ClockInference>& inf = p1.inf;
   const auto [first, last] = detail::own_slices(slices->size(), &spread);
-  // This process's ranks: from its first slice's to the next process's first.
-  const bool any = first < last;
-  const int32_t lo_rank = any ? slices->rank(first) : 0;
-  const std::optional<int32_t> hi_rank =
-      last < slices->size() ? std::optional<int32_t>(slices->rank(last)) : std::nullopt;
-  auto owned = [&](int32_t r) {
-    return (writer || (any && r >= lo_rank)) && (!hi_rank || r < *hi_rank);
-  };
   try {
     Store buf;
     for (size_t k = first; window && k < last; ++k) {
@@ -475,7 +640,7 @@ ExportStats perfetto_spread(const std::string& file, const std::string& path, Ex
     if (!err.empty()) throw Error(err);
   }
   out->start(p1.cross.store, p1.earliest, rows);
-  return spread_sections(file, *out, p1.cross.store, eo, inf, owned, spill.get(), spread);
+  return spread_sections(file, *out, p1.cross.store, eo, inf, shared, spread);
 }
 
 // One process: each section of every slice into the file, the waits between the launches and
@@ -503,13 +668,9 @@ ExportStats perfetto_alone(const std::string& file, const std::string& path,
   slices.reset();
   const Store& cross = p1.cross.store;
   out.start(cross, p1.earliest, p1.rows);
-  int64_t rows[kSections] = {};
-  perfetto_sections(
-      file, out, cross, eo, inf, [](int32_t) { return true; },
-      [&](int s) {
-        if (s == kEntries) out.waits();
-      },
-      rows);
+  perfetto_sections(file, out, cross, eo, inf, Deal(), [&](int s) {
+    if (s == kEntries) out.waits();
+  });
   return out.finish();
 }
 

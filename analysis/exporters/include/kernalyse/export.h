@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernalyse/progress.h"
@@ -52,10 +53,10 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
 // order before the next section (activities, annotations, launches, waits, counter_entries,
 // counters), then finish() (the flows; the file committed). The constructor opens the file: an
 // existing one is refused (Error) without opt.force, before any work.
-// Under mpirun the sections' events are formatted by the processes that hold the parts and written
-// by one (export_perfetto_by_rank): each process plans its parts, and all of them add every
-// process's tracks(); each formats its parts' sections diverted (divert()) and the writer
-// append()s the bytes in the file's order.
+// Under mpirun the sections' events are formatted by several processes and the file is one
+// (export_perfetto_by_rank): each process plans its parts, and all of them add every process's
+// tracks(); each formats its pieces (rows()) diverted (divert()), and the writer append()s their
+// bytes in the file's order, or place()s them for their process to write into shared().
 class PerfettoParts {
  public:
   PerfettoParts(const std::string& path, const ExportOptions& opt);
@@ -75,6 +76,12 @@ class PerfettoParts {
   const std::vector<int64_t>& cross_collectives() const;
   // `coll_of`: per activity row of `part`, its collective id (-1 none).
   void activities(const Store& part, const std::vector<int64_t>& coll_of);
+  // From now on activities(), annotations() and launches() write only rows [lo, hi) of their
+  // parts (a part's rows in pieces, each formatted where it may be: export_perfetto_by_rank);
+  // activities() then leaves --step's spans to spans(), called with every part's activities
+  // before the counters (on each process that writes some counters).
+  void rows(size_t lo, size_t hi);
+  void spans(const Store& part);
   void annotations(const Store& part);
   void launches(const Store& part);
   void waits();
@@ -94,6 +101,12 @@ class PerfettoParts {
   // Events that divert() handed to another process, written to the file in order (the first event
   // of the file without its separator); `rows`: the store rows they come from (the progress).
   void append(std::string_view events, int64_t rows);
+  // Or they are written into the file by the process that formatted them: shared() names the
+  // file's temporary (a plain file's; "" for gzip), place() leaves room for `bytes` of them and
+  // says where (the offset) and how many of their first bytes to leave out (the file's first
+  // event: its separator).
+  std::string shared() const;
+  std::pair<int64_t, int64_t> place(int64_t bytes, int64_t rows);
   // The events and counter samples so far; add_stats() adds another process's to finish()'s.
   ExportStats stats() const;
   void add_stats(const ExportStats& other);
