@@ -158,9 +158,10 @@ std::optional<int> kineto_by_rank(const std::string& store, const Options& o, bo
   return std::nullopt;
 }
 
-// Exports alone of a store, a rank at a time: the Kineto files first, by every process (their
-// errors reach all of them), then the Perfetto file by the first process alone, when no other
-// process waits on it any more. Empty: the store is to be read whole (by the first process).
+// Exports alone of a store, a rank at a time: the Kineto files first, then the Perfetto file,
+// each by every process (each formats its ranks' events, the first writes the Perfetto file);
+// their errors reach all of them, said once, by the first. Empty: the store is to be read whole
+// (by the first process).
 std::optional<int> exports_by_rank(const std::string& store, const Options& o, bool may_align,
                                    const LoadOptions& lo, const Spread* spread) {
   const bool first_process = !spread || spread->process == 0;
@@ -168,9 +169,16 @@ std::optional<int> exports_by_rank(const std::string& store, const Options& o, b
     const std::optional<int> rc = kineto_by_rank(store, o, may_align, lo, spread);
     if (!rc || *rc != 0 || o.perfetto.empty()) return rc;
   }
-  if (o.perfetto.empty() || !first_process) return 0;
+  if (o.perfetto.empty()) return 0;
   // Sliceable when the Kineto export was (the same store, the same reader): empty only alone.
-  auto es = export_perfetto_by_rank(store, o.perfetto, export_options(o), may_align, lo);
+  std::optional<ExportStats> es;
+  try {
+    es = export_perfetto_by_rank(store, o.perfetto, export_options(o), may_align, lo, spread);
+  } catch (const Error&) {
+    if (!first_process) return kExitBadInput;
+    throw;
+  }
+  if (!first_process) return 0;
   if (!es) return std::nullopt;
   if (!o.quiet) say_perfetto(*es, o);
   return 0;

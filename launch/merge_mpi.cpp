@@ -47,6 +47,11 @@ std::unique_ptr<Spread> mpi_spread() {
       throw Error("MPI: all_to_all needs one part a process");
     return f(to.data());
   };
+  s->send = [f = m.send](int to, int tag, std::string_view b) { f(to, tag, b.data(), b.size()); };
+  s->post = [f = m.post](int to, int tag, std::string bytes) { return f(to, tag, &bytes); };
+  s->sent = m.sent;
+  s->recv = [f = m.recv](int from, int tag, std::string& into) { f(from, tag, &into); };
+  s->waiting = m.waiting;
   return s;
 }
 

@@ -8,9 +8,11 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#include <time.h>
 
 #include <climits>
 #include <cstdlib>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -96,6 +98,82 @@ std::string all_to_all(const std::string* to) {
   return all;
 }
 
+// Waits for `ready` without busy-polling (MPI_Iprobe / MPI_Test, then a nap of ~20 µs): a
+// process that waits for another must leave it the cores (the Perfetto export under mpirun runs
+// as many processes as cores, and the writer waits between messages).
+template <class F>
+void wait_idle(F ready) {
+  const timespec nap{0, 20'000};
+  for (int spins = 0; !ready(); ++spins)
+    if (spins >= 16) nanosleep(&nap, nullptr);
+}
+
+void send(int to, int tag, const char* data, size_t n) {
+  MPI_Request req;
+  MPI_Isend(data, byte_count(n), MPI_BYTE, to, tag, MPI_COMM_WORLD, &req);
+  wait_idle([&] {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
+}
+
+// Messages posted and not yet taken, oldest first; `spare`: the memory of taken ones, for reuse.
+struct Posted {
+  MPI_Request req;
+  std::string bytes;
+};
+std::deque<Posted> g_posted;
+std::vector<std::string> g_spare;
+constexpr size_t kMaxPosted = 4;
+
+void retire_oldest() {
+  Posted& p = g_posted.front();
+  wait_idle([&] {
+    int done = 0;
+    MPI_Test(&p.req, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
+  p.bytes.clear();
+  g_spare.push_back(std::move(p.bytes));
+  g_posted.pop_front();
+}
+
+std::string post(int to, int tag, std::string* bytes) {
+  if (g_posted.size() >= kMaxPosted) retire_oldest();
+  g_posted.push_back({MPI_REQUEST_NULL, std::move(*bytes)});
+  Posted& p = g_posted.back();
+  MPI_Isend(p.bytes.data(), byte_count(p.bytes.size()), MPI_BYTE, to, tag, MPI_COMM_WORLD, &p.req);
+  std::string next;
+  if (!g_spare.empty()) next = std::move(g_spare.back()), g_spare.pop_back();
+  return next;
+}
+
+void sent() {
+  while (!g_posted.empty()) retire_oldest();
+  g_spare.clear();
+  g_spare.shrink_to_fit();
+}
+
+void recv(int from, int tag, std::string* into) {
+  MPI_Status st;
+  wait_idle([&] {
+    int flag = 0;
+    MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, &st);
+    return flag != 0;
+  });
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  into->resize(static_cast<size_t>(n));
+  MPI_Recv(into->data(), n, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+bool waiting(int from, int tag) {
+  int flag = 0;
+  MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  return flag != 0;
+}
+
 void init(int* process, int* processes) {
   int ready = 0;
   MPI_Initialized(&ready);
@@ -112,8 +190,17 @@ void init(int* process, int* processes) {
   MPI_Comm_size(MPI_COMM_WORLD, processes);
 }
 
-const detail::MpiModule kModule = {detail::kMpiModuleVersion, init,      all_gather, gather,
-                                   all_gather_into,           all_to_all};
+const detail::MpiModule kModule = {detail::kMpiModuleVersion,
+                                   init,
+                                   all_gather,
+                                   gather,
+                                   all_gather_into,
+                                   all_to_all,
+                                   send,
+                                   post,
+                                   sent,
+                                   recv,
+                                   waiting};
 
 }  // namespace
 

@@ -9,7 +9,7 @@ namespace kernalyse::detail {
 
 // The module and kernalyse-merge are built together; the version guards against a module left
 // over from another build.
-inline constexpr int kMpiModuleVersion = 3;
+inline constexpr int kMpiModuleVersion = 5;
 
 struct MpiModule {
   int version;
@@ -22,6 +22,12 @@ struct MpiModule {
   void (*all_gather_into)(const void* mine, void* all, const size_t* counts);
   // Spread::all_to_all: to[0 .. processes), the bytes for each process.
   std::string (*all_to_all)(const std::string* to);
+  // Spread::send, post, sent, recv, waiting: point to point.
+  void (*send)(int to, int tag, const char* data, size_t n);
+  std::string (*post)(int to, int tag, std::string* bytes);
+  void (*sent)();
+  void (*recv)(int from, int tag, std::string* into);
+  bool (*waiting)(int from, int tag);
 };
 
 }  // namespace kernalyse::detail

@@ -4,7 +4,8 @@
 # store (two skewed hosts, NCCL rows, launches, steps, GPU memory counters), its --rank, --step
 # and --from/--to cuts (the counters' level at the window's start), gzip, clocks as recorded and
 # clocks inferred from the cross-rank rows, together with --export-kineto, real stores of the
-# shared traces; under mpirun the first process writes it; an existing file is refused, exit 2,
+# shared traces; under mpirun the first process writes it (test_perfetto_spread.sh: all of them
+# format it); an existing file is refused, exit 2,
 # untouched; peak RSS is a slice's, well below the whole read's.
 source "$(dirname "$0")/lib.sh"
 use_mpi
@@ -96,7 +97,8 @@ else
   echo "SKIP (not counted): $TRACES absent, the shared traces' stores"
 fi
 
-# mpirun: the first process writes the file (a rank at a time); the others leave it be.
+# mpirun: the processes format their ranks' events, the first writes the file (more in
+# test_perfetto_spread.sh).
 kernalyse-merge "$TMP/off.h5" --perfetto "$TMP/one.json" 2>"$TMP/one.err"
 rm -f "$TMP/m.json"
 "${MPIRUN[@]}" -n 2 "$BIN/kernalyse-merge" "$TMP/off.h5" --perfetto "$TMP/m.json" \

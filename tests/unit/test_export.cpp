@@ -1,11 +1,14 @@
 // Exports (analysis/exporters/src/export.cpp): exact µs text, time parsing, Kineto export → import
 // round trip of a hand-made store, Perfetto export of one rank loaded back by our importer, refusal
 // to overwrite, gzip output.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -343,6 +346,144 @@ TEST(Export, PerfettoFlowsWaitsAndCuts) {
   Store back = import_kineto_file(cut.string(), {}, nullptr);
   EXPECT_EQ(back.activities.size(), 0u);
   EXPECT_EQ(back.annotations.size(), 2u);  // the two steps (100 µs boundary: #6 starts there)
+}
+
+std::string file_bytes(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// PerfettoParts as mpirun spreads it (export_perfetto_by_rank): the writer holds rank 0, another
+// process rank 1; each plans its part, both add each other's tracks; the other formats every
+// section diverted, the writer its activities into the file and the rest diverted, then appends
+// each section's bytes in the file's order. The file is export_perfetto's byte for byte (plain
+// and gzip, with a window's counter levels), and so are the stats.
+TEST(Export, PerfettoPartsFormattedElsewhereMakeTheWholeFile) {
+  TmpDir d;
+  const int64_t t0 = 1'700'000'000'000'000'123;
+  const Store s = merge_stores({make_store(0, t0), make_store(1, t0 + 50'007)});
+  const std::string store = (d.p / "run.h5").string();
+  write_store(s, store);
+  RankSlices slices(store, ColumnSelection::all());
+  ASSERT_EQ(slices.size(), 2u);
+  const Store part[2] = {slices.read(0), slices.read(1)};
+  ExportOptions window;
+  window.from_ns = 30'000;
+  for (const auto& [name, opt] : {std::pair<std::string, ExportOptions>{"all.json", {}},
+                                  std::pair<std::string, ExportOptions>{"win.json.gz", window}}) {
+    const fs::path whole = d.p / ("whole-" + name), split = d.p / ("split-" + name);
+    const ExportStats want = export_perfetto(s, whole.string(), opt);
+    PerfettoParts w(split.string(), opt), o(opt);
+    const int64_t earliest = earliest_ns(s);
+    w.plan(part[0], earliest), o.plan(part[1], earliest);
+    const std::string wt = w.tracks(), ot = o.tracks();
+    w.add_tracks(ot), o.add_tracks(wt);
+    const auto rows =
+        static_cast<int64_t>(s.activities.size() + s.annotations.size() + s.launches.size());
+    w.start(s, earliest, rows), o.start(s, earliest, rows);
+    // Each part's collective ids: its rows among the whole store's (rank 0's first).
+    const std::vector<int64_t>& coll = w.cross_collectives();
+    const size_t n0 = part[0].activities.size();
+    const std::vector<int64_t> coll0(coll.begin(), coll.begin() + static_cast<ptrdiff_t>(n0)),
+        coll1(coll.begin() + static_cast<ptrdiff_t>(n0), coll.end());
+    std::string mine[5], theirs[5];
+    int at = 0;
+    auto sections = [&](PerfettoParts& x, const Store& p, const std::vector<int64_t>& c,
+                        std::string* to, bool direct_activities) {
+      auto next = [&](int k) {
+        if (k > 0 || !direct_activities)
+          x.divert([&, to](std::string_view b) { to[at].append(b); });
+        at = k;
+      };
+      next(0), x.activities(p, c);
+      next(1), x.annotations(p);
+      next(2), x.launches(p);
+      next(3), x.counter_entries(p);
+      next(4), x.counters(p);
+      x.divert(nullptr);
+    };
+    sections(o, part[1], coll1, theirs, false);
+    sections(w, part[0], coll0, mine, true);
+    EXPECT_TRUE(mine[0].empty());
+    EXPECT_EQ(theirs[0].substr(0, 2), ",\n");
+    w.append(theirs[0], 0);
+    for (int k = 1; k < 5; ++k) {
+      if (k == 3) w.waits();
+      w.append(mine[k], 0);
+      w.append(theirs[k], 0);
+    }
+    w.add_stats(o.stats());
+    const ExportStats got = w.finish();
+    EXPECT_EQ(got.events, want.events) << name;
+    EXPECT_EQ(got.counters, want.counters) << name;
+    EXPECT_EQ(got.flows, want.flows) << name;
+    EXPECT_GT(want.counters, 0) << name;
+    EXPECT_EQ(file_bytes(split), file_bytes(whole)) << name;
+  }
+}
+
+// Pieces of a few rows (PerfettoParts::rows) formatted in turn by the writer and by another part
+// whose events are appended, or written by "their process" into the file where place() says:
+// export_perfetto's file (all, and with a window).
+TEST(Export, PerfettoPiecesOfRowsPlacedOrAppendedMakeTheWholeFile) {
+  TmpDir d;
+  const int64_t t0 = 1'700'000'000'000'000'123;
+  const Store s = merge_stores({make_store(0, t0), make_store(1, t0 + 50'007)});
+  ExportOptions window;
+  window.from_ns = 30'000;
+  for (const auto& [name, opt] : {std::pair<std::string, ExportOptions>{"all", {}},
+                                  std::pair<std::string, ExportOptions>{"win", window}}) {
+    const fs::path whole = d.p / (name + "-whole.json"), split = d.p / (name + "-split.json");
+    const ExportStats want = export_perfetto(s, whole.string(), opt);
+    PerfettoParts w(split.string(), opt), o(opt);
+    const int64_t earliest = earliest_ns(s);
+    w.plan(s, earliest), o.plan(s, earliest);
+    const auto rows =
+        static_cast<int64_t>(s.activities.size() + s.annotations.size() + s.launches.size());
+    w.start(s, earliest, rows), o.start(s, earliest, rows);
+    ASSERT_FALSE(w.shared().empty());
+    const int fd = ::open(w.shared().c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    std::string theirs;
+    o.divert([&](std::string_view b) { theirs.append(b); });
+    int piece = 0;
+    auto pieces = [&](size_t n, const std::function<void(PerfettoParts&)>& f) {
+      for (size_t lo = 0; lo < n; lo += 2, ++piece) {
+        const size_t hi = std::min(n, lo + 2);
+        if (piece % 3 == 0) {
+          w.rows(lo, hi), f(w);
+          continue;
+        }
+        theirs.clear();
+        o.rows(lo, hi), f(o);
+        o.divert([&](std::string_view b) { theirs.append(b); });  // the rest buffered
+        if (piece % 3 == 1) {
+          w.append(theirs, 0);
+        } else {
+          const auto [at, skip] = w.place(static_cast<int64_t>(theirs.size()), 0);
+          const std::string_view b = std::string_view(theirs).substr(static_cast<size_t>(skip));
+          ASSERT_EQ(::pwrite(fd, b.data(), b.size(), at), static_cast<ssize_t>(b.size()));
+        }
+      }
+    };
+    const std::vector<int64_t>& coll = w.cross_collectives();
+    w.spans(s), o.spans(s);
+    pieces(s.activities.size(), [&](PerfettoParts& x) { x.activities(s, coll); });
+    pieces(s.annotations.size(), [&](PerfettoParts& x) { x.annotations(s); });
+    pieces(s.launches.size(), [&](PerfettoParts& x) { x.launches(s); });
+    w.waits();
+    w.counter_entries(s);
+    w.counters(s);
+    ::close(fd);
+    w.add_stats(o.stats());
+    const ExportStats got = w.finish();
+    EXPECT_GT(piece, 6) << name;
+    EXPECT_EQ(got.events, want.events) << name;
+    EXPECT_EQ(got.flows, want.flows) << name;
+    EXPECT_EQ(file_bytes(split), file_bytes(whole)) << name;
+  }
 }
 
 // Counters: "ph":"C" events on the rank's process, one track per device and counter, values in

@@ -815,6 +815,8 @@ TEST_F(StoreIo, RankSlicesHoldEachRanksRows) {
     nccl += x.nccl.size();
   });
   EXPECT_EQ(seen, (std::vector<int32_t>{0, 1, 3}));  // rank 1: a step annotation only
+  ASSERT_EQ(slices.size(), 3u);                      // each slice's rank, without reading it
+  EXPECT_EQ(std::vector<int32_t>({slices.rank(0), slices.rank(1), slices.rank(2)}), seen);
   EXPECT_EQ(nccl, whole.nccl.size());
   EXPECT_GT(nccl, 0u);
   // A slice read on its own is the same as the one for_each handed over.

@@ -11,6 +11,7 @@ void* slices_open(const std::string& path, const ColumnSelection& sel, const Spr
 void slices_close(void* s) { delete static_cast<RankSlices*>(s); }
 const Store& slices_header(const void* s) { return static_cast<const RankSlices*>(s)->header(); }
 size_t slices_size(const void* s) { return static_cast<const RankSlices*>(s)->size(); }
+int32_t slices_rank(const void* s, size_t k) { return static_cast<const RankSlices*>(s)->rank(k); }
 void slices_read(void* s, size_t k, Store& into) { static_cast<RankSlices*>(s)->read(k, into); }
 void slices_for_each(void* s, const std::function<void(const Store&)>& f) {
   static_cast<RankSlices*>(s)->for_each(f);
@@ -32,11 +33,11 @@ size_t stream_rows(const void* s, const std::string& table) {
 }
 void stream_commit(void* s, const Store& header) { static_cast<StoreStream*>(s)->commit(header); }
 
-constexpr H5Module kModule{kH5ModuleVersion, write_store,   read_store,  slices_open,
-                           slices_close,     slices_header, slices_size, slices_read,
-                           slices_for_each,  slices_narrow, stream_open, stream_close,
-                           stream_begin,     stream_append, stream_rows, stream_commit,
-                           write_store_world};
+constexpr H5Module kModule{kH5ModuleVersion, write_store,      read_store,    slices_open,
+                           slices_close,     slices_header,    slices_size,   slices_rank,
+                           slices_read,      slices_for_each,  slices_narrow, stream_open,
+                           stream_close,     stream_begin,     stream_append, stream_rows,
+                           stream_commit,    write_store_world};
 
 }  // namespace
 }  // namespace kernalyse::detail

@@ -20,7 +20,7 @@ namespace kernalyse::detail {
 
 // The module and kernalyse-merge are built together; the version guards against a module left
 // over from another build.
-inline constexpr int kH5ModuleVersion = 5;
+inline constexpr int kH5ModuleVersion = 6;
 
 struct H5Module {
   int version;
@@ -31,6 +31,7 @@ struct H5Module {
   void (*slices_close)(void*);
   const Store& (*slices_header)(const void*);
   size_t (*slices_size)(const void*);
+  int32_t (*slices_rank)(const void*, size_t);
   void (*slices_read)(void*, size_t, Store&);
   void (*slices_for_each)(void*, const std::function<void(const Store&)>&);
   void (*slices_narrow)(void*, const ColumnSelection&);

@@ -59,6 +59,8 @@ const Store& RankSlices::header() const { return h5().slices_header(impl_->slice
 
 size_t RankSlices::size() const { return h5().slices_size(impl_->slices); }
 
+int32_t RankSlices::rank(size_t k) const { return h5().slices_rank(impl_->slices, k); }
+
 Store RankSlices::read(size_t k) {
   Store s;
   read(k, s);

@@ -754,6 +754,8 @@ void RankSlices::narrow(const ColumnSelection& sel) { impl_->narrow(sel); }
 
 size_t RankSlices::size() const { return impl_->ranks.size(); }
 
+int32_t RankSlices::rank(size_t k) const { return impl_->ranks.at(k); }
+
 Store RankSlices::read(size_t k) {
   Store s;
   read(k, s);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernalyse/analysis.h"
+#include "kernalyse/archive.h"
 #include "kernalyse/atomic_file.h"
 #include "kernalyse/checked.h"
 #include "kernalyse/collectives.h"
@@ -37,11 +38,14 @@ bool ends_with(std::string_view s, std::string_view e) {
   return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
 }
 
-// Buffered writer to a temporary file (plain or gzip), renamed onto the target by commit().
+// Buffered writer to a temporary file (plain or gzip), renamed onto the target by commit(); or,
+// diverted (or made without a file), to a function that takes each buffer's bytes.
 class Writer {
  public:
-  Writer(const std::string& path, bool force) : path_(path), file_(path, force) {
-    const std::string& tmp_ = file_.tmp();
+  using Sink = std::function<void(std::string_view)>;
+  explicit Writer(Sink sink) : sink_(std::move(sink)) { buf_.reserve(kCap + 4096); }
+  Writer(const std::string& path, bool force) : path_(path) {
+    const std::string& tmp_ = file_.emplace(path, force).tmp();
     gz_mode_ = ends_with(path, ".gz");
     if (gz_mode_) {
       gz_ = gzopen(tmp_.c_str(), "wb6");
@@ -95,17 +99,36 @@ class Writer {
   }
   void flush() {
     if (buf_.empty()) return;
-    if (gz_mode_) {
-      if (gzwrite(gz_, buf_.data(), static_cast<unsigned>(buf_.size())) !=
-          static_cast<int>(buf_.size()))
-        throw Error(path_ + ": write error (gzip)");
-    } else if (std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) {
-      throw Error(path_ + ": write error: " + std::strerror(errno));
-    }
+    if (sink_)
+      sink_(buf_);
+    else
+      write(buf_);
     buf_.clear();
   }
-  void commit() {
+  // The bytes from now on to `to` (none: to the file again); those buffered go where they were
+  // meant first.
+  void divert(Sink to) {
     flush();
+    sink_ = std::move(to);
+  }
+  // Bytes straight to the file, after those buffered.
+  void raw(std::string_view s) {
+    flush();
+    write(s);
+  }
+  // The plain file's temporary ("" for gzip).
+  std::string shared() const { return file_ && !gz_mode_ ? file_->tmp() : std::string(); }
+  // Room for `n` bytes that another process writes (the plain file): where it starts.
+  int64_t hole(int64_t n) {
+    flush();
+    if (!f_) throw Error("internal error: a Perfetto part without a plain file left a hole");
+    const off_t at = ftello(f_);
+    if (at < 0 || fseeko(f_, static_cast<off_t>(n), SEEK_CUR) != 0)
+      throw Error(path_ + ": seek error: " + std::strerror(errno));
+    return static_cast<int64_t>(at);
+  }
+  void commit() {
+    divert(nullptr);
     if (gz_mode_) {
       int rc = gzclose(gz_);
       gz_ = nullptr;
@@ -115,13 +138,31 @@ class Writer {
       f_ = nullptr;
       if (rc != 0) throw Error(path_ + ": write error: " + std::strerror(errno));
     }
-    file_.commit();
+    file_->commit();
   }
 
  private:
+  void write(std::string_view s) {
+    if (s.empty()) return;
+    if (!file_) throw Error("internal error: a Perfetto part without a file written to");
+    if (gz_mode_) {
+      if (gzwrite(gz_, s.data(), static_cast<unsigned>(s.size())) != static_cast<int>(s.size()))
+        throw Error(path_ + ": write error (gzip)");
+    } else {
+      // In slices: other processes may write into the file too (hole()), and a write holds the
+      // file's lock throughout (the others spin on it meanwhile).
+      for (size_t at = 0; at < s.size(); at += kSlice) {
+        const size_t n = std::min(kSlice, s.size() - at);
+        if (std::fwrite(s.data() + at, 1, n, f_) != n)
+          throw Error(path_ + ": write error: " + std::strerror(errno));
+      }
+    }
+  }
   static constexpr size_t kCap = 1 << 20;
+  static constexpr size_t kSlice = 256 << 10;
   std::string path_;
-  AtomicFile file_;  // the temporary, removed unless committed
+  std::optional<AtomicFile> file_;  // the temporary, removed unless committed
+  Sink sink_;
   bool gz_mode_ = false;
   FILE* f_ = nullptr;
   gzFile gz_ = nullptr;
@@ -338,9 +379,16 @@ struct PerfettoParts::Impl {
   std::optional<Progress> progress;
   std::optional<ProgressTicker> ticker;
   ExportStats st;
-  bool first = true;  // no event in the file yet
+  bool first = true;  // no event written yet (before its separator)
+  // Under mpirun (export_perfetto_by_rank): whether this process writes the file, whether its
+  // events go elsewhere for now (divert) and then whether the file had an event yet.
+  const bool writer = true;
+  bool diverted = false, file_first = true;
+  // rows(): the rows of its parts' activities, annotations and launches written, [lo, hi).
+  size_t lo = 0, hi = SIZE_MAX;
 
   Impl(const std::string& p, const ExportOptions& o) : path(p), opt(o), out(p, o.force) {}
+  explicit Impl(const ExportOptions& o) : opt(o), out(Writer::Sink()), writer(false) {}
 
   template <class F>
   void track(int32_t r, int g, int64_t x, int64_t y, F&& name) {
@@ -508,9 +556,13 @@ struct PerfettoParts::Impl {
   void activities(Writer& w, const Store& s, const std::vector<int64_t>& coll_of) {
     const Activities& a = s.activities;
     const Selection sel{s, opt, base};
-    const std::vector<int32_t> nccl_of = nccl_index(s);
+    const size_t end = std::min(hi, a.size());
+    std::vector<int32_t> nccl_of(end > lo ? end - lo : 0, -1);  // rows lo.. : their NCCL row
+    for (size_t n = 0; n < s.nccl.size(); ++n)
+      if (s.nccl.activity[n] >= lo && s.nccl.activity[n] < end)
+        nccl_of[s.nccl.activity[n] - lo] = static_cast<int32_t>(n);
     const ExtraActivityArgs extra(s);
-    for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t i = lo; i < end; ++i) {
       ticker->tick();
       if (!sel.activity(i)) continue;
       int64_t tid = tid_of[{a.rank[i], 10, a.device[i], a.stream[i]}];
@@ -526,7 +578,7 @@ struct PerfettoParts::Impl {
       w << ",\"category\":\"" << to_string(static_cast<Category>(a.category[i])) << "\"";
       if (a.step[i] != kNoStep) w << ",\"step\":", w.num(a.step[i]);
       extra.write(w, i);
-      if (nccl_of[i] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i]);
+      if (nccl_of[i - lo] >= 0 && kind == Kind::Kernel) write_nccl_args(w, s, nccl_of[i - lo]);
       if (coll_of[i] >= 0) w << ",\"collective id\":", w.num(coll_of[i]);
       w << "}}";
     }
@@ -536,7 +588,7 @@ struct PerfettoParts::Impl {
   void annotations(Writer& w, const Store& s) {
     const Annotations& an = s.annotations;
     const Selection sel{s, opt, base};
-    for (size_t i = 0; i < an.size(); ++i) {
+    for (size_t i = lo; i < std::min(hi, an.size()); ++i) {
       ticker->tick();
       if (!sel.annotation(i)) continue;
       auto k = static_cast<AnnotationKind>(an.kind[i]);
@@ -565,7 +617,7 @@ struct PerfettoParts::Impl {
   void launches(Writer& w, const Store& s) {
     const LaunchCalls& l = s.launches;
     const Selection sel{s, opt, base};
-    for (size_t i = 0; i < l.size(); ++i) {
+    for (size_t i = lo; i < std::min(hi, l.size()); ++i) {
       ticker->tick();
       if (!sel.launch(i)) continue;
       xev(w, l.rank[i], tid_of[{l.rank[i], 40, l.pid[i], l.tid[i]}], l.start_ns[i], l.end_ns[i],
@@ -712,6 +764,8 @@ struct PerfettoParts::Impl {
 PerfettoParts::PerfettoParts(const std::string& path, const ExportOptions& opt)
     : impl_(std::make_unique<Impl>(path, opt)) {}
 
+PerfettoParts::PerfettoParts(const ExportOptions& opt) : impl_(std::make_unique<Impl>(opt)) {}
+
 PerfettoParts::~PerfettoParts() = default;
 
 void PerfettoParts::plan(const Store& part, int64_t earliest) {
@@ -731,9 +785,84 @@ void PerfettoParts::start(const Store& cross, int64_t earliest, int64_t rows) {
   x.progress.emplace("writing " + x.path, rows + static_cast<int64_t>(x.waits.size()), "events",
                      x.opt.progress);
   x.ticker.emplace(*x.progress);
-  x.st.files = 1;
-  x.header();
-  x.metadata();
+  if (x.writer) {
+    x.st.files = 1;
+    x.header();
+    x.metadata();
+  } else {
+    x.first = false;  // its events follow some in the file: each after its separator
+  }
+}
+
+std::string PerfettoParts::tracks() const {
+  const Impl& x = *impl_;
+  Archive ar;
+  ar.put(std::vector<int32_t>(x.activity_ranks.begin(), x.activity_ranks.end()));
+  ar.put<uint64_t>(x.tname.size());
+  for (const auto& [k, name] : x.tname) {
+    ar.put(std::get<0>(k)), ar.put(std::get<1>(k)), ar.put(std::get<2>(k)), ar.put(std::get<3>(k));
+    ar.put(name);
+  }
+  return ar.bytes();
+}
+
+void PerfettoParts::add_tracks(const std::string& bytes) {
+  Impl& x = *impl_;
+  Archive ar(bytes);
+  for (int32_t r : ar.get<std::vector<int32_t>>()) x.activity_ranks.insert(r);
+  for (auto n = ar.get<uint64_t>(); n > 0; --n) {
+    const auto r = ar.get<int32_t>();
+    const auto g = ar.get<int>();
+    const auto a = ar.get<int64_t>(), b = ar.get<int64_t>();
+    const auto name = ar.get<std::string>();
+    x.track(r, g, a, b, [&] { return name; });
+  }
+}
+
+void PerfettoParts::divert(std::function<void(std::string_view)> to) {
+  Impl& x = *impl_;
+  if (to && !x.diverted)
+    x.file_first = x.first, x.first = false;  // each diverted event after its separator
+  else if (!to && x.diverted)
+    x.first = x.file_first;
+  x.diverted = static_cast<bool>(to);
+  x.out.divert(std::move(to));
+}
+
+void PerfettoParts::append(std::string_view events, int64_t rows) {
+  Impl& x = *impl_;
+  if (x.diverted || !x.writer)
+    throw Error("internal error: Perfetto events appended where the file is not written");
+  if (x.first && !events.empty()) {  // the file's first event: without its separator
+    if (events.substr(0, 2) != ",\n")
+      throw Error("internal error: Perfetto events appended without their separator");
+    events.remove_prefix(2);
+    x.first = false;
+  }
+  x.out.raw(events);
+  x.progress->advance(rows);
+}
+
+std::string PerfettoParts::shared() const {
+  return impl_->writer ? impl_->out.shared() : std::string();
+}
+
+std::pair<int64_t, int64_t> PerfettoParts::place(int64_t bytes, int64_t rows) {
+  Impl& x = *impl_;
+  if (x.diverted || !x.writer)
+    throw Error("internal error: Perfetto events placed where the file is not written");
+  int64_t skip = 0;
+  if (x.first && bytes > 0) skip = 2, x.first = false;  // the file's first event: no separator
+  const int64_t at = x.out.hole(bytes - skip);
+  x.progress->advance(rows);
+  return {at, skip};
+}
+
+ExportStats PerfettoParts::stats() const { return impl_->st; }
+
+void PerfettoParts::add_stats(const ExportStats& other) {
+  impl_->st.events += other.events;
+  impl_->st.counters += other.counters;
 }
 
 const std::vector<int64_t>& PerfettoParts::cross_collectives() const {
@@ -741,8 +870,14 @@ const std::vector<int64_t>& PerfettoParts::cross_collectives() const {
 }
 
 void PerfettoParts::activities(const Store& part, const std::vector<int64_t>& coll_of) {
-  if (impl_->opt.step) impl_->add_step_spans(part);
+  if (impl_->opt.step && impl_->lo == 0 && impl_->hi == SIZE_MAX) impl_->add_step_spans(part);
   impl_->activities(impl_->out, part, coll_of);
+}
+
+void PerfettoParts::rows(size_t lo, size_t hi) { impl_->lo = lo, impl_->hi = hi; }
+
+void PerfettoParts::spans(const Store& part) {
+  if (impl_->opt.step) impl_->add_step_spans(part);
 }
 
 void PerfettoParts::annotations(const Store& part) { impl_->annotations(impl_->out, part); }

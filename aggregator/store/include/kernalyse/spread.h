@@ -9,10 +9,14 @@
 //   files and sends them to process 0, which ranks, merges, aligns and writes as one process does;
 //   with -o alone (import_files_spread) the files are moved so that each process holds a run of
 //   ranks, and all of them write the store together (write_store_world, store_io.h).
+//   Exporting a store (export_sliced.cpp): each process writes its ranks' Kineto files, and
+//   formats pieces of the Perfetto events in turn, written into process 0's one file where it
+//   places them (or sent to process 0 to write).
 #pragma once
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kernalyse {
@@ -32,6 +36,18 @@ struct Spread {
   // to[p]: the bytes for process p (one string per process). Returns what every process sent
   // to this one, concatenated in process order (self-delimiting archives, as all_gather's).
   std::function<std::string(const std::vector<std::string>& to)> all_to_all;
+  // Point to point (the Perfetto file's events on their way to process 0, export_sliced.cpp),
+  // none of them busy-polling while it waits: send() returns once process `to` took the bytes
+  // (or they are buffered); post() sends without waiting (at most a few messages at a time: it
+  // waits for the oldest beyond them) and returns an empty string with the memory of a message
+  // already taken (to fill with the next); sent() waits until every posted message is taken;
+  // recv() puts the next bytes from process `from` under `tag` in `into` (waits for them);
+  // waiting() tells whether some wait to be received.
+  std::function<void(int to, int tag, std::string_view bytes)> send;
+  std::function<std::string(int to, int tag, std::string bytes)> post;
+  std::function<void()> sent;
+  std::function<void(int from, int tag, std::string& into)> recv;
+  std::function<bool(int from, int tag)> waiting;
 };
 
 }  // namespace kernalyse

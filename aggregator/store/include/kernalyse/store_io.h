@@ -79,6 +79,8 @@ class RankSlices {
   const Store& header() const;
   // Slices: one per rank that has rows in some table, ascending.
   size_t size() const;
+  // Slice k's rank.
+  int32_t rank(size_t k) const;
   // Slice k: the header's attributes and strings (same ids), the rank's /ranks row, every
   // selected table's rows of that rank (nccl.activity indexes the slice's activities).
   Store read(size_t k);

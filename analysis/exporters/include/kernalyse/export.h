@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernalyse/progress.h"
@@ -51,9 +53,16 @@ ExportStats export_perfetto(const Store& s, const std::string& path, const Expor
 // order before the next section (activities, annotations, launches, waits, counter_entries,
 // counters), then finish() (the flows; the file committed). The constructor opens the file: an
 // existing one is refused (Error) without opt.force, before any work.
+// Under mpirun the sections' events are formatted by several processes and the file is one
+// (export_perfetto_by_rank): each process plans its parts, and all of them add every process's
+// tracks(); each formats its pieces (rows()) diverted (divert()), and the writer append()s their
+// bytes in the file's order, or place()s them for their process to write into shared().
 class PerfettoParts {
  public:
   PerfettoParts(const std::string& path, const ExportOptions& opt);
+  // A process that formats parts for another that writes the file: no file; start() writes no
+  // header, and its events go where divert() sends them (waits() and finish() are the writer's).
+  explicit PerfettoParts(const ExportOptions& opt);
   ~PerfettoParts();
   PerfettoParts(const PerfettoParts&) = delete;
   PerfettoParts& operator=(const PerfettoParts&) = delete;
@@ -67,12 +76,40 @@ class PerfettoParts {
   const std::vector<int64_t>& cross_collectives() const;
   // `coll_of`: per activity row of `part`, its collective id (-1 none).
   void activities(const Store& part, const std::vector<int64_t>& coll_of);
+  // From now on activities(), annotations() and launches() write only rows [lo, hi) of their
+  // parts (a part's rows in pieces, each formatted where it may be: export_perfetto_by_rank);
+  // activities() then leaves --step's spans to spans(), called with every part's activities
+  // before the counters (on each process that writes some counters).
+  void rows(size_t lo, size_t hi);
+  void spans(const Store& part);
   void annotations(const Store& part);
   void launches(const Store& part);
   void waits();
   void counter_entries(const Store& part);  // with --from: each counter's level at the start
   void counters(const Store& part);
   ExportStats finish();
+
+  // The tracks plan() found (and the ranks of the parts' activities), as bytes; add_tracks() adds
+  // another process's, so that each one numbers every rank's tracks as one that planned every
+  // part (before start()).
+  std::string tracks() const;
+  void add_tracks(const std::string& bytes);
+  // The events from now on to `to` (buffered: a call per 1 MiB or so, and the rest at the next
+  // divert()), each after its separator, as if the file had events before it; null: to the file
+  // again.
+  void divert(std::function<void(std::string_view)> to);
+  // Events that divert() handed to another process, written to the file in order (the first event
+  // of the file without its separator); `rows`: the store rows they come from (the progress).
+  void append(std::string_view events, int64_t rows);
+  // Or they are written into the file by the process that formatted them: shared() names the
+  // file's temporary (a plain file's; "" for gzip), place() leaves room for `bytes` of them and
+  // says where (the offset) and how many of their first bytes to leave out (the file's first
+  // event: its separator).
+  std::string shared() const;
+  std::pair<int64_t, int64_t> place(int64_t bytes, int64_t rows);
+  // The events and counter samples so far; add_stats() adds another process's to finish()'s.
+  ExportStats stats() const;
+  void add_stats(const ExportStats& other);
 
  private:
   struct Impl;

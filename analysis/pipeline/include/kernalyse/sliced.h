@@ -94,13 +94,19 @@ std::optional<ExportStats> export_kineto_by_rank(const std::string& file, const 
 
 // --perfetto FILE of the store `file` a rank at a time: a pass over the slices for the origin,
 // the tracks and the cross-rank rows (the collective instances, their waits and flows; the clock
-// inference), another for the tracks when a time window needs the origin, then each slice's
-// events (PerfettoParts, export.h). Peak memory is a slice and the cross-rank rows, not the
-// store; the file is export_perfetto's of the whole store, byte for byte. Empty when the store's
-// rows are not grouped by rank: the caller reads it whole. Throws Error for an existing file.
+// inference), another for the tracks when a time window needs the origin, then each section's
+// events, a pass over its table's slices (PerfettoParts, export.h). Peak memory is a slice and the
+// cross-rank rows, not the store; the file is export_perfetto's of the whole store, byte for byte.
+// Under mpirun (collective) each process plans and formats its slices' events (the Kineto
+// export's split); the first one writes its own into the file and asks the others for theirs,
+// section by section in the file's order, which they keep in an unlinked file in TMPDIR until
+// asked and send in messages of at most 4 MiB; a failure on any process throws the same Error on
+// every one (no file left). Empty when the store's rows are not grouped by
+// rank: the caller reads it whole. Throws Error for an existing file.
 std::optional<ExportStats> export_perfetto_by_rank(const std::string& file, const std::string& path,
                                                    const ExportOptions& eo, bool may_align,
-                                                   const LoadOptions& lo);
+                                                   const LoadOptions& lo,
+                                                   const Spread* spread = nullptr);
 
 // --html FILE of the store `file` a rank at a time: the page analyses' rank-at-a-time forms
 // (analyse_by_rank with the page's variants, spread under mpirun), then, on the first process,
