@@ -56,8 +56,9 @@ int64_t on_disk_bytes(const std::vector<std::string>& files) {
   int64_t n = 0;
   for (const auto& f : files) {
     std::error_code ec;
-    const auto b = fs::is_regular_file(f, ec) ? fs::file_size(f, ec) : 0;
-    if (ec || !fs::is_regular_file(f, ec)) return std::numeric_limits<int64_t>::max();
+    if (!fs::is_regular_file(f, ec)) return std::numeric_limits<int64_t>::max();
+    const auto b = fs::file_size(f, ec);
+    if (ec) return std::numeric_limits<int64_t>::max();
     n += static_cast<int64_t>(b);
   }
   return n;
