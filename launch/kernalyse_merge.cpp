@@ -35,7 +35,9 @@ namespace {
 constexpr int kExitBadInput = 2;
 
 // Under mpirun, while run() checks its arguments (the same on every process: flags, inputs,
-// outputs), a process other than the first leaves their errors to the first to say once.
+// outputs), and while the processes do work whose errors reach all of them alike (an import,
+// the exports a rank at a time), a process other than the first leaves their errors to the first
+// to say once (main's handlers; exit 2 either way).
 bool others_say_it = false;
 
 // A KERNALYSE_* count from 1 to `max`, when set; anything else is one line naming it.
@@ -147,13 +149,10 @@ void say_perfetto(const ExportStats& es, const Options& o) {
 std::optional<int> kineto_by_rank(const std::string& store, const Options& o, bool may_align,
                                   const LoadOptions& lo, const Spread* spread) {
   const bool first_process = !spread || spread->process == 0;
-  std::optional<ExportStats> es;
-  try {
-    es = export_kineto_by_rank(store, o.export_kineto, export_options(o), may_align, lo, spread);
-  } catch (const Error&) {
-    if (!first_process) return kExitBadInput;
-    throw;
-  }
+  others_say_it = !first_process;  // its errors are every process's: said once (main)
+  const std::optional<ExportStats> es =
+      export_kineto_by_rank(store, o.export_kineto, export_options(o), may_align, lo, spread);
+  others_say_it = false;
   if (es && first_process && !o.quiet) say_kineto_export(*es, o);
   if (es || !first_process) return 0;
   return std::nullopt;
@@ -172,13 +171,10 @@ std::optional<int> exports_by_rank(const std::string& store, const Options& o, b
   }
   if (o.perfetto.empty()) return 0;
   // Sliceable when the Kineto export was (the same store, the same reader): empty only alone.
-  std::optional<ExportStats> es;
-  try {
-    es = export_perfetto_by_rank(store, o.perfetto, export_options(o), may_align, lo, spread);
-  } catch (const Error&) {
-    if (!first_process) return kExitBadInput;
-    throw;
-  }
+  others_say_it = !first_process;
+  const std::optional<ExportStats> es =
+      export_perfetto_by_rank(store, o.perfetto, export_options(o), may_align, lo, spread);
+  others_say_it = false;
   if (!first_process) return 0;
   if (!es) return std::nullopt;
   if (!o.quiet) say_perfetto(*es, o);
@@ -307,16 +303,13 @@ std::optional<int> import_traces(const std::vector<std::string>& files, const Op
                                   sliceable_any_size(which, o.ao);
   spread_lo.output_only = spread_lo.output_only || write_then_analyse;
   if (!first_process) spread_lo.info = spread_lo.warn = nullptr;
-  try {  // an import's errors reach every process: said once, by the first
-    // Without -o: the same through a temporary store that every process reads.
-    if (spread && o.output.empty() && analyse && !exporting && o.power_logs.empty())
-      if (auto sliced = analyse_traces_spread(files, which, o.ao, spread_lo, *spread))
-        return sliced->writer ? print_sliced(*sliced, o) : 0;
-    run = import_run(files, spread_lo);
-  } catch (const Error&) {
-    if (!first_process) return kExitBadInput;
-    throw;
-  }
+  others_say_it = !first_process;  // an import's errors reach every process: said once (main)
+  // Without -o: the same through a temporary store that every process reads.
+  if (spread && o.output.empty() && analyse && !exporting && o.power_logs.empty())
+    if (auto sliced = analyse_traces_spread(files, which, o.ao, spread_lo, *spread))
+      return sliced->writer ? print_sliced(*sliced, o) : 0;
+  run = import_run(files, spread_lo);
+  others_say_it = false;
   if (run.written_by_all && write_then_analyse)
     return analyse_written(o.output, run, o, which, spread_lo, *spread);
   if (!first_process) return 0;
