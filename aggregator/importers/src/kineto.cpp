@@ -1398,6 +1398,10 @@ void Importer::finish(ImportStats* stats) {
       std::fill(col->begin(), col->end(), *rank);
   sort_counters(cn, store_.strings);  // stable: same-ts events keep their file order
   sort_ops(op);
+  // merge_stores' order, here while the files import side by side: the merge of parts so sorted
+  // only checks it (the stable sort of a run of sorted parts in rank order is that run).
+  sort_launches(l);
+  sort_annotations(an);
 
   assign_steps(store_);
   rank_infos(rank, world, base);

@@ -662,14 +662,16 @@ Store merge_stores(std::vector<Store> parts) {
                    [](const RankInfo& x, const RankInfo& y) { return x.rank < y.rank; });
 
   sort_activities(out);
-  sort_by_rank_start(out.launches, "launches");
-  sort_by_rank_start(out.annotations, "annotations");
+  sort_launches(out.launches);
+  sort_annotations(out.annotations);
   sort_counters(out.counters, out.strings);
   sort_ops(out.ops);
   return out;
 }
 
 void sort_ops(Ops& o) { sort_by_rank_start(o, "ops"); }
+
+void sort_launches(LaunchCalls& l) { sort_by_rank_start(l, "launches"); }
 
 void sort_annotations(Annotations& a) { sort_by_rank_start(a, "annotations"); }
 

@@ -420,6 +420,8 @@ auto* rank_column(Tab& t) {
 
 // Sorts ops by (rank, start_ns), stably.
 void sort_ops(Ops& o);
+// Sorts launches by (rank, start_ns), stably (merge_stores' order).
+void sort_launches(LaunchCalls& l);
 // Sorts annotations by (rank, start_ns), stably (merge_stores' order).
 void sort_annotations(Annotations& a);
 
