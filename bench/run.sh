@@ -181,23 +181,16 @@ log "  diff: $(grep -m1 '^diff ' "$dir/diff_two_stores.stdout" | sed 's/^diff [^
 # The real trace_filter pair, whole processes side by side (issue 28, target >= 100x): import +
 # --all against real HTA's four analyses on it (../shared/tools/hta/run_hta.py under Debian's
 # python3, which has pandas), alternating, 10 rounds; medians. A stored HTA time is no measure:
-# HTA's own time moves by a quarter between sessions on this machine type.
+# HTA's own time moves by a quarter between sessions on this machine type. Each process is timed
+# from its spawn to its reaping, the same way for both (bench/side_by_side_processes.py; a shell's
+# $(date) around it also timed two date processes: 2 to 6 ms of a 12 ms run).
 shared="${KERNALYSE_SHARED_TRACES:-$(dirname "$0")/../../shared/traces}"
 tf="$shared/hta/trace_filter"
 hta="$shared/../tools/hta/run_hta.py"
 if [ -d "$tf" ] && [ -f "$hta" ] && /usr/bin/python3 "$hta" "$tf" > /dev/null 2>&1; then
-  : > "$dir/trace_filter.times"
-  for _ in $(seq 10); do
-    a=$(date +%s%N)
-    /usr/bin/python3 "$hta" "$tf" > /dev/null 2>&1
-    b=$(date +%s%N)
-    "$bin/kernalyse-merge" "$tf" --all -q > /dev/null
-    c=$(date +%s%N)
-    echo "$(( (b - a) / 1000 )) $(( (c - b) / 1000 ))" >> "$dir/trace_filter.times"
-  done
-  h=$(cut -d' ' -f1 "$dir/trace_filter.times" | sort -n | awk '{v[NR] = $1} END {print (v[5] + v[6]) / 2000}')
-  k=$(cut -d' ' -f2 "$dir/trace_filter.times" | sort -n | awk '{v[NR] = $1} END {print (v[5] + v[6]) / 2000}')
-  log "trace_filter pair, whole processes, medians of 10 alternating rounds: real HTA's four analyses $h ms, kernalyse import + --all $k ms: $(awk -v h="$h" -v k="$k" 'BEGIN {printf "%.0f", h / k}')x (target >= 100x)"
+  read -r h k ratio < <(/usr/bin/python3 "$(dirname "$0")/side_by_side_processes.py" 10 \
+    -- /usr/bin/python3 "$hta" "$tf" -- "$bin/kernalyse-merge" "$tf" --all -q)
+  log "trace_filter pair, whole processes, medians of 10 alternating rounds: real HTA's four analyses $h ms, kernalyse import + --all $k ms: $(awk -v r="$ratio" 'BEGIN {printf "%.0f", r}')x (target >= 100x)"
 else
   log "trace_filter pair: $tf or a working $hta absent, skipped"
 fi
