@@ -1017,20 +1017,23 @@ void Importer::add_event(const RawEvent& ev) {
     ++malformed_;
     return;
   }
+  // key_is: comparisons of constant length inline, no memcmp call per category (most events
+  // are cpu_op, which used to be compared against every name below by memcmp).
   int kind = -1;
-  if (cat == "kernel" || cat == "Kernel")
+  if (key_is(cat, "kernel") || key_is(cat, "Kernel"))
     kind = static_cast<int>(Kind::Kernel);
-  else if (cat == "gpu_memcpy" || cat == "Memcpy")
+  else if (key_is(cat, "gpu_memcpy") || key_is(cat, "Memcpy"))
     kind = static_cast<int>(Kind::Memcpy);
-  else if (cat == "gpu_memset" || cat == "Memset")
+  else if (key_is(cat, "gpu_memset") || key_is(cat, "Memset"))
     kind = static_cast<int>(Kind::Memset);
-  else if (cat == "cuda_sync")
+  else if (key_is(cat, "cuda_sync"))
     kind = static_cast<int>(Kind::Sync);
 
   // HTA counts any complete event with an integer stream arg as GPU work; keep such host
   // events as HostOnStream (ignored by the native analyses) so --compat hta can reproduce it.
   // The Kineto of 2021 wrote launches as "Runtime" (and steps as "Operator", below).
-  const bool launch = cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime";
+  const bool launch =
+      key_is(cat, "cuda_runtime") || key_is(cat, "cuda_driver") || key_is(cat, "Runtime");
   bool host_on_stream = kind < 0 && ev.has_stream && ev.stream >= 0 && !launch;
   if (host_on_stream) kind = static_cast<int>(Kind::HostOnStream);
   if (kind >= 0) {
@@ -1086,7 +1089,7 @@ void Importer::add_event(const RawEvent& ev) {
     launch_ext_.push_back(ev.external_id);
     return;
   }
-  if (cat == "cpu_op" && ev.external_id >= 0 && opt_.ops) {
+  if (key_is(cat, "cpu_op") && ev.external_id >= 0 && opt_.ops) {
     // Counted as ignored like any other event the store does not keep as a row of its own;
     // what the performance model needs of it goes to /ops when it launched GPU work.
     pending_ops_.insert_or_assign(
@@ -1096,8 +1099,8 @@ void Importer::add_event(const RawEvent& ev) {
   }
   AnnotationKind ak;
   int32_t step = kNoStep;
-  if (cat == "user_annotation" ||
-      (cat == "Operator" && starts_with(ev.s[kName], "ProfilerStep#"))) {
+  if (key_is(cat, "user_annotation") ||
+      (key_is(cat, "Operator") && starts_with(ev.s[kName], "ProfilerStep#"))) {
     ak = AnnotationKind::User;
     if (starts_with(ev.s[kName], "ProfilerStep#")) {
       int64_t n;
@@ -1106,7 +1109,7 @@ void Importer::add_event(const RawEvent& ev) {
         step = static_cast<int32_t>(n);
       }
     }
-  } else if (cat == "gpu_user_annotation") {
+  } else if (key_is(cat, "gpu_user_annotation")) {
     ak = AnnotationKind::GpuUser;
   } else {
     ++ignored_;  // cpu_op, python_function, Trace, ...: well-formed but not kept
