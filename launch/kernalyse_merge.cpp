@@ -295,6 +295,10 @@ std::optional<int> import_traces(const std::vector<std::string>& files, const Op
       return print_sliced(*sliced, o);
   LoadOptions spread_lo = lo;  // each process imports its share of the files (inputs.h)
   spread_lo.import.spread = spread;
+  // With no store, export or page to write, the cpu_ops (/ops: names and shapes) are kept only
+  // for the analyses that read them (--roofline, --hints): a fifth of a small trace's import.
+  if (o.output.empty() && !exporting)
+    spread_lo.import.ops = columns_for(which, o.ao.compat, false, nullptr).ops;
   spread_lo.output_only = !analyse && !exporting && o.power_logs.empty();
   // Under mpirun, -o and analyses that all run a rank at a time: the store written by every
   // process, then analysed by all of them.
