@@ -289,16 +289,17 @@ std::optional<int> import_traces(const std::vector<std::string>& files, const Op
   const bool exporting = !o.perfetto.empty() || !o.export_kineto.empty() || !o.html.empty();
   const bool analyse = !which.empty();
   LoadedRun& run = *out;
-  // One large trace analysed, nothing written: through a temporary store, a rank at a time.
-  if (files.size() == 1 && !spread && !exporting && o.power_logs.empty() && o.output.empty())
-    if (auto sliced = analyse_trace_by_rank(files[0], which, o.ao, lo))
-      return print_sliced(*sliced, o);
-  LoadOptions spread_lo = lo;  // each process imports its share of the files (inputs.h)
-  spread_lo.import.spread = spread;
   // With no store, export or page to write, the cpu_ops (/ops: names and shapes) are kept only
   // for the analyses that read them (--roofline, --hints): a fifth of a small trace's import.
+  LoadOptions alo = lo;
   if (o.output.empty() && !exporting)
-    spread_lo.import.ops = columns_for(which, o.ao.compat, false, nullptr).ops;
+    alo.import.ops = columns_for(which, o.ao.compat, false, nullptr).ops;
+  // One large trace analysed, nothing written: through a temporary store, a rank at a time.
+  if (files.size() == 1 && !spread && !exporting && o.power_logs.empty() && o.output.empty())
+    if (auto sliced = analyse_trace_by_rank(files[0], which, o.ao, alo))
+      return print_sliced(*sliced, o);
+  LoadOptions spread_lo = alo;  // each process imports its share of the files (inputs.h)
+  spread_lo.import.spread = spread;
   spread_lo.output_only = !analyse && !exporting && o.power_logs.empty();
   // Under mpirun, -o and analyses that all run a rank at a time: the store written by every
   // process, then analysed by all of them.

@@ -62,17 +62,20 @@ else
   echo "SKIP (not counted): $TRACES absent"
 fi
 
-# Memory: a 700 MB trace, the default threshold (about 117 MB of JSON); measured 104 MB against
-# 154 MB (a 340 MB trace: 72 MB against 84 to 98 MB, too close under a loaded ctest -j2; the
-# 1.2 GB benchmark trace: 145 MB against 270 MB).
+# Memory: a 700 MB trace, the default threshold (about 117 MB of JSON), with an analysis that
+# reads /ops (--roofline) so that the in-memory import keeps every table: measured 131 MB against
+# 157 MB (0.83). --all alone no longer imports /ops in memory (nothing it runs reads them):
+# 101 MB against 111 MB on this one-rank trace, whose one rank is the whole trace (a 340 MB
+# trace: 72 MB against 84 to 98 MB, too close under a loaded ctest -j2; the 1.2 GB benchmark
+# trace: 145 MB against 270 MB).
 kernalyse-tracegen --ranks 1 --kernels 600000 --steps 4 --seed 12 --out big >/dev/null 2>&1
 peak() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
-mem=$(KERNALYSE_WHOLE_STORE=1 peak kernalyse-merge big/rank-0.json --all -q)
-sl=$(peak kernalyse-merge big/rank-0.json --all -q)
+mem=$(KERNALYSE_WHOLE_STORE=1 peak kernalyse-merge big/rank-0.json --all --roofline -q)
+sl=$(peak kernalyse-merge big/rank-0.json --all --roofline -q)
 if nm -C "$BIN/kernalyse-merge" 2>/dev/null | grep -q __asan_init; then
   echo "note: an ASan build: the peak RSS is not compared ($sl kB vs $mem kB)"
 else
-  expect_eq "big: peak RSS below 0.85x the in-memory import's ($sl kB vs $mem kB)" \
-    "$([ "$sl" -lt $((mem * 85 / 100)) ] && echo yes)" "yes"
+  expect_eq "big: peak RSS below 0.9x the in-memory import's ($sl kB vs $mem kB)" \
+    "$([ "$sl" -lt $((mem * 90 / 100)) ] && echo yes)" "yes"
 fi
 finish
