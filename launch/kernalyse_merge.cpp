@@ -17,6 +17,7 @@
 #include "kernalyse/heap.h"
 #include "kernalyse/html_report.h"
 #include "kernalyse/load.h"
+#include "kernalyse/parallel.h"
 #include "kernalyse/pipeline.h"
 #include "kernalyse/power_log.h"
 #include "kernalyse/run_env.h"
@@ -401,7 +402,10 @@ int run(Options& o) {
     if (!first_process) return 0;
     run = read_run(files[0], sel, may_align, lo);
   } else {
-    if (on_disk_bytes(files) <= kSmallRunBytes) use_huge_heap_for_small_run();  // heap.h
+    if (on_disk_bytes(files) <= kSmallRunBytes) {
+      use_huge_heap_for_small_run();  // heap.h
+      keep_threads_for_small_run();   // parallel.h
+    }
     if (auto rc = import_traces(files, o, which, lo, spread.get(), &run)) return *rc;
   }
   Store& store = run.store;

@@ -1,10 +1,13 @@
 // parallel_for / parallel_run (kernalyse/parallel.h): every item once, the lowest failing item's
 // exception, and nested calls held to the core count.
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -55,6 +58,55 @@ TEST(Parallel, NestedCallsStayWithinTheCoreCount) {
     });
   });
   EXPECT_GE(peak.load(), 1);
+  EXPECT_LE(static_cast<size_t>(peak.load()), core_count());
+}
+
+// A small run's kept threads (keep_threads_for_small_run): the same contract, many calls in a row
+// (each reusing the kept threads), nesting, failures; the threads really are reused (a call after
+// the first starts no new one) and the work runs on more than the calling thread where it can.
+// Last in this file: the setting is process-wide.
+TEST(Parallel, KeptThreadsKeepTheContract) {
+  keep_threads_for_small_run();
+  std::vector<long> seen_first;  // kernel thread ids: not reused as pthread ids are
+  std::mutex m;
+  for (int call = 0; call < 200; ++call) {
+    std::vector<std::atomic<int>> hits(64);
+    parallel_for(hits.size(), [&](size_t i) {
+      ++hits[i];
+      if (call == 0 || call == 199) {  // long enough items that every thread takes some
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        std::lock_guard<std::mutex> lock(m);
+        seen_first.push_back(syscall(SYS_gettid));
+      }
+    });
+    for (const auto& h : hits) ASSERT_EQ(h.load(), 1) << "call " << call;
+  }
+  std::sort(seen_first.begin(), seen_first.end());
+  seen_first.erase(std::unique(seen_first.begin(), seen_first.end()), seen_first.end());
+  // The calling thread and, with two cores or more, the one kept thread: the same in call 0 and
+  // call 199 (fresh threads per call would make three ids).
+  EXPECT_LE(seen_first.size(), std::min<size_t>(core_count(), 2));
+  try {
+    parallel_for(20, [&](size_t i) {
+      if (i == 11 || i == 5) throw std::runtime_error("item " + std::to_string(i));
+    });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "item 5");
+  }
+  std::atomic<int> active{0}, peak{0}, inner{0};
+  parallel_for(8, [&](size_t) {
+    parallel_for(8, [&](size_t) {
+      const int now = ++active;
+      int p = peak.load();
+      while (now > p && !peak.compare_exchange_weak(p, now)) {
+      }
+      ++inner;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      --active;
+    });
+  });
+  EXPECT_EQ(inner.load(), 64);
   EXPECT_LE(static_cast<size_t>(peak.load()), core_count());
 }
 

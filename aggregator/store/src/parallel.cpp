@@ -1,5 +1,5 @@
-// parallel_run / parallel_for (kernalyse/parallel.h): threads from one process-wide budget, kept
-// between calls in a pool.
+// parallel_run / parallel_for (kernalyse/parallel.h): threads from one process-wide budget; on a
+// small run kept between calls in a pool.
 #include "kernalyse/parallel.h"
 
 #include <pthread.h>
@@ -39,11 +39,9 @@ struct Job {
   size_t pending = 0;
 };
 
-// The threads parallel_run lends, started the first time they are needed and kept, waiting, for
-// the next call: a run makes a dozen calls, and a fresh thread each time cost more than the small
-// ones' work (a new thread's stack, its malloc arena and cold caches: 0.3-0.5 ms a call on this
-// 2-core VM, against tens of µs of work on a small trace). Never destroyed: the threads are
-// detached and wait at exit; a fork()ed child starts a pool of its own.
+// The threads parallel_run lends after keep_threads_for_small_run, started the first time they are
+// needed and kept, waiting, for the next call. Never destroyed: the threads are detached and wait
+// at exit; a fork()ed child starts a pool of its own.
 class Pool {
  public:
   // Hands `job` to n threads (waiting ones first, then new ones).
@@ -91,6 +89,7 @@ class Pool {
 
 Pool* g_pool = nullptr;
 std::once_flag g_pool_once;
+std::atomic<bool> g_keep{false};  // keep_threads_for_small_run
 
 Pool& pool() {
   std::call_once(g_pool_once, [] {
@@ -114,6 +113,8 @@ size_t core_count() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+void keep_threads_for_small_run() { g_keep = true; }
+
 void parallel_run(size_t threads, const std::function<void()>& worker) {
   if (threads == 0) threads = core_count();
   std::exception_ptr failure;
@@ -127,14 +128,22 @@ void parallel_run(size_t threads, const std::function<void()>& worker) {
     }
   };
   const size_t extra = threads > 1 ? reserve(threads - 1) : 0;
-  Job job;
-  job.worker = &guarded;
-  job.pending = extra;
-  if (extra) pool().lend(&job, extra);
-  guarded();
-  if (extra) {
-    std::unique_lock<std::mutex> lock(job.mutex);
-    job.done.wait(lock, [&] { return job.pending == 0; });
+  if (g_keep) {
+    Job job;
+    job.worker = &guarded;
+    job.pending = extra;
+    if (extra) pool().lend(&job, extra);
+    guarded();
+    if (extra) {
+      std::unique_lock<std::mutex> lock(job.mutex);
+      job.done.wait(lock, [&] { return job.pending == 0; });
+    }
+  } else {
+    std::vector<std::thread> started;
+    started.reserve(extra);
+    for (size_t t = 0; t < extra; ++t) started.emplace_back(guarded);
+    guarded();
+    for (auto& th : started) th.join();
   }
   g_started -= extra;
   if (failure) std::rethrow_exception(failure);
