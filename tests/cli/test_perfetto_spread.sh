@@ -107,18 +107,25 @@ expect_eq "existing file under -n 3: one line naming it, said once" \
   "1 1"
 expect_eq "existing file under -n 3: untouched" "$(cat "$TMP/exists.json")" "keep"
 
-# The processes need no TMPDIR (process 1's does not exist): exit 0, the file.
-cat >"$TMP/tmpdir1.sh" <<EOF
+# wrapped SETUP FILE: tg.h5 --perfetto into an empty $TMP/mp/FILE under mpirun -n 3, each process
+# through a wrapper that first runs the shell line SETUP; the exit status in $rc, stderr in
+# fail.err.
+wrapped() {
+  cat >"$TMP/wrap.sh" <<EOF
 #!/bin/sh
-[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export TMPDIR="$TMP/missing"
+$1
 exec "$BIN/kernalyse-merge" "\$@"
 EOF
-chmod +x "$TMP/tmpdir1.sh"
-rm -rf "$TMP/mp"
-mkdir -p "$TMP/mp"
-timeout 300 "${MPIRUN[@]}" -n 3 -x TMPDIR="$TMP/tmpdir" "$TMP/tmpdir1.sh" "$TMP/tg.h5" \
-  --perfetto "$TMP/mp/p.json" </dev/null >/dev/null 2>"$TMP/fail.err"
-rc=$?
+  chmod +x "$TMP/wrap.sh"
+  rm -rf "$TMP/mp"
+  mkdir -p "$TMP/mp"
+  timeout 300 "${MPIRUN[@]}" -n 3 -x TMPDIR="$TMP/tmpdir" "$TMP/wrap.sh" "$TMP/tg.h5" \
+    --perfetto "$TMP/mp/$2" </dev/null >/dev/null 2>"$TMP/fail.err"
+  rc=$?
+}
+
+# The processes need no TMPDIR (process 1's does not exist): exit 0, the file.
+wrapped "[ \"\$OMPI_COMM_WORLD_RANK\" = 1 ] && export TMPDIR=\"$TMP/missing\"" p.json
 kernalyse-merge "$TMP/tg.h5" --perfetto "$TMP/one.json" -q
 expect_eq "process 1 without a TMPDIR: exit 0, the file" \
   "$rc $(cmp -s "$TMP/mp/p.json" "$TMP/one.json" && echo same)" "0 same"
@@ -129,17 +136,7 @@ expect_eq "process 1 without a TMPDIR: exit 0, the file" \
 # without them.)
 for case in "0 400 p.json" "2 400 p.json" "0 40 p.json.gz"; do
   read -r who blocks file <<<"$case"
-  cat >"$TMP/limit.sh" <<EOF
-#!/bin/sh
-if [ "\$OMPI_COMM_WORLD_RANK" = $who ]; then trap '' XFSZ; ulimit -f $blocks; fi
-exec "$BIN/kernalyse-merge" "\$@"
-EOF
-  chmod +x "$TMP/limit.sh"
-  rm -rf "$TMP/mp"
-  mkdir -p "$TMP/mp"
-  timeout 300 "${MPIRUN[@]}" -n 3 -x TMPDIR="$TMP/tmpdir" "$TMP/limit.sh" "$TMP/tg.h5" \
-    --perfetto "$TMP/mp/$file" </dev/null >/dev/null 2>"$TMP/fail.err"
-  rc=$?
+  wrapped "if [ \"\$OMPI_COMM_WORLD_RANK\" = $who ]; then trap '' XFSZ; ulimit -f $blocks; fi" "$file"
   expect_eq "process $who's writes failing midway ($file): exit 2 (no hang)" "$rc" "2"
   expect_eq "process $who's writes failing midway ($file): one line, the write error" \
     "$(grep -c '^kernalyse-merge: .*\(File too large\|write error\)' "$TMP/fail.err") $(grep -c '^kernalyse-merge' "$TMP/fail.err")" \
