@@ -48,16 +48,20 @@ import json, sys
 r = json.load(sys.stdin)["ranks"]
 print("== loud run (a run shorter than the flush period): peak power per rank and GPU, mW:", [x.get("peak_gpu_power_mw") for x in r])'
 
-# name|env|kernalyse-run flags ("-" = bare). Set OVERHEAD_CONFIGS=all for the attribution of
-# the first GPU run (every part of the collection left off in turn).
+# name|env|kernalyse-run flags ("-" = bare)|app flags added to $A. The graph_ pair runs the same
+# decode loop with its layers replayed from a CUDA graph (vicuna_tp_cuda --cuda-graph): fewer
+# launches, so the collection's cost per kernel record shows alone. Set OVERHEAD_CONFIGS=all for
+# the attribution of the first GPU run (every part of the collection left off in turn).
 configs=(
-  "bare||-"
-  "default||"
-  "nvtx||--nvtx"
-  "nvtx_all_driver_records|KERNALYSE_CUPTI_SKIP=driverfilter|--nvtx"
-  "nvtx_no_driver_records|KERNALYSE_CUPTI_SKIP=driver|--nvtx"
+  "bare||-|"
+  "default|||"
+  "nvtx||--nvtx|"
+  "graph_bare||-|--cuda-graph"
+  "graph_nvtx||--nvtx|--cuda-graph"
 )
 [ "${OVERHEAD_CONFIGS:-}" = all ] && configs+=(
+  "nvtx_all_driver_records|KERNALYSE_CUPTI_SKIP=driverfilter|--nvtx"
+  "nvtx_no_driver_records|KERNALYSE_CUPTI_SKIP=driver|--nvtx"
   "power_off|KERNALYSE_POWER_MS=0|--nvtx"
   "skip_callbacks|KERNALYSE_CUPTI_SKIP=callbacks|--nvtx"
   "skip_clock|KERNALYSE_CUPTI_SKIP=clock|--nvtx"
@@ -82,15 +86,15 @@ done
 
 for i in $(seq "$RUNS"); do
   for c in "${configs[@]}"; do
-    IFS='|' read -r name envs flags <<< "$c"
+    IFS='|' read -r name envs flags extra <<< "$c"
     out="$R/$name-$i.json"
     if [ "$flags" = "-" ]; then
       # shellcheck disable=SC2086
-      run1 "$bin/vicuna_tp_cuda" $A --report-json "$out" > "$R/$name-$i.log" 2>&1
+      run1 "$bin/vicuna_tp_cuda" $A $extra --report-json "$out" > "$R/$name-$i.log" 2>&1
     else
       # shellcheck disable=SC2086
       env $envs timeout 300 mpirun -n 1 \
-        "$bin/kernalyse-run" -q --force $flags -o "$R/$name.h5" "$bin/vicuna_tp_cuda" $A \
+        "$bin/kernalyse-run" -q --force $flags -o "$R/$name.h5" "$bin/vicuna_tp_cuda" $A $extra \
         --report-json "$out" < /dev/null > "$R/$name-$i.log" 2>&1
     fi
   done
@@ -98,7 +102,7 @@ done
 python3 - "$R" "$RUNS" "$res/overhead.json" "${configs[@]}" <<'PY'
 import json, statistics, sys
 R, runs, dest, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-rows, base = [], None
+rows, bases = [], {}  # each against its own bare run: graph_* against graph_bare
 for c in configs:
     name = c.split("|")[0]
     loops = []
@@ -108,8 +112,11 @@ for c in configs:
         except Exception:
             pass
     med = statistics.median(loops) if loops else None
-    base = med if name == "bare" else base
-    rows.append({"config": name, "setting": c.split("|")[1], "runs_ns": loops, "median_ns": med,
+    group = "graph" if name.startswith("graph_") else ""
+    if name.endswith("bare"):
+        bases[group] = med
+    base = bases.get(group)
+    rows.append({"config": name, "setting": " ".join(x for x in c.split("|")[1:] if x not in ("", "-")), "runs_ns": loops, "median_ns": med,
                  "overhead_pct": round(100 * (med / base - 1), 2) if med and base else None})
 json.dump({"rows": rows}, open(dest, "w"), indent=1)
 print("| configuration | setting | median decode loop | vs bare |\n|---|---|---|---|")

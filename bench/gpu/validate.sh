@@ -13,6 +13,8 @@
 #   f  kernalyse-run python3 small_torch.py vs torch.profiler: names and counts
 #   h  torchrun process trees without MPI: kernalyse-run torchrun ... and torchrun --no-python
 #      kernalyse-run ... (examples/torch_tp/torchrun_tp.py, 2 ranks, gloo, DataLoader workers)
+#   i  CUDA graphs: vicuna_tp_cuda --cuda-graph (layers replayed by cudaGraphLaunch): counts per
+#      kernel name, and one step's kernels
 # Results: $OUT (the device tool's output folder) or ./gpu-results: results.json,
 # gpu-validation-snippet.md, validate.log, build.log, details.tar.gz. Big files stay in $WORK.
 # VALIDATE_REUSE_BUILD=1 skips the build when $WORK/build already has the binaries;
@@ -164,6 +166,14 @@ prof1 "$R/c2.h5" "$app" ${C/--gemm custom/--gemm cublas} --report-json "$R/c2.js
 summary "$R/c2.h5" "$R/c2-summary.json"
 check counts "$R/c2.json" "$R/c2-summary.json" | sed 's/"c_kernel_counts"/"c2_kernel_counts_cublas"/' > "$WORK/checks/c2.json"
 grep -E '"check"|"pass"' "$WORK/checks/c.json" "$WORK/checks/c2.json" "$WORK/checks/e.json"
+
+# ---- (i) CUDA graphs: the layers captured once and replayed per step (cudaGraphLaunch) ----------
+say "(i) CUDA graph replays: kernel counts, and one step's kernels (--gemm custom --cuda-graph)"
+prof1 "$R/i.h5" "$app" $C --cuda-graph --report-json "$R/i.json" > "$R/i.log" 2>&1 || say "run i: rc $?"
+summary "$R/i.h5" "$R/i-summary.json"
+timeout 300 "$bin/kernalyse-merge" "$R/i.h5" --step 3 --summary --verbose --json > "$R/i-step3.json" 2> "$R/i-step3.json.err"
+check graph "$R/i.json" "$R/i-summary.json" "$R/i-step3.json" > "$WORK/checks/i.json"
+grep -E '"detail"|"pass"' "$WORK/checks/i.json"
 
 # ---- (d) durations vs cudaEvents: large kernels (prefill-sized), host queued ahead -------------
 # Big enough that the ~1 us between an event and its kernel is far below 5 % (GeLU: 33.5 M

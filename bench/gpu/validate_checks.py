@@ -22,6 +22,8 @@ TARGETS = {
     "nvtx": "kernels attributed to each NVTX 'layer L' range == kernels the app launched in it",
     "torch": "same kernel names and counts as torch.profiler",
     "collector": "every rank: collector_status 'cupti: ...', no dropped records, GPU memory and NVML power counters present",
+    "graph": "--cuda-graph (the layers replayed from one graph per step): store kernel count == app count per own "
+             "kernel name, and one step's own kernels (kernalyse-merge --step) == the app's per step",
     "tree": "torchrun process trees (kernalyse-run torchrun ..., torchrun --no-python kernalyse-run ...): one store each, "
             "2 ranks numbered by RANK, CUPTI recording on each, kernels in the store, clocks 'shared host clock', data-loader workers not ranks",
 }
@@ -164,6 +166,36 @@ def durations(args):
                          "store_ns": prof_ns, "store_count": n_store,
                          "diff_pct": None if dev is None else round(dev, 2), "pass": good})
     res.update({"pass": ok if rows else False, "rows": rows})
+    emit(res)
+
+
+# (i) CUDA graphs: kernels replayed by cudaGraphLaunch, counted and attributed to their step
+def graph(args):
+    """args: the app's report (--cuda-graph --gemm custom), the whole store's summary, and the
+    summary of one step (kernalyse-merge --step K)."""
+    rep, whole, one = load(args[0]), load(args[1]), load(args[2])
+    res = {"check": "i_cuda_graph", "target": TARGETS["graph"], "gemm": rep["gemm"]}
+    steps = rep["warmup"] + rep["steps"]
+    rows, ok = [], True
+    for r in rep["ranks"]:
+        rk = r["rank"] if rep["world_size"] > 1 else None
+        st, st1 = store_kernels(whole, rk), store_kernels(one, rk)
+        mism = {n: {"app": c, "store": st.get(n, {}).get("count", 0)}
+                for n, c in r["kernels_launched"].items() if st.get(n, {}).get("count", 0) != c}
+        per_step = {n: c // steps for n, c in r["kernels_launched"].items()}
+        step_mism = {n: {"app": c, "store": st1.get(n, {}).get("count", 0)}
+                     for n, c in per_step.items() if st1.get(n, {}).get("count", 0) != c}
+        other = {k: v["count"] for k, v in st.items() if not own(k) and not is_nccl(k)}
+        row = {"rank": r["rank"], "app_own_kernels": r["kernels_launched_total"],
+               "store_own_kernels": sum(v["count"] for k, v in st.items() if own(k)),
+               "app_own_per_step": sum(per_step.values()),
+               "store_own_in_step": sum(v["count"] for k, v in st1.items() if own(k)),
+               "mismatches": mism, "step_mismatches": step_mism, "unexpected_kernels": other}
+        ok = ok and not mism and not step_mism and not (rep["gemm"] == "custom" and other)
+        rows.append(row)
+    res.update({"pass": ok if rows else False, "ranks": rows,
+                "detail": "; ".join(f"rank {r['rank']}: {r['store_own_kernels']}/{r['app_own_kernels']} own kernels, "
+                                    f"one step {r['store_own_in_step']}/{r['app_own_per_step']}" for r in rows)})
     emit(res)
 
 
@@ -333,7 +365,7 @@ def finish(args):
         elif name == "f_torch_profiler":
             nums = (f"{d.get('names_store')} / {d.get('names_torch')} names, {d.get('store_total')} / {d.get('torch_total')} kernels, "
                     f"{len(d.get('count_differences', {}))} count differences")
-        elif name.startswith("b_") or name.startswith("g_") or name.startswith("h_"):
+        elif name.startswith(("b_", "g_", "h_", "i_")):
             nums = d.get("detail", "")
         lines.append(f"| {name} | {d.get('target', '')} | {verdict.get(d.get('pass'), '?')} | {nums} |")
     lines.append("")
@@ -345,7 +377,7 @@ def finish(args):
 
 def main():
     cmds = {"overhead": overhead, "twogpu": twogpu, "counts": counts, "durations": durations, "nvtx": nvtx, "torch": torch_cmp,
-            "collector": collector, "tree": tree, "finish": finish}
+            "collector": collector, "tree": tree, "graph": graph, "finish": finish}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
@@ -355,7 +387,8 @@ def main():
         # A missing or malformed input is a failed check, not a crash of the whole validation.
         names = {"overhead": "a_overhead", "twogpu": "b_two_ranks_one_gpu", "counts": "c_kernel_counts",
                  "durations": "d_durations", "nvtx": "e_nvtx_layers", "torch": "f_torch_profiler",
-                 "collector": "g_collector_status_memory_power", "tree": "h_torchrun_process_tree"}
+                 "collector": "g_collector_status_memory_power", "tree": "h_torchrun_process_tree",
+                 "graph": "i_cuda_graph"}
         emit({"check": names.get(sys.argv[1], sys.argv[1]), "target": TARGETS.get(sys.argv[1], ""), "pass": False, "detail": f"{type(e).__name__}: {e}"})
         return 0
 

@@ -227,7 +227,8 @@ struct Options {
   double slow_us = 200.0;  // extra GPU work per layer on the slow rank
   bool custom_gemm = false;
   bool event_timing = false;
-  bool share_gpu = true;  // several ranks on one GPU: give NCCL one host id per rank
+  bool share_gpu = true;    // several ranks on one GPU: give NCCL one host id per rank
+  bool cuda_graph = false;  // capture the layers once, replay them as one graph per step
   std::string report;
   uint32_t seed = 1;
   int exit_code = 0;
@@ -245,6 +246,8 @@ const char* kUsage =
     "  --event-timing      CUDA events around every GEMM and GeLU of the timed steps (adds a gate\n"
     "                      kernel per step)\n"
     "  --no-share-gpu      do not set per-rank NCCL_HOSTID when ranks share a GPU\n"
+    "  --cuda-graph        capture the layers of the first step as a CUDA graph and replay it in\n"
+    "                      every step (kernels run from cudaGraphLaunch; not with --event-timing)\n"
     "  --report-json FILE  ground truth for validation: launches, collectives, step times, events\n"
     "  --seed S            weight seed (default 1)\n"
     "  --exit-code N       exit with N after MPI_Finalize\n";
@@ -297,6 +300,8 @@ std::string parse(int argc, char** argv, Options& o) {
       o.event_timing = true;
     else if (a == "--no-share-gpu")
       o.share_gpu = false;
+    else if (a == "--cuda-graph")
+      o.cuda_graph = true;
     else if (a == "--report-json")
       ok = take() && !(o.report = val).empty();
     else if (a == "--seed") {
@@ -309,6 +314,7 @@ std::string parse(int argc, char** argv, Options& o) {
       return "unknown option '" + a + "'";
     if (!ok) return "bad or missing value for " + a;
   }
+  if (o.cuda_graph && o.event_timing) return "--cuda-graph and --event-timing exclude each other";
   return "";
 }
 
@@ -496,17 +502,8 @@ struct Model {
     return unsigned(std::min<int64_t>((n + 255) / 256, 4096));
   }
 
-  void step(int s) {
-    // Events only in the timed steps: a cuBLAS GEMM's first call of a shape loads its kernels
-    // while the gate holds the stream, so the first step's first event pair held 139 ms around a
-    // 0.5 ms kernel on the first GPU run (docs/gpu-validation.md, check d2). The check compares
-    // the store's kernels of the same steps (kernalyse-merge --step).
-    const bool timed = o.event_timing && s >= o.warmup;
-    if (o.event_timing) {
-      // Hold the stream while the host queues the step, so that each event pair brackets its
-      // kernel alone and not the host's launch latency (the GPU would otherwise wait for it).
-      VTP_LAUNCH(vtp_spin, 1, 1, 0, stream, int64_t(500000) + int64_t(o.layers) * 100000);
-    }
+  // The layers of one step: attention-lite and MLP, each ending in an all-reduce.
+  void layers_body(int s, bool timed) {
     const int64_t act = int64_t(m) * h;
     for (int li = 0; li < o.layers; ++li) {
       const Layer& l = layers[size_t(li)];
@@ -538,6 +535,63 @@ struct Model {
       }
       g_layer = -1;
     }
+  }
+
+  // --cuda-graph: the first step's layers are captured once (the app's counters count them once,
+  // count_replay adds the same again for every later replay): the kernels run per step as without
+  // a graph, but from cudaGraphLaunch, as under PyTorch's CUDA graphs or vLLM's decode.
+  cudaGraphExec_t graph_exec{};
+  Truth per_replay;
+
+  void capture_layers(int s) {
+    const Truth before = g_truth;
+    cudaGraph_t graph{};
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+    layers_body(s, false);
+    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&graph_exec, graph, 0), "cudaGraphInstantiate");
+    check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    auto diff = [](const std::map<std::string, int64_t>& a,
+                   const std::map<std::string, int64_t>& b) {
+      std::map<std::string, int64_t> d;
+      for (const auto& [k, v] : a) {
+        auto it = b.find(k);
+        if (const int64_t n = v - (it == b.end() ? 0 : it->second)) d[k] = n;
+      }
+      return d;
+    };
+    per_replay.launched = diff(g_truth.launched, before.launched);
+    per_replay.gemm_calls = diff(g_truth.gemm_calls, before.gemm_calls);
+    per_replay.collectives = diff(g_truth.collectives, before.collectives);
+    per_replay.nccl_bytes = g_truth.nccl_bytes - before.nccl_bytes;
+  }
+
+  void count_replay() {
+    for (const auto& [k, v] : per_replay.launched) g_truth.launched[k] += v;
+    for (const auto& [k, v] : per_replay.gemm_calls) g_truth.gemm_calls[k] += v;
+    for (const auto& [k, v] : per_replay.collectives) g_truth.collectives[k] += v;
+    g_truth.nccl_bytes += per_replay.nccl_bytes;
+  }
+
+  void step(int s) {
+    // Events only in the timed steps: a cuBLAS GEMM's first call of a shape loads its kernels
+    // while the gate holds the stream, so the first step's first event pair held 139 ms around a
+    // 0.5 ms kernel on the first GPU run (docs/gpu-validation.md, check d2). The check compares
+    // the store's kernels of the same steps (kernalyse-merge --step).
+    const bool timed = o.event_timing && s >= o.warmup;
+    if (o.event_timing) {
+      // Hold the stream while the host queues the step, so that each event pair brackets its
+      // kernel alone and not the host's launch latency (the GPU would otherwise wait for it).
+      VTP_LAUNCH(vtp_spin, 1, 1, 0, stream, int64_t(500000) + int64_t(o.layers) * 100000);
+    }
+    if (!o.cuda_graph)
+      layers_body(s, timed);
+    else if (!graph_exec)
+      capture_layers(s);  // counted once, as captured; the launch below runs them
+    else
+      count_replay();
+    if (graph_exec) check(cudaGraphLaunch(graph_exec, stream), "cudaGraphLaunch");
+    const int64_t act = int64_t(m) * h;
     // Keep activations bounded across steps: renormalise the hidden state in place.
     VTP_LAUNCH(vtp_rmsnorm, m, 256, 0, stream, x, x, h);
     VTP_LAUNCH(vtp_checksum, 1, 256, 0, stream, x, act, d_sum);
