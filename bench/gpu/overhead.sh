@@ -39,7 +39,15 @@ gcc -O2 -o "$R/clk" "$R/clk.c" && "$R/clk" | sed 's/^/== /'
 echo "== nvidia-smi power: $(nvidia-smi --query-gpu=power.draw,power.draw.instant,power.limit --format=csv,noheader 2>&1 | head -1)"
 
 A="--layers 8 --hidden 4096 --batch 8 --steps 100 --warmup 5"
-run1() { timeout 300 mpirun -n 1 "$@" < /dev/null; }
+# OVERHEAD_MPIRUN_ARGS: added to every mpirun (e.g. --bind-to none: Open MPI 4 binds a job of
+# one or two processes to one core each, so the app's launch thread, CUPTI's threads and the
+# collector's flush share that core).
+read -r -a mpi_extra <<< "${OVERHEAD_MPIRUN_ARGS:-}"
+run1() { timeout 300 mpirun -n 1 "${mpi_extra[@]}" "$@" < /dev/null; }
+echo "== mpirun -n 1 ${OVERHEAD_MPIRUN_ARGS:-}: $(run1 grep Cpus_allowed_list /proc/self/status)"
+quick=0
+[ "${OVERHEAD_CONFIGS:-}" = binding ] && quick=1
+if [ "$quick" = 0 ]; then
 # One profiled run that is not quiet: what the collector says about itself (power samples).
 run1 "$bin/kernalyse-run" --force --nvtx -o "$R/loud.h5" "$bin/vicuna_tp_cuda" --layers 1 --steps 5 > "$R/loud.log" 2>&1
 grep -i "kernalyse" "$R/loud.log" | head -8 | sed 's/^/== loud run: /'
@@ -47,6 +55,7 @@ grep -i "kernalyse" "$R/loud.log" | head -8 | sed 's/^/== loud run: /'
 import json, sys
 r = json.load(sys.stdin)["ranks"]
 print("== loud run (a run shorter than the flush period): peak power per rank and GPU, mW:", [x.get("peak_gpu_power_mw") for x in r])'
+fi
 
 # name|env|kernalyse-run flags ("-" = bare)|app flags added to $A. The graph_ pair runs the same
 # decode loop with its layers replayed from a CUDA graph (vicuna_tp_cuda --cuda-graph): fewer
@@ -68,8 +77,20 @@ configs=(
   "skip_runtime_driver|KERNALYSE_CUPTI_SKIP=runtime,driver|--nvtx"
   "kernels_only|KERNALYSE_CUPTI_SKIP=driver,runtime,callbacks,memory,marker,clock KERNALYSE_POWER_MS=0|"
 )
+# OVERHEAD_CONFIGS=graph: where the cost under CUDA graphs goes (the second GPU run of
+# 2026-11-28: graph_nvtx +7.5 % against graph_bare, steady over 5 rounds).
+[ "${OVERHEAD_CONFIGS:-}" = graph ] && configs+=(
+  "graph_default|||--cuda-graph"
+  "graph_no_runtime_driver|KERNALYSE_CUPTI_SKIP=runtime,driver|--nvtx|--cuda-graph"
+  "graph_no_callbacks|KERNALYSE_CUPTI_SKIP=callbacks|--nvtx|--cuda-graph"
+  "graph_kernels_only|KERNALYSE_CUPTI_SKIP=driver,runtime,callbacks,memory,marker,clock KERNALYSE_POWER_MS=0||--cuda-graph"
+)
+# OVERHEAD_CONFIGS=binding: the decode loop's bimodal runs (a run either near bare or 6-10 %
+# above it): the collector's periodic flush, moved past the run, against the default.
+[ "$quick" = 1 ] && configs=("bare||-|" "default|||" "nvtx||--nvtx|"
+  "default_flush_60s|KERNALYSE_CUPTI_FLUSH_MS=60000||")
 # Which API records a step makes, with and without the driver filter (--export-kineto).
-for v in "api_filtered|" "api_all|driverfilter"; do
+[ "$quick" = 0 ] && for v in "api_filtered|" "api_all|driverfilter"; do
   IFS='|' read -r name skip <<< "$v"
   KERNALYSE_CUPTI_SKIP=$skip run1 "$bin/kernalyse-run" -q --force --nvtx -o "$R/$name.h5" \
     "$bin/vicuna_tp_cuda" --layers 8 --steps 10 --warmup 0 > /dev/null 2>&1
@@ -93,7 +114,7 @@ for i in $(seq "$RUNS"); do
       run1 "$bin/vicuna_tp_cuda" $A $extra --report-json "$out" > "$R/$name-$i.log" 2>&1
     else
       # shellcheck disable=SC2086
-      env $envs timeout 300 mpirun -n 1 \
+      env $envs timeout 300 mpirun -n 1 "${mpi_extra[@]}" \
         "$bin/kernalyse-run" -q --force $flags -o "$R/$name.h5" "$bin/vicuna_tp_cuda" $A $extra \
         --report-json "$out" < /dev/null > "$R/$name-$i.log" 2>&1
     fi
