@@ -1,6 +1,7 @@
 // parallel_for / parallel_run (kernalyse/parallel.h): every item once, the lowest failing item's
 // exception, and nested calls held to the core count.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -61,6 +62,34 @@ TEST(Parallel, NestedCallsStayWithinTheCoreCount) {
   EXPECT_LE(static_cast<size_t>(peak.load()), core_count());
 }
 
+// How many cores the calling thread may run on.
+int cores_of_this_thread() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+}
+
+// A fresh thread starts on one core (the next after its creator's: Linux would queue it behind
+// its busy creator) and then may run on every core of the process again.
+TEST(Parallel, FreshThreadsMayRunAnywhereOnceStarted) {
+  const int all = cores_of_this_thread();
+  ASSERT_GE(all, 1);
+  const auto caller = std::this_thread::get_id();
+  std::mutex m;
+  std::vector<int> others;
+  parallel_run(2, [&] {
+    if (std::this_thread::get_id() == caller) return;
+    std::lock_guard<std::mutex> lock(m);
+    others.push_back(cores_of_this_thread());
+  });
+  if (core_count() < 2) {
+    EXPECT_TRUE(others.empty());  // no thread to lend on one core
+    return;
+  }
+  ASSERT_EQ(others.size(), 1U);
+  EXPECT_EQ(others[0], all);
+}
+
 // A small run's kept threads (keep_threads_for_small_run): the same contract, many calls in a row
 // (each reusing the kept threads), nesting, failures; the threads really are reused (a call after
 // the first starts no new one) and the work runs on more than the calling thread where it can.
@@ -86,6 +115,19 @@ TEST(Parallel, KeptThreadsKeepTheContract) {
   // The calling thread and, with two cores or more, the one kept thread: the same in call 0 and
   // call 199 (fresh threads per call would make three ids).
   EXPECT_LE(seen_first.size(), std::min<size_t>(core_count(), 2));
+  // A kept thread stays on its one core: woken by a busy thread it would otherwise often wait on
+  // the waker's core (2-4 ms on the 2-core VM).
+  if (core_count() >= 2) {
+    const auto caller = std::this_thread::get_id();
+    std::vector<int> kept;
+    parallel_run(2, [&] {
+      if (std::this_thread::get_id() == caller) return;
+      std::lock_guard<std::mutex> lock(m);
+      kept.push_back(cores_of_this_thread());
+    });
+    ASSERT_EQ(kept.size(), 1U);
+    EXPECT_EQ(kept[0], 1);
+  }
   try {
     parallel_for(20, [&](size_t i) {
       if (i == 11 || i == 5) throw std::runtime_error("item " + std::to_string(i));

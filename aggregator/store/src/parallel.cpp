@@ -10,7 +10,9 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -29,6 +31,55 @@ size_t reserve(size_t want) {
     const size_t can = cur >= cap ? 0 : std::min(want, cap - cur);
     if (can == 0 || g_started.compare_exchange_weak(cur, cur + can)) return can;
   }
+}
+
+// Where a new thread starts. Linux queues a new thread on its creator's CPU and leaves it to the
+// load balancer to move: on the 2-core VM of docs/benchmarks.md a thread created by a busy thread
+// first ran 2-3 ms later (60 us when placed on the other core), and a waiting thread woken by a
+// busy one often waited as long again. So the k-th thread starts on the k-th core after the
+// caller's, taken from the process's affinity mask; `pinned` keeps it there (the pool's threads,
+// which wait and are woken), otherwise it may run on any core of the mask once it started.
+struct Start {
+  std::function<void()> fn;
+  bool unpin = false;
+  cpu_set_t mask;
+};
+
+void* thread_main(void* arg) {
+  std::unique_ptr<Start> s(static_cast<Start*>(arg));
+  if (s->unpin) pthread_setaffinity_np(pthread_self(), sizeof s->mask, &s->mask);
+  s->fn();
+  return nullptr;
+}
+
+pthread_t start_thread(std::function<void()> fn, size_t k, bool pinned) {
+  auto s = std::make_unique<Start>();
+  s->fn = std::move(fn);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  CPU_ZERO(&s->mask);
+  const int here = sched_getcpu();
+  if (here >= 0 && sched_getaffinity(0, sizeof s->mask, &s->mask) == 0 &&
+      CPU_ISSET(here, &s->mask)) {
+    std::vector<int> others;  // the mask's cores after the caller's, wrapping around
+    for (int c = here + 1; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &s->mask)) others.push_back(c);
+    for (int c = 0; c < here; ++c)
+      if (CPU_ISSET(c, &s->mask)) others.push_back(c);
+    if (!others.empty()) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(others[k % others.size()], &one);
+      pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+      s->unpin = !pinned;
+    }
+  }
+  pthread_t t;
+  const int err = pthread_create(&t, &attr, thread_main, s.get());
+  pthread_attr_destroy(&attr);
+  if (err) throw std::system_error(err, std::generic_category(), "pthread_create");
+  s.release();  // thread_main owns it now
+  return t;
 }
 
 // One parallel_run: its worker, run by the caller and by `pending` pool threads.
@@ -50,7 +101,7 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       for (size_t k = 0; k < n; ++k) queue_.push_back(job);
       while (idle_ < queue_.size()) {
-        std::thread([this] { serve(); }).detach();
+        pthread_detach(start_thread([this] { serve(); }, started_++, /*pinned=*/true));
         ++idle_;
       }
     }
@@ -84,7 +135,8 @@ class Pool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job*> queue_;
-  size_t idle_ = 0;  // threads waiting for a job, or about to
+  size_t idle_ = 0;     // threads waiting for a job, or about to
+  size_t started_ = 0;  // threads started: the next one's core
 };
 
 Pool* g_pool = nullptr;
@@ -139,11 +191,11 @@ void parallel_run(size_t threads, const std::function<void()>& worker) {
       job.done.wait(lock, [&] { return job.pending == 0; });
     }
   } else {
-    std::vector<std::thread> started;
+    std::vector<pthread_t> started;
     started.reserve(extra);
-    for (size_t t = 0; t < extra; ++t) started.emplace_back(guarded);
+    for (size_t t = 0; t < extra; ++t) started.push_back(start_thread(guarded, t, false));
     guarded();
-    for (auto& th : started) th.join();
+    for (pthread_t th : started) pthread_join(th, nullptr);
   }
   g_started -= extra;
   if (failure) std::rethrow_exception(failure);

@@ -15,7 +15,10 @@ size_t core_count();
 
 // Runs worker() on up to `threads` threads (0: the core count), the calling thread included, as
 // many as the budget allows; each worker pulls its own items (say from an atomic counter). Returns
-// after all have finished; the first exception a worker threw is rethrown then.
+// after all have finished; the first exception a worker threw is rethrown then. Each lent thread
+// starts on its own core of the process's mask, the next ones after the caller's (Linux queues a
+// new thread behind its busy creator until the balancer moves it: 2-3 ms on a 2-core VM, most of
+// a small run), and may then run on any; a kept thread (below) stays on its core.
 void parallel_run(size_t threads, const std::function<void()>& worker);
 
 // Runs f(i) for every i in [0, n), handing the items out in order (reverse: the last first) to up
