@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "kernalyse/heap.h"
+
 namespace kernalyse {
 namespace {
 
@@ -113,6 +115,7 @@ class Pool {
 
  private:
   void serve() {
+    use_huge_heap_for_this_thread();  // heap.h: a kept thread only lives in a small run
     for (;;) {
       Job* job;
       {

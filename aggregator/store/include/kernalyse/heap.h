@@ -25,6 +25,12 @@ void use_one_arena();
 constexpr int64_t kSmallRunBytes = int64_t{16} << 20;
 void use_huge_heap_for_small_run();
 
+// The same for the calling thread's own arena (parallel_run's kept threads, before their first
+// task): glibc makes a thread's heap readable and writable whole at once with the M_TOP_PAD set
+// above, so its huge pages are there for the asking. Nothing outside a small run, or when the
+// thread shares the main arena.
+void use_huge_heap_for_this_thread();
+
 // Asks for transparent huge pages on the whole 2 MB pages inside [p, p + bytes) of fresh,
 // untouched memory (THP in "madvise" mode, Debian's default): its first touch then faults 512
 // times less. Below 8 MB nothing is asked (a huge page filled for a few kB). Advisory: where
