@@ -221,14 +221,19 @@ void energy_by_range(const Store& s, const std::vector<uint32_t>& rows, const En
   const Activities& a = s.activities;
   const RangeLaunches join(s, opt.filter);
   if (join.ranges.empty() || a.correlation.size() != a.size()) return;
+  // Without power samples no row is attributed (share is empty): each range's row is its calls
+  // alone, without the map over every launch in a range (most of the analysis on the
+  // trace_filter pair, which has no samples).
+  const bool attributed = !share.empty();
   std::map<std::pair<int32_t, int64_t>, EnergyRow> by_launch;  // (rank, correlation)
   for (uint32_t q : join.ranges) {
+    if (!attributed) break;
     const auto [first, last] = join.launches_in(q);
     for (const uint32_t* x = first; x != last; ++x)
       by_launch.try_emplace({s.launches.rank[*x], s.launches.correlation[*x]});
   }
   for (uint32_t i : rows) {
-    if (share.empty() || !share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
+    if (!attributed || !share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
     auto it = by_launch.find({a.rank[i], a.correlation[i]});
     if (it == by_launch.end()) continue;
     ++it->second.count;
@@ -239,6 +244,7 @@ void energy_by_range(const Store& s, const std::vector<uint32_t>& rows, const En
   for (uint32_t q : join.ranges) {
     EnergyRow& row = by_range[s.annotations.name_id[q]];
     ++row.calls;
+    if (!attributed) continue;
     const auto [first, last] = join.launches_in(q);
     for (const uint32_t* x = first; x != last; ++x) {
       auto it = by_launch.find({s.launches.rank[*x], s.launches.correlation[*x]});
