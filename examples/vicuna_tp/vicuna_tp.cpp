@@ -186,6 +186,7 @@ struct Options {
   bool blocking_mpi = false;  // --mpi-wait block: blocking MPI calls instead of test+sleep polling
   bool modelled_collectives = false;  // --modelled-collectives: ends from modelled times only
   bool print_model = false;
+  bool print_offset = false;  // --print-offset: the emulator's own clock offset and its error
   // Power model (the emulated NVML): watts per kernel class, sampled every power_ms.
   double power_ms = 100.0;  // 0: no power samples
   double power_noise_w = 0.0;
@@ -224,6 +225,8 @@ const char* kUsage =
     "                        loaded machine's scheduling delays stay out of the records: runs\n"
     "                        with and without --slow-rank then differ by the slowing alone)\n"
     "  --print-model         print the per-op modelled durations on rank 0\n"
+    "  --print-offset        each rank: its clock's offset to rank 0 as the emulator measured it,\n"
+    "                        and that measurement's error (half its best round trip), on stderr\n"
     "  --exit-code N         exit with N after MPI_Finalize\n"
     "  --power-ms P          emulated NVML: sample board power every P ms (default 100; 0: off)\n"
     "  --power-watts SPEC    planted power model, W: "
@@ -313,6 +316,8 @@ std::string parse(int argc, char** argv, Options& o) {
       o.modelled_collectives = true;
     else if (a == "--print-model")
       o.print_model = true;
+    else if (a == "--print-offset")
+      o.print_offset = true;
     else if (a == "--spawn")
       ok = as_int(o.spawn) && o.spawn >= 1 && o.spawn <= 64;
     else if (a == "--hang-rank")
@@ -604,7 +609,8 @@ void idle_wait(MPI_Request* req) {
 // idly for their turn and at the end (busy-waiting ranks took the measured pair's CPUs: errors
 // up to 1 ms, seen in test_run_timens.sh under load), and rank 0 keeps exchanging, past 30 timed
 // rounds, until a round trip under 20 µs or 300 rounds or 100 ms per peer.
-int64_t physical_offset(MPI_Comm comm) {
+int64_t physical_offset(MPI_Comm comm, int64_t* error_ns) {
+  *error_ns = 0;
   if (g_spawn) return 0;  // one host, one CLOCK_MONOTONIC_RAW
   int rank = 0, n = 1;
   MPI_Comm_rank(comm, &rank);
@@ -629,7 +635,8 @@ int64_t physical_offset(MPI_Comm comm) {
         int64_t rtt = raw_now() - t1;
         if (k >= kWarm && rtt < best_rtt) best_rtt = rtt, best = t1 + rtt / 2 - tw;
       }
-      MPI_Send(&best, 1, MPI_INT64_T, p, kTag + 1, comm);
+      const int64_t result[2] = {best, best_rtt / 2};
+      MPI_Send(result, 2, MPI_INT64_T, p, kTag + 1, comm);
     }
   } else {
     for (int k = 0;; ++k) {
@@ -645,7 +652,9 @@ int64_t physical_offset(MPI_Comm comm) {
       int64_t tw = raw_now();
       MPI_Send(&tw, 1, MPI_INT64_T, 0, kTag, comm);
     }
-    MPI_Recv(&off, 1, MPI_INT64_T, 0, kTag + 1, comm, MPI_STATUS_IGNORE);
+    int64_t result[2] = {0, 0};
+    MPI_Recv(result, 2, MPI_INT64_T, 0, kTag + 1, comm, MPI_STATUS_IGNORE);
+    off = result[0], *error_ns = result[1];
   }
   MPI_Request done;
   MPI_Ibarrier(comm, &done);
@@ -1223,7 +1232,12 @@ int main(int argc, char** argv) {
     compute_thread = std::thread(stream_main, std::ref(dev), int(kCompute));
     nccl_thread = std::thread(stream_main, std::ref(dev), int(kNccl));
   };
-  dev.phys_offset = physical_offset(MPI_COMM_WORLD);
+  int64_t phys_error = 0;
+  dev.phys_offset = physical_offset(MPI_COMM_WORLD, &phys_error);
+  if (o.print_offset)
+    std::fprintf(stderr, "vicuna_tp: rank %d emulator clock offset %lld ns +- %lld ns\n",
+                 world_rank, static_cast<long long>(dev.phys_offset),
+                 static_cast<long long>(phys_error));
   world_barrier();
 
   // Device memory, as CUPTI's allocation records would show it: this rank's weight shards once,

@@ -25,7 +25,7 @@ cat > rank.sh <<EOF
 #!/usr/bin/env bash
 r=\$OMPI_COMM_WORLD_RANK
 exec "$BIN/kernalyse_timens_exec" \$((5 + 3 * r)) \$((777 + 31337 * r)) \\
-  "$BIN/kernalyse-run" -q -o "$TMP/ns.h5" "$BIN/vicuna_tp" --layers 4 --steps 6 --slow-rank 2 --slow-factor 3
+  "$BIN/kernalyse-run" -q -o "$TMP/ns.h5" "$BIN/vicuna_tp" --layers 4 --steps 6 --slow-rank 2 --slow-factor 3 --print-offset
 EOF
 chmod +x rank.sh
 mpirun -n 4 ./rank.sh 2>run.err
@@ -128,10 +128,15 @@ expect_eq "strip the recorded alignment" "$?" "0"
 "$BIN/kernalyse-merge" stripped.h5 --stragglers --json -q > re.json
 expect_eq "re-inferred analysis exit code" "$?" "0"
 /usr/bin/python3 - "$TMP" <<'PY'
-import json, sys
+import json, re, sys
 import h5py
 tmp = sys.argv[1]
 d = json.load(open(f"{tmp}/re.json"))
+# The emulator's own clock offset per rank (vicuna_tp --print-offset) and its error: half its best
+# ping-pong round trip. It places every modelled collective end of that rank, so it is a
+# per-rank constant in the evidence that no completion fit can tell from a clock offset.
+emu = {int(m[1]): int(m[2]) for m in re.finditer(
+    r"vicuna_tp: rank (\d+) emulator clock offset -?\d+ ns \+- (\d+) ns", open(f"{tmp}/run.err").read())}
 R = h5py.File(f"{tmp}/ns.h5", "r")["ranks"]
 off, drift = R["clock_offset_ns"][:], R["clock_drift"][:]
 base, unc = R["base_time_ns"][:], R["clock_uncertainty_ns"][:]
@@ -146,12 +151,18 @@ for r in d["ranks"]:
         # integers until the drift term: an epoch-sized float is quantised to 256 ns
         local = int(t - base[i] - off[i]) / (1.0 + drift[i])
         err = abs(local + int(r["clock_offset_ns"]) + r["clock_drift"] * local - int(t - base[i]))
-        print(f"# rank {i}: inferred vs MPI {err:.0f} ns; inferred ±{r['clock_uncertainty_ns']} ns, MPI ±{unc[i]} ns")
-        # Both are estimates: they agree within the sum of their stated errors. (Misses seen
-        # before, up to 1 ms at ±90 µs under load, were the emulator's own clock offset, a
-        # per-rank constant in its modelled collective ends that no completion fit can see:
-        # vicuna_tp now measures it with idle waiters, docs/clocks.md.)
-        if err > r["clock_uncertainty_ns"] + unc[i] + 1:
+        print(f"# rank {i}: inferred vs MPI {err:.0f} ns; inferred ±{r['clock_uncertainty_ns']} ns, "
+              f"MPI ±{unc[i]} ns, emulator ±{emu.get(i)} ns")
+        # Both are estimates: they agree within the sum of their stated errors, and the evidence
+        # is only as good as the emulator's physics: its own offset's error is added. Under load
+        # its ping-pong found no round trip under 4-8 ms on one rank in about a third of the runs
+        # (±2-4 ms); every miss of the inference seen (0.24-0.41 ms at ±0.17-0.21 ms, 4 of 20
+        # runs beside a busy loop, 2026-11-28) was on such a rank, and none elsewhere
+        # (docs/clocks.md, "Limit").
+        if i not in emu:
+            print(f"FAIL - rank {i}: no emulator offset in run.err")
+            ok = False
+        elif err > r["clock_uncertainty_ns"] + unc[i] + emu[i] + 1:
             print(f"FAIL - rank {i}: inferred offset {err:.0f} ns from the MPI one, outside the stated errors")
             ok = False
 ok = ok and d["stragglers"]["clock_check"]["violations_aligned"] == 0
