@@ -219,38 +219,39 @@ void energy_rollups(const Store& s, const std::vector<uint32_t>& rows, const Ene
 void energy_by_range(const Store& s, const std::vector<uint32_t>& rows, const EnergyOptions& opt,
                      const std::vector<Share>& share, EnergyResult& r) {
   const Activities& a = s.activities;
-  const RangeLaunches join(s, opt.filter);
-  if (join.ranges.empty() || a.correlation.size() != a.size()) return;
-  // Without power samples no row is attributed (share is empty): each range's row is its calls
-  // alone, without the map over every launch in a range (most of the analysis on the
-  // trace_filter pair, which has no samples).
-  const bool attributed = !share.empty();
-  std::map<std::pair<int32_t, int64_t>, EnergyRow> by_launch;  // (rank, correlation)
-  for (uint32_t q : join.ranges) {
-    if (!attributed) break;
-    const auto [first, last] = join.launches_in(q);
-    for (const uint32_t* x = first; x != last; ++x)
-      by_launch.try_emplace({s.launches.rank[*x], s.launches.correlation[*x]});
-  }
-  for (uint32_t i : rows) {
-    if (!attributed || !share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
-    auto it = by_launch.find({a.rank[i], a.correlation[i]});
-    if (it == by_launch.end()) continue;
-    ++it->second.count;
-    it->second.busy_ns += share[i].covered_ns;
-    it->second.joules += share[i].joules;
-  }
+  if (a.correlation.size() != a.size()) return;
   std::map<uint32_t, EnergyRow> by_range;
-  for (uint32_t q : join.ranges) {
-    EnergyRow& row = by_range[s.annotations.name_id[q]];
-    ++row.calls;
-    if (!attributed) continue;
-    const auto [first, last] = join.launches_in(q);
-    for (const uint32_t* x = first; x != last; ++x) {
-      auto it = by_launch.find({s.launches.rank[*x], s.launches.correlation[*x]});
-      row.count += it->second.count;
-      row.busy_ns += it->second.busy_ns;
-      row.joules += it->second.joules;
+  if (share.empty()) {
+    // Without power samples no row is attributed: each range's row is its calls alone, and the
+    // join of launches to ranges is not needed (most of the analysis on the trace_filter pair,
+    // which has no samples).
+    for (uint32_t q : range_rows(s, opt.filter)) ++by_range[s.annotations.name_id[q]].calls;
+  } else {
+    const RangeLaunches join(s, opt.filter);
+    std::map<std::pair<int32_t, int64_t>, EnergyRow> by_launch;  // (rank, correlation)
+    for (uint32_t q : join.ranges) {
+      const auto [first, last] = join.launches_in(q);
+      for (const uint32_t* x = first; x != last; ++x)
+        by_launch.try_emplace({s.launches.rank[*x], s.launches.correlation[*x]});
+    }
+    for (uint32_t i : rows) {
+      if (!share[i].attributed || a.correlation[i] == kNoCorrelation) continue;
+      auto it = by_launch.find({a.rank[i], a.correlation[i]});
+      if (it == by_launch.end()) continue;
+      ++it->second.count;
+      it->second.busy_ns += share[i].covered_ns;
+      it->second.joules += share[i].joules;
+    }
+    for (uint32_t q : join.ranges) {
+      EnergyRow& row = by_range[s.annotations.name_id[q]];
+      ++row.calls;
+      const auto [first, last] = join.launches_in(q);
+      for (const uint32_t* x = first; x != last; ++x) {
+        auto it = by_launch.find({s.launches.rank[*x], s.launches.correlation[*x]});
+        row.count += it->second.count;
+        row.busy_ns += it->second.busy_ns;
+        row.joules += it->second.joules;
+      }
     }
   }
   for (auto& [name, row] : by_range) row.name = s.strings.at(name), r.ranges.push_back(row);

@@ -30,19 +30,25 @@ struct Acc {
 
 }  // namespace
 
-RangeLaunches::RangeLaunches(const Store& s, const Filter& f) : s_(&s) {
+std::vector<uint32_t> range_rows(const Store& s, const Filter& f) {
   const Annotations& an = s.annotations;
-  const LaunchCalls& l = s.launches;
-  // The ranges, and the threads they are on.
-  std::set<std::pair<int32_t, int64_t>> threads;
+  std::vector<uint32_t> rows;
   for (size_t i = 0; i < an.size(); ++i) {
     const auto kind = static_cast<AnnotationKind>(an.kind[i]);
     if (kind != AnnotationKind::User && kind != AnnotationKind::Nvtx) continue;
     if (f.rank && an.rank[i] != *f.rank) continue;
     if (f.step && an.step[i] != *f.step) continue;
-    ranges.push_back(static_cast<uint32_t>(i));
-    threads.insert({an.rank[i], an.tid[i]});
+    rows.push_back(static_cast<uint32_t>(i));
   }
+  return rows;
+}
+
+RangeLaunches::RangeLaunches(const Store& s, const Filter& f) : ranges(range_rows(s, f)), s_(&s) {
+  const Annotations& an = s.annotations;
+  const LaunchCalls& l = s.launches;
+  // The threads the ranges are on.
+  std::set<std::pair<int32_t, int64_t>> threads;
+  for (uint32_t i : ranges) threads.insert({an.rank[i], an.tid[i]});
   // Launches on those threads only, in start order (the table is sorted by rank, then start).
   if (!ranges.empty() && l.tid.size() == l.size())
     for (size_t i = 0; i < l.size(); ++i)

@@ -163,6 +163,9 @@ void range_report(const RangeResult& r, Report* out);
 // Both steps at once.
 void range_analysis(const Store& s, const RangeOptions& opt, Report* out);
 
+// The CPU ranges (NVTX, user annotations; not ProfilerStep) passing the filter: annotation rows.
+std::vector<uint32_t> range_rows(const Store& s, const Filter& f);
+
 // The join behind --ranges (shared with --energy): the CPU ranges (NVTX, user annotations; not
 // ProfilerStep) passing the filter, and for each the launches on its rank and thread that start
 // inside it (start <= launch start <= end), in start order. GPU work joins a launch through
