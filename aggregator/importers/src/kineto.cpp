@@ -169,7 +169,9 @@ class Cursor {
       ++p;
     }
   }
-  char peek() {
+  // Most tokens follow no whitespace or one space: decided inline, the loop only for the rest.
+  __attribute__((always_inline)) char peek() {
+    if (p != e && static_cast<unsigned char>(*p) > ' ') return *p;
     ws();
     return *p;
   }
@@ -178,8 +180,32 @@ class Cursor {
     ++p;
   }
   // String at p (must be '"'). Returns a view into the buffer, or into `scratch` if escaped.
-  std::string_view str(std::string& scratch) {
+  // Inline for a string whose end lies in the 32 bytes after its quote (every key and most
+  // values, issue 28); str_long for the rest.
+  __attribute__((always_inline)) std::string_view str(std::string& scratch) {
     if (peek() != '"') throw SyntaxError{"expected a string", p};
+#if defined(__SSE2__)
+    if (e - p > 32) {
+      char* s = p + 1;
+      const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+      __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+      __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
+      uint32_t q = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x0, quote))) |
+                   static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x1, quote))) << 16;
+      uint32_t b = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x0, backslash))) |
+                   static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x1, backslash))) << 16;
+      // The first quote, with no backslash before it: bits below the quote's are (q & -q) - 1.
+      if (q && (b & ((q & -q) - 1)) == 0) {
+        char* end = s + __builtin_ctz(q);
+        p = end + 1;
+        return {s, static_cast<size_t>(end - s)};
+      }
+    }
+#endif
+    return str_long(scratch);
+  }
+  // str's general case: p at the opening quote.
+  __attribute__((noinline)) std::string_view str_long(std::string& scratch) {
     char* s = ++p;
     // One pass for the closing quote and a backslash before it (issue 28: two memchr calls per
     // key were a tenth of the import).
@@ -268,6 +294,50 @@ class Cursor {
     }
     if (p == s) throw SyntaxError{"expected a value", s};
     return {s, static_cast<size_t>(p - s)};
+  }
+  // Fast paths for the numbers of nearly every event (issue 28): a plain integer, or microseconds
+  // with at most three decimals, read in the one pass that finds the token's end. Each returns
+  // false, p unmoved, for anything else (more digits, an exponent, a sign '+', the buffer's end
+  // near), which number() with parse_int / parse_us_to_ns then reads: the same token, the same
+  // value, as the token ends at the same byte (the first not in [0-9+-.eE]).
+  bool int_fast(int64_t* v) {
+    if (e - p < 24) return false;
+    char* q = p;
+    bool neg = *q == '-';
+    q += neg;
+    int64_t x = 0;
+    char* d0 = q;
+    while (is_digit(*q) && q - d0 < 18) x = x * 10 + (*q++ - '0');
+    if (q == d0 || is_number_char(*q)) return false;
+    *v = neg ? -x : x;
+    p = q;
+    return true;
+  }
+  bool us_fast(int64_t* ns) {
+    if (e - p < 24) return false;
+    char* q = p;
+    bool neg = *q == '-';
+    q += neg;
+    int64_t ip = 0;
+    char* d0 = q;
+    while (is_digit(*q) && q - d0 < 15) ip = ip * 10 + (*q++ - '0');
+    if (q == d0) return false;
+    int64_t frac = 0;
+    int fd = 0;
+    if (*q == '.') {
+      for (++q; is_digit(*q) && fd < 3; ++fd) frac = frac * 10 + (*q++ - '0');
+      if (fd == 0) return false;
+    }
+    if (is_number_char(*q)) return false;
+    for (; fd < 3; ++fd) frac *= 10;
+    int64_t x = ip * 1000 + frac;
+    *ns = neg ? -x : x;
+    p = q;
+    return true;
+  }
+  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+  static bool is_number_char(char c) {
+    return is_digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
   }
   void literal() {
     ws();
@@ -491,7 +561,7 @@ class EventParser {
       std::string_view t = c_->str(key_scratch_);
       return parse_int(t, v);
     }
-    if (c == '-' || (c >= '0' && c <= '9')) return parse_int(c_->number(), v);
+    if (c == '-' || (c >= '0' && c <= '9')) return c_->int_fast(v) || parse_int(c_->number(), v);
     c_->skip_value();
     return false;
   }
@@ -510,7 +580,8 @@ class EventParser {
   }
   bool time_value(int64_t* ns) {
     char c = c_->peek();
-    if (c == '-' || (c >= '0' && c <= '9')) return parse_us_to_ns(c_->number(), ns);
+    if (c == '-' || (c >= '0' && c <= '9'))
+      return c_->us_fast(ns) || parse_us_to_ns(c_->number(), ns);
     c_->skip_value();
     return false;
   }

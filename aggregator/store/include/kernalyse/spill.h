@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <queue>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -57,10 +56,18 @@ class RowSorter {
    public:
     bool next(Row* out) {
       if (heap_.empty()) return false;
-      const size_t k = heap_.top().run;
-      heap_.pop();
-      *out = cur_[k].data[cur_[k].at++];
-      push(k);
+      const size_t k = heap_.front().run;
+      Cursor& c = cur_[k];
+      *out = c.data[c.at++];
+      // The run's next row replaces the top and sinks once: half the comparisons of a pop and a
+      // push (the merge was a tenth of a large import, issue 28).
+      if (load(k)) {
+        heap_.front().row = &c.data[c.at];
+      } else {
+        heap_.front() = heap_.back();
+        heap_.pop_back();
+      }
+      sift_down(0);
       return true;
     }
 
@@ -76,11 +83,8 @@ class RowSorter {
       size_t run;
       const Row* row;
     };
-    struct Greater {
-      bool operator()(const Top& a, const Top& b) const { return Less()(*b.row, *a.row); }
-    };
-    // Makes run k's next row current (refilling its block) and puts it on the heap.
-    void push(size_t k) {
+    // Whether run k has a next row, its block refilled from disk when used up.
+    bool load(size_t k) {
       Cursor& c = cur_[k];
       if (c.at == c.n && c.left) {
         c.n = static_cast<size_t>(std::min<uint64_t>(c.left, block_));
@@ -91,12 +95,24 @@ class RowSorter {
         c.left -= c.n;
         c.at = 0;
       }
-      if (c.at < c.n) heap_.push(Top{k, &c.data[c.at]});
+      return c.at < c.n;
+    }
+    // A min-heap of the runs' current rows; the order is total, so no two rows tie.
+    void sift_down(size_t i) {
+      const size_t n = heap_.size();
+      if (i >= n) return;
+      const Top t = heap_[i];
+      for (size_t l; (l = 2 * i + 1) < n; i = l) {
+        if (l + 1 < n && Less()(*heap_[l + 1].row, *heap_[l].row)) ++l;
+        if (!Less()(*heap_[l].row, *t.row)) break;
+        heap_[i] = heap_[l];
+      }
+      heap_[i] = t;
     }
     const SpillFile* file_ = nullptr;
     size_t block_ = 1;
     std::vector<Cursor> cur_;
-    std::priority_queue<Top, std::vector<Top>, Greater> heap_;
+    std::vector<Top> heap_;
   };
 
   Reader open() {
@@ -112,7 +128,9 @@ class RowSorter {
     }
     r.cur_.back().data = buf_.data();
     r.cur_.back().n = buf_.size();
-    for (size_t k = 0; k < r.cur_.size(); ++k) r.push(k);
+    for (size_t k = 0; k < r.cur_.size(); ++k)
+      if (r.load(k)) r.heap_.push_back(typename Reader::Top{k, &r.cur_[k].data[r.cur_[k].at]});
+    for (size_t i = r.heap_.size() / 2; i-- > 0;) r.sift_down(i);
     return r;
   }
 
