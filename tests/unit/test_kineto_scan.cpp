@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -109,4 +110,96 @@ TEST(KinetoScan, UnterminatedStringAtTheEndIsTruncationNotAnEscapeError) {
     EXPECT_NE(std::string(e.what()).find("truncated JSON"), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
+}
+
+// The numbers read inline (issue 28: plain integers, microseconds with up to three decimals)
+// and those left to the general path (more digits, exponents, '+', the end of the input near)
+// give what the general rules give: parse_us_to_ns for times, an integer or an integral time
+// for ids. Each text is tried first in the trace, then again as the last event of the input,
+// where the inline path has no room and hands over.
+TEST(KinetoScan, NumbersReadInlineAsTheGeneralRulesDo) {
+  const std::vector<std::string> times = {"0",
+                                          "1",
+                                          "7",
+                                          "-3",
+                                          "-0",
+                                          "12.5",
+                                          "12.50",
+                                          "12.500",
+                                          "12.5004",
+                                          "12.5005",
+                                          "12.9995",
+                                          "0.001",
+                                          "5.",
+                                          "00.5",
+                                          "007",
+                                          "+5",
+                                          "1e3",
+                                          "1.5E2",
+                                          "-2.25",
+                                          "99999.999",
+                                          "123456789012345",
+                                          "1234567890123456",
+                                          "123456789012.345",
+                                          "1.0000",
+                                          "0.0005",
+                                          "-0.0015",
+                                          "3.14159e2",
+                                          "100000000000000.999"};
+  const std::vector<std::string> ids = {
+      "7",   "-1",  "0",   "007", "123456789012345678",  "1234567890123456789",
+      "7.0", "7.5", "1e2", "-0",  "12345678901234567890"};
+  std::vector<std::string> events;
+  struct Want {
+    std::string name;
+    bool ok;
+    int64_t start;
+    int64_t corr;
+  };
+  std::vector<Want> want;
+  auto add = [&](const std::string& t, const std::string& id, size_t k) {
+    std::string name = "n";
+    name += std::to_string(k);
+    events.push_back(
+        R"({"ph": "X", "cat": "kernel", "name": ")" + name + R"(", "pid": 0, "tid": 7, "ts": )" +
+        t + R"(, "dur": 1, "args": {"device": 0, "stream": 7, "correlation": )" + id + "}}");
+    int64_t ns = 0, corr = kNoCorrelation;
+    bool ok = t[0] != '+' && parse_us_to_ns(t, &ns);  // JSON has no '+': not a number
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
+    int64_t idns = 0;
+    if (ec == std::errc() && p == id.data() + id.size())
+      corr = v;
+    else if (parse_us_to_ns(id, &idns) && idns % 1000 == 0)
+      corr = idns / 1000;
+    want.push_back(Want{name, ok, ns, corr});
+  };
+  size_t k = 0;
+  for (const std::string& t : times) add(t, ids[k % ids.size()], k), ++k;
+  for (const std::string& id : ids) add(times[k % times.size()], id, k), ++k;
+  for (size_t last = 0; last < times.size() + ids.size(); ++last) {
+    std::vector<std::string> one = events;
+    std::vector<Want> w = want;
+    // The event `last` moved to the end of the input: its numbers lie within 24 bytes of it.
+    one.push_back(one[last]);
+    one.erase(one.begin() + static_cast<std::ptrdiff_t>(last));
+    ImportStats st;
+    Store s = import_kineto_string(trace(one), "numbers.json", {}, &st);
+    size_t bad = 0;
+    for (const Want& x : w) {
+      bad += !x.ok;
+      auto it = std::find_if(s.activities.name_id.begin(), s.activities.name_id.end(),
+                             [&](uint32_t n) { return s.strings.at(n) == x.name; });
+      if (!x.ok) {
+        EXPECT_TRUE(it == s.activities.name_id.end()) << x.name;
+        continue;
+      }
+      ASSERT_TRUE(it != s.activities.name_id.end()) << x.name << " (last " << last << ")";
+      size_t i = static_cast<size_t>(it - s.activities.name_id.begin());
+      EXPECT_EQ(s.activities.start_ns[i], x.start) << x.name << " (last " << last << ")";
+      EXPECT_EQ(s.activities.end_ns[i] - s.activities.start_ns[i], 1000) << x.name;
+      EXPECT_EQ(s.activities.correlation[i], x.corr) << x.name << " (last " << last << ")";
+    }
+    EXPECT_EQ(st.malformed, static_cast<int64_t>(bad)) << "last " << last;
+  }
 }
