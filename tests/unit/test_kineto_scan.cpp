@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernalyse/checked.h"
 #include "kernalyse/error.h"
 #include "kernalyse/kineto.h"
 
@@ -145,7 +146,13 @@ TEST(KinetoScan, NumbersReadInlineAsTheGeneralRulesDo) {
                                           "0.0005",
                                           "-0.0015",
                                           "3.14159e2",
-                                          "100000000000000.999"};
+                                          "100000000000000.999",
+                                          "4611686018427386",
+                                          "4611686018427388",
+                                          "9000000000000000",
+                                          "9000000000000001",
+                                          "9223372036854770",
+                                          "12345678901234567"};
   const std::vector<std::string> ids = {
       "7",   "-1",  "0",   "007", "123456789012345678",  "1234567890123456789",
       "7.0", "7.5", "1e2", "-0",  "12345678901234567890"};
@@ -164,7 +171,9 @@ TEST(KinetoScan, NumbersReadInlineAsTheGeneralRulesDo) {
         R"({"ph": "X", "cat": "kernel", "name": ")" + name + R"(", "pid": 0, "tid": 7, "ts": )" +
         t + R"(, "dur": 1, "args": {"device": 0, "stream": 7, "correlation": )" + id + "}}");
     int64_t ns = 0, corr = kNoCorrelation;
-    bool ok = t[0] != '+' && parse_us_to_ns(t, &ns);  // JSON has no '+': not a number
+    // JSON has no '+': not a number; the event's end must lie in the supported range.
+    bool ok =
+        t[0] != '+' && parse_us_to_ns(t, &ns) && time_in_range(ns) && time_in_range(ns + 1000);
     int64_t v = 0;
     auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
     int64_t idns = 0;

@@ -320,8 +320,10 @@ class Cursor {
     q += neg;
     int64_t ip = 0;
     char* d0 = q;
-    while (is_digit(*q) && q - d0 < 15) ip = ip * 10 + (*q++ - '0');
-    if (q == d0) return false;
+    // Up to 16 digits: epoch microseconds (1.7e15) are common. Past 9e15 us the general path
+    // decides (its overflow rule is per digit).
+    while (is_digit(*q) && q - d0 < 16) ip = ip * 10 + (*q++ - '0');
+    if (q == d0 || ip > 9'000'000'000'000'000 / 1000) return false;
     int64_t frac = 0;
     int fd = 0;
     if (*q == '.') {
