@@ -169,7 +169,7 @@ class Cursor {
       ++p;
     }
   }
-  // Most tokens follow no whitespace or one space: decided inline, the loop only for the rest.
+  // Inline: most tokens follow no whitespace; the loop for the rest.
   __attribute__((always_inline)) char peek() {
     if (p != e && static_cast<unsigned char>(*p) > ' ') return *p;
     ws();
