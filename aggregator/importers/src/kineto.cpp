@@ -522,6 +522,29 @@ inline bool key_is(std::string_view k, const char (&w)[N]) {
   return k.size() == N - 1 && std::memcmp(k.data(), w, N - 1) == 0;
 }
 
+// The (length, first byte) pairs of the argument names EventParser::arg reads (kineto_arg::kAll
+// and "name"): a key with none of them is skipped without that chain of comparisons. Most of a
+// kernel's or an op's args ("queued", "grid", "Sequence number", ...) are such keys (issue 28).
+struct ArgFilter {
+  uint64_t by_length[32] = {};  // bit (first byte & 63) of the names of that length
+  constexpr void add(std::string_view n) {
+    if (n.empty() || n.size() >= 32) throw "an argument name outside the filter's lengths";
+    by_length[n.size()] |= uint64_t{1} << (static_cast<unsigned char>(n[0]) & 63);
+  }
+  constexpr bool may_match(std::string_view k) const {
+    return !k.empty() && k.size() < 32 &&
+           (by_length[k.size()] >> (static_cast<unsigned char>(k[0]) & 63) & 1);
+  }
+};
+constexpr ArgFilter make_arg_filter() {
+  ArgFilter f;
+  for (std::string_view n : arg::kAll) f.add(n);
+  f.add("name");
+  return f;
+}
+constexpr ArgFilter kArgFilter = make_arg_filter();
+inline bool maybe_arg(std::string_view k) { return kArgFilter.may_match(k); }
+
 class EventParser {
  public:
   explicit EventParser(Cursor* c) : c_(c) {}
@@ -652,7 +675,9 @@ class EventParser {
     } while (c_->next('}'));
   }
 
+  // A name read here must be in kineto_arg::kAll (or "name"): kArgFilter is made of them.
   void arg(RawEvent& ev, std::string_view k) {
+    if (!maybe_arg(k)) return c_->skip_value();
     int64_t v;
     if (key_is(k, arg::kStream)) {
       ev.has_stream = int_value(&v);
