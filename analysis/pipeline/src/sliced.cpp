@@ -118,14 +118,20 @@ struct SlicedPipeline {
     const bool all_columns = std::any_of(runs.begin(), runs.end(), [](const auto& r) {
       return r->after_match() && r->reads_all_columns();
     });
-    if (!moved && !all_columns) {
+    // Moved clocks rerun every analysis, so each needs its columns again; unless all of them
+    // wait for the match (--stragglers alone): then the narrow read serves as well, the
+    // inference moving its times (issue 13's cost of --align inferred).
+    const bool all_after_match =
+        std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r->after_match(); });
+    const bool narrow = !all_columns && (!moved || all_after_match);
+    if (narrow) {
       ColumnSelection less = sel;
       less.annotations = less.counters = less.ops = less.nccl = false;
       less.activity_step = less.launch_detail = false;
       slices->narrow(less);  // the same slices, the rank columns not scanned again
       buf[1] = Store();
     }
-    for_each_slice(*slices, first, last, moved, buf, moved, [&](const Store& s) {
+    for_each_slice(*slices, first, last, moved, buf, moved && !narrow, [&](const Store& s) {
       const AnalysisContext sc(s, opt, nullptr, page);
       parallel_for(runs.size(), [&](size_t i) {
         if (moved || runs[i]->after_match()) runs[i]->add(sc);
