@@ -302,28 +302,22 @@ class Cursor {
   // value, as the token ends at the same byte (the first not in [0-9+-.eE]).
   bool int_fast(int64_t* v) {
     if (e - p < 24) return false;
-    char* q = p;
-    bool neg = *q == '-';
-    q += neg;
-    int64_t x = 0;
-    char* d0 = q;
-    while (is_digit(*q) && q - d0 < 18) x = x * 10 + (*q++ - '0');
-    if (q == d0 || is_number_char(*q)) return false;
+    bool neg;
+    int64_t x;
+    char* q = leading_digits(p, 18, &neg, &x);
+    if (!q || is_number_char(*q)) return false;
     *v = neg ? -x : x;
     p = q;
     return true;
   }
   bool us_fast(int64_t* ns) {
     if (e - p < 24) return false;
-    char* q = p;
-    bool neg = *q == '-';
-    q += neg;
-    int64_t ip = 0;
-    char* d0 = q;
+    bool neg;
+    int64_t ip;
     // Up to 16 digits: epoch microseconds (1.7e15) are common. Past 9e15 us the general path
     // decides (its overflow rule is per digit).
-    while (is_digit(*q) && q - d0 < 16) ip = ip * 10 + (*q++ - '0');
-    if (q == d0 || ip > 9'000'000'000'000'000 / 1000) return false;
+    char* q = leading_digits(p, 16, &neg, &ip);
+    if (!q || ip > 9'000'000'000'000'000 / 1000) return false;
     int64_t frac = 0;
     int fd = 0;
     if (*q == '.') {
@@ -336,6 +330,17 @@ class Cursor {
     *ns = neg ? -x : x;
     p = q;
     return true;
+  }
+  // An optional '-' and at most `max` digits at q: their value and the byte after them, or
+  // nullptr when there is no digit.
+  static char* leading_digits(char* q, int max, bool* neg, int64_t* value) {
+    *neg = *q == '-';
+    q += *neg;
+    int64_t x = 0;
+    char* d0 = q;
+    while (is_digit(*q) && q - d0 < max) x = x * 10 + (*q++ - '0');
+    *value = x;
+    return q == d0 ? nullptr : q;
   }
   static bool is_digit(char c) { return c >= '0' && c <= '9'; }
   static bool is_number_char(char c) {
